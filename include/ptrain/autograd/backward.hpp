@@ -1,0 +1,78 @@
+#pragma once
+// The backward pass: nodes in reverse topological order, each gradient freed once it has been
+// passed on, leaf hooks fired the moment their last contribution arrives.
+#include <unordered_map>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+
+namespace ptrain {
+
+namespace detail {
+// Nodes reachable from root that need a gradient, inputs before the ops that consume them.
+template <class T>
+std::vector<Node<T>*> topological_order(Node<T>* root,
+                                        std::unordered_map<Node<T>*, int>& consumers) {
+  std::vector<Node<T>*> order;
+  std::unordered_map<Node<T>*, bool> visited;
+  std::vector<std::pair<Node<T>*, std::size_t>> stack{{root, 0}};
+  visited[root] = true;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      Node<T>* in = node->inputs[next++].get();
+      if (!in || !in->requires_grad) continue;
+      ++consumers[in];
+      if (!visited[in]) {
+        visited[in] = true;
+        stack.emplace_back(in, 0);
+      }
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+}  // namespace detail
+
+// Backpropagate from root, seeded with grad_output (ones for a scalar when omitted).
+// The graph is released as it is consumed unless retain_graph is set.
+template <class T>
+void backward(const Var<T>& root, Tensor<T> grad_output = {}, bool retain_graph = false) {
+  check(root.defined() && root.requires_grad(),
+        "backward: the output does not require a gradient (no parameter took part, or it was computed under NoGradGuard)");
+  if (!grad_output.defined()) {
+    check(root.numel() == 1, "backward: an output of shape ", root.shape(),
+          " needs an explicit gradient; only a scalar gets an implicit one");
+    grad_output = Tensor<T>::ones(root.shape());
+  }
+  Node<T>* top = root.node().get();
+  std::unordered_map<Node<T>*, int> consumers;
+  auto order = detail::topological_order(top, consumers);
+  NoGradGuard no_grad;
+  auto finish_leaf = [](Node<T>* leaf) {
+    if (leaf->grad.defined() && !leaf->grad_owned) {
+      leaf->grad = leaf->grad.clone();
+      leaf->grad_owned = true;
+    }
+    if (leaf->on_grad_ready) leaf->on_grad_ready(*leaf);
+  };
+  top->accumulate(std::move(grad_output), true);
+  if (top->is_leaf()) finish_leaf(top);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node<T>* node = *it;
+    if (node->is_leaf()) continue;
+    if (node->grad.defined()) node->backward(*node);
+    for (auto& in : node->inputs)
+      if (in && in->requires_grad && --consumers[in.get()] == 0 && in->is_leaf()) finish_leaf(in.get());
+    if (!retain_graph) {
+      node->grad = Tensor<T>();
+      node->backward = nullptr;
+      node->inputs.clear();
+      node->requires_grad = false;
+    }
+  }
+}
+
+}  // namespace ptrain

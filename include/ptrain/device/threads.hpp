@@ -1,0 +1,57 @@
+#pragma once
+// How many threads the CPU ops use: all cores by default, PTRAIN_NUM_THREADS overrides,
+// set_num_threads() overrides both. The count is pushed to OpenMP, Eigen and OpenBLAS.
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <Eigen/Core>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "ptrain/core/error.hpp"
+
+// OpenBLAS's own thread setter, when the program links OpenBLAS; weak, so linking is optional.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+namespace ptrain {
+
+namespace detail {
+inline int& thread_count() {
+  static int count = 0;
+  return count;
+}
+inline int threads_from_environment() {
+  if (const char* env = std::getenv("PTRAIN_NUM_THREADS"); env && *env) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    check(end && *end == '\0' && n > 0 && n <= 4096, "PTRAIN_NUM_THREADS='", env,
+          "': expected a positive integer");
+    return static_cast<int>(n);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw ? static_cast<int>(hw) : 1;
+}
+}  // namespace detail
+
+inline void set_num_threads(int n) {
+  check(n > 0, "set_num_threads: expected a positive count, got ", n);
+  detail::thread_count() = n;
+#if defined(_OPENMP)
+  omp_set_num_threads(n);
+#endif
+  Eigen::setNbThreads(n);
+}
+
+inline int num_threads() {
+  if (detail::thread_count() == 0) set_num_threads(detail::threads_from_environment());
+  return detail::thread_count();
+}
+
+// BLAS calls made from inside a parallel region must not spawn threads of their own.
+inline void set_blas_threads(int n) {
+  if (openblas_set_num_threads) openblas_set_num_threads(n);
+}
+
+}  // namespace ptrain

@@ -1,0 +1,39 @@
+#pragma once
+// Elementwise loops over CPU tensors, spread over the threads when the tensor is large
+// enough for it to pay (below ~32K elements a fork costs more than the loop).
+#include <cstdint>
+
+#include "ptrain/tensor/tensor.hpp"
+
+namespace ptrain::kernels {
+
+inline constexpr std::int64_t parallel_threshold = 32768;
+
+// out[i] = f(in[i])
+template <class T, class F>
+void map(const T* in, T* out, std::int64_t n, F f) {
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+// out[i] = f(a[i], b[i])
+template <class T, class F>
+void map2(const T* a, const T* b, T* out, std::int64_t n, F f) {
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+}
+
+template <class T, class F>
+Tensor<T> map(const Tensor<T>& x, F f) {
+  Tensor<T> out(x.shape());
+  map(x.data(), out.data(), x.numel(), f);
+  return out;
+}
+template <class T, class F>
+Tensor<T> map2(const Tensor<T>& a, const Tensor<T>& b, F f) {
+  check(a.shape() == b.shape(), "elementwise: shapes ", a.shape(), " and ", b.shape(), " differ");
+  Tensor<T> out(a.shape());
+  map2(a.data(), b.data(), out.data(), a.numel(), f);
+  return out;
+}
+
+}  // namespace ptrain::kernels

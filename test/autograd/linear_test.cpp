@@ -1,0 +1,65 @@
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/autograd/gradcheck.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+
+using namespace ptrain;
+
+BOOST_AUTO_TEST_SUITE(linear_test)
+
+BOOST_AUTO_TEST_CASE(matmul_gradient) {
+  auto r = gradcheck([](const auto& v) { return matmul(v[0], v[1]); },
+                     {random_tensor({3, 4}, 1), random_tensor({4, 5}, 2)});
+  BOOST_TEST(r.ok, r.report);
+}
+
+BOOST_AUTO_TEST_CASE(linear_gradient_with_and_without_bias) {
+  auto with_bias = gradcheck([](const auto& v) { return linear(v[0], v[1], v[2]); },
+                             {random_tensor({3, 4}, 1), random_tensor({2, 4}, 2), random_tensor({2}, 3)});
+  BOOST_TEST(with_bias.ok, with_bias.report);
+  auto without = gradcheck([](const auto& v) { return linear(v[0], v[1]); },
+                           {random_tensor({3, 4}, 1), random_tensor({2, 4}, 2)});
+  BOOST_TEST(without.ok, without.report);
+}
+
+BOOST_AUTO_TEST_CASE(linear_forward_matches_hand_computation) {
+  Var<double> x(Tensor<double>::from({1, 2}, {1, 2}));
+  Var<double> w(Tensor<double>::from({2, 2}, {1, 0, 3, 4}));
+  Var<double> b(Tensor<double>::from({2}, {0.5, -1}));
+  auto y = linear(x, w, b).value().to_vector();
+  BOOST_TEST(y[0] == 1.5);
+  BOOST_TEST(y[1] == 10.0);
+}
+
+BOOST_AUTO_TEST_CASE(relu_gradient_away_from_kink) {
+  auto r = gradcheck([](const auto& v) { return relu(v[0]); }, {random_tensor({4, 5}, 9)});
+  BOOST_TEST(r.ok, r.report);
+}
+
+BOOST_AUTO_TEST_CASE(gradient_reaches_shared_input_from_both_paths) {
+  // y = relu(x W) used twice: the leaf hook fires once, after both contributions.
+  Var<double> x(random_tensor({2, 3}, 4), true);
+  Var<double> w(random_tensor({3, 3}, 5), true);
+  int ready = 0;
+  w.on_grad_ready([&](Node<double>&) { ++ready; });
+  auto h = matmul(x, w);
+  auto y = matmul(h, w);
+  backward(y, Tensor<double>::ones(y.shape()));
+  BOOST_TEST(ready == 1);
+  BOOST_TEST(w.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(gradcheck_detects_a_wrong_backward) {
+  auto wrong = [](const std::vector<Var<double>>& v) {
+    Tensor<double> y = v[0].value().clone();
+    return make_var<double>(y, {v[0]}, "wrong", [](Node<double>& self) {
+      Tensor<double> g = self.grad.clone();
+      g.array() *= 2.0;
+      self.inputs[0]->accumulate(std::move(g));
+    });
+  };
+  BOOST_TEST(!gradcheck(wrong, {random_tensor({3}, 1)}).ok);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
