@@ -1,0 +1,123 @@
+// Times a training step (forward, backward, SGD with momentum) of the demo CNN (batch 128) and
+// of a CIFAR ResNet-18 (batch 64), and one large GEMM for this machine's attainable peak. When
+// /usr/bin/python3 has torch, runs bench/torch_peer.py on the same work in the same run and
+// prints the ratio. One machine-readable line per figure:
+//   bench=train_step model=... impl=ptrain|pytorch batch=... median_ms=... images_per_sec=...
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ptrain/ptrain.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double gemm_gflops(std::int64_t n, int repeats) {
+  ptrain::Tensor<float> a = ptrain::Tensor<float>::full({n, n}, 0.5f), b = a.clone(), c({n, n});
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    ptrain::kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return 2.0 * double(n) * n * n / median(times) / 1e9;
+}
+
+template <class Model>
+double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, int steps) {
+  ptrain::Rng rng(0);
+  ptrain::Tensor<float> x(input_shape);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
+  std::vector<std::int64_t> y(static_cast<std::size_t>(input_shape[0]));
+  for (auto& t : y) t = static_cast<std::int64_t>(rng.below(10));
+  ptrain::Sgd<float> sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
+  std::vector<double> times;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const auto start = Clock::now();
+    model.zero_grad();
+    ptrain::backward(ptrain::cross_entropy(model.forward(ptrain::Var<float>(x)), y));
+    {
+      ptrain::NoGradGuard no_grad;
+      sgd.step();
+    }
+    if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(times);
+}
+
+// Training FLOPs per image (forward MACs x 2 x 3: forward, grad-input, grad-weight).
+const std::map<std::string, double> train_flops_per_image = {
+    {"small_cnn", 3 * 2 * 4.2412e6},
+    {"resnet18_cifar", 3 * 2 * 0.5562e9},
+};
+
+std::map<std::string, double> run_pytorch(int threads, const std::string& models) {
+  std::map<std::string, double> images_per_sec;
+  const std::string cmd = "/usr/bin/python3 " PTRAIN_BENCH_DIR "/torch_peer.py " + std::to_string(threads) + " " + models;
+  FILE* pipe = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return images_per_sec;
+  char line[1024];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::string s = line;
+    auto field = [&](const std::string& key) {
+      const auto at = s.find("\"" + key + "\": ");
+      return at == std::string::npos ? std::string() : s.substr(at + key.size() + 4);
+    };
+    std::string model = field("model");
+    model = model.substr(1, model.find('"', 1) - 1);
+    images_per_sec[model] = std::atof(field("images_per_sec").c_str());
+  }
+  ::pclose(pipe);
+  return images_per_sec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string only = argc > 2 ? argv[2] : "small_cnn,resnet18_cifar";
+  ptrain::set_num_threads(threads);
+  ptrain::manual_seed(0);
+
+  const double peak = gemm_gflops(2048, 5);
+  std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f\n", threads, peak);
+
+  std::map<std::string, double> ours;
+  if (only.find("small_cnn") != std::string::npos) {
+    ptrain::SmallCnn<float> net;
+    const double s = median_step_seconds(net, {128, 1, 28, 28}, 3, 20);
+    ours["small_cnn"] = 128 / s;
+    std::printf("bench=train_step model=small_cnn impl=ptrain threads=%d batch=128 median_ms=%.2f images_per_sec=%.1f "
+                "peak_fraction=%.3f\n", threads, 1e3 * s, 128 / s, 128 / s * train_flops_per_image.at("small_cnn") / 1e9 / peak);
+  }
+  if (only.find("resnet18_cifar") != std::string::npos) {
+    auto net = ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true});
+    const double s = median_step_seconds(*net, {64, 3, 32, 32}, 2, 8);
+    ours["resnet18_cifar"] = 64 / s;
+    std::printf("bench=train_step model=resnet18_cifar impl=ptrain threads=%d batch=64 median_ms=%.2f images_per_sec=%.1f "
+                "peak_fraction=%.3f\n", threads, 1e3 * s, 64 / s, 64 / s * train_flops_per_image.at("resnet18_cifar") / 1e9 / peak);
+  }
+  std::fflush(stdout);
+
+  const auto torch = run_pytorch(threads, only);
+  if (torch.empty()) {
+    std::printf("bench=train_step peer=pytorch status=unavailable reason=\"/usr/bin/python3 cannot import torch\"\n");
+    return 0;
+  }
+  for (const auto& [model, ips] : torch) {
+    std::printf("bench=train_step model=%s impl=pytorch threads=%d images_per_sec=%.1f\n", model.c_str(), threads, ips);
+    if (ours.count(model))
+      std::printf("bench=train_step model=%s ratio_ptrain_over_pytorch=%.3f\n", model.c_str(), ours[model] / ips);
+  }
+  return 0;
+}

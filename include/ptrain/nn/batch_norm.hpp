@@ -1,0 +1,35 @@
+#pragma once
+#include "ptrain/autograd/ops/batch_norm.hpp"
+#include "ptrain/nn/module.hpp"
+
+namespace ptrain {
+
+// nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
+// buffers named as torchvision's state_dict names them.
+template <class T = float>
+class BatchNorm2d : public Module<T> {
+ public:
+  explicit BatchNorm2d(std::int64_t channels, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : eps_(eps), momentum_(momentum) {
+    check(channels > 0, "BatchNorm2d: channels must be positive");
+    if (affine) {
+      weight = this->register_parameter("weight", Tensor<T>::ones({channels}));
+      bias = this->register_parameter("bias", Tensor<T>::zeros({channels}));
+    }
+    running_mean = this->register_buffer("running_mean", Tensor<T>::zeros({channels}));
+    running_var = this->register_buffer("running_var", Tensor<T>::ones({channels}));
+    num_batches_tracked = this->register_buffer("num_batches_tracked", Tensor<T>::zeros({}));
+  }
+  Var<T> forward(const Var<T>& x) override {
+    if (this->is_training()) num_batches_tracked[0] += T(1);
+    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_);
+  }
+
+  Var<T> weight, bias;
+  Tensor<T> running_mean, running_var, num_batches_tracked;
+
+ private:
+  double eps_, momentum_;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,53 @@
+#pragma once
+// PyTorch's default initialisations (torch.nn.init), drawn from a given Rng.
+#include <cmath>
+
+#include "ptrain/core/rng.hpp"
+#include "ptrain/tensor/tensor.hpp"
+
+namespace ptrain::init {
+
+template <class T>
+void uniform(Tensor<T>& t, double lo, double hi, Rng& rng = global_rng()) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(rng.uniform(lo, hi));
+}
+template <class T>
+void normal(Tensor<T>& t, double mean, double stddev, Rng& rng = global_rng()) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(rng.normal(mean, stddev));
+}
+
+// fan_in of a weight [out, in, k...]: in * prod(k).
+template <class T>
+std::int64_t fan_in(const Tensor<T>& weight) {
+  return weight.rank() >= 2 ? weight.numel() / weight.size(0) : weight.numel();
+}
+template <class T>
+std::int64_t fan_out(const Tensor<T>& weight) {
+  return weight.rank() >= 2 ? weight.numel() / weight.size(1) : weight.numel();
+}
+
+// kaiming_uniform_(a): bound = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)).
+template <class T>
+void kaiming_uniform(Tensor<T>& weight, double a, Rng& rng = global_rng()) {
+  const double gain = std::sqrt(2.0 / (1.0 + a * a));
+  const double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in(weight)));
+  uniform(weight, -bound, bound, rng);
+}
+// kaiming_normal_(mode='fan_out', nonlinearity='relu'): what torchvision's ResNet uses.
+template <class T>
+void kaiming_normal_fan_out(Tensor<T>& weight, Rng& rng = global_rng()) {
+  normal(weight, 0.0, std::sqrt(2.0 / static_cast<double>(fan_out(weight))), rng);
+}
+
+// nn.Linear / nn.Conv2d reset_parameters(): weight kaiming_uniform(a=sqrt(5)), i.e. U(±1/sqrt(fan_in));
+// bias U(±1/sqrt(fan_in)).
+template <class T>
+void default_layer_init(Tensor<T>& weight, Tensor<T>* bias, Rng& rng = global_rng()) {
+  kaiming_uniform(weight, std::sqrt(5.0), rng);
+  if (bias && bias->defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in(weight)));
+    uniform(*bias, -bound, bound, rng);
+  }
+}
+
+}  // namespace ptrain::init

@@ -1,0 +1,73 @@
+#pragma once
+// The parameter-free layers: activations, pooling, dropout, flatten.
+#include "ptrain/autograd/ops/activation.hpp"
+#include "ptrain/autograd/ops/dropout.hpp"
+#include "ptrain/autograd/ops/pool.hpp"
+#include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/nn/module.hpp"
+
+namespace ptrain {
+
+template <class T = float>
+class ReLU : public Module<T> {
+ public:
+  Var<T> forward(const Var<T>& x) override { return relu(x); }
+};
+
+template <class T = float>
+class Flatten : public Module<T> {
+ public:
+  explicit Flatten(int start_dim = 1) : start_dim_(start_dim) {}
+  Var<T> forward(const Var<T>& x) override { return flatten(x, start_dim_); }
+
+ private:
+  int start_dim_;
+};
+
+template <class T = float>
+class Dropout : public Module<T> {
+ public:
+  explicit Dropout(double p = 0.5, Rng* rng = nullptr) : p_(p), rng_(rng ? rng : &global_rng()) {
+    check(p >= 0 && p <= 1, "Dropout: p=", p, " is not a probability");
+  }
+  Var<T> forward(const Var<T>& x) override { return dropout(x, p_, this->is_training(), *rng_); }
+
+ private:
+  double p_;
+  Rng* rng_;
+};
+
+template <class T = float>
+class MaxPool2d : public Module<T> {
+ public:
+  explicit MaxPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+      : kernel_(kernel), stride_(stride ? stride : kernel), padding_(padding) {}
+  Var<T> forward(const Var<T>& x) override { return max_pool2d(x, kernel_, stride_, padding_); }
+
+ private:
+  std::int64_t kernel_, stride_, padding_;
+};
+
+template <class T = float>
+class AvgPool2d : public Module<T> {
+ public:
+  explicit AvgPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+      : kernel_(kernel), stride_(stride ? stride : kernel), padding_(padding) {}
+  Var<T> forward(const Var<T>& x) override { return avg_pool2d(x, kernel_, stride_, padding_); }
+
+ private:
+  std::int64_t kernel_, stride_, padding_;
+};
+
+template <class T = float>
+class AdaptiveAvgPool2d : public Module<T> {
+ public:
+  AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
+  explicit AdaptiveAvgPool2d(std::int64_t out) : AdaptiveAvgPool2d(out, out) {}
+  Var<T> forward(const Var<T>& x) override { return adaptive_avg_pool2d(x, out_h_, out_w_); }
+
+ private:
+  std::int64_t out_h_, out_w_;
+};
+
+}  // namespace ptrain

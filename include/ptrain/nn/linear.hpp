@@ -1,0 +1,26 @@
+#pragma once
+#include <memory>
+
+#include "ptrain/autograd/ops/linear.hpp"
+#include "ptrain/nn/init.hpp"
+#include "ptrain/nn/module.hpp"
+
+namespace ptrain {
+
+template <class T = float>
+class Linear : public Module<T> {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true) {
+    check(in_features > 0 && out_features > 0, "Linear(", in_features, ", ", out_features, "): sizes must be positive");
+    Tensor<T> w({out_features, in_features});
+    Tensor<T> b = bias ? Tensor<T>({out_features}) : Tensor<T>();
+    init::default_layer_init(w, &b);
+    weight = this->register_parameter("weight", w);
+    if (bias) this->bias = this->register_parameter("bias", b);
+  }
+  Var<T> forward(const Var<T>& x) override { return linear(x, weight, bias); }
+
+  Var<T> weight, bias;
+};
+
+}  // namespace ptrain

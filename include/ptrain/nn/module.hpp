@@ -1,0 +1,117 @@
+#pragma once
+// Module<T>: parameters, buffers and child modules under stable hierarchical names in
+// torchvision's style (`layer1.0.conv1.weight`), train/eval mode and freezing.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+
+namespace ptrain {
+
+template <class T = float>
+class Module {
+ public:
+  using scalar_type = T;
+
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  virtual Var<T> forward(const Var<T>& x) = 0;
+  Var<T> operator()(const Var<T>& x) { return forward(x); }
+
+  // Parameters in registration order, depth first: the order of torchvision's state_dict.
+  std::vector<std::pair<std::string, Var<T>>> named_parameters() const {
+    std::vector<std::pair<std::string, Var<T>>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, p] : m.parameters_) out.emplace_back(prefix + name, p);
+    });
+    return out;
+  }
+  std::vector<Var<T>> parameters() const {
+    std::vector<Var<T>> out;
+    for (auto& [name, p] : named_parameters()) out.push_back(p);
+    return out;
+  }
+  // Buffers (running statistics): state that is saved and synchronised but not trained.
+  std::vector<std::pair<std::string, Tensor<T>*>> named_buffers() {
+    std::vector<std::pair<std::string, Tensor<T>*>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (auto& [name, b] : const_cast<Module&>(m).buffers_) out.emplace_back(prefix + name, &b);
+    });
+    return out;
+  }
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+
+  std::int64_t parameter_count() const {
+    std::int64_t n = 0;
+    for (const auto& [name, p] : named_parameters()) n += p.numel();
+    return n;
+  }
+
+  void train(bool on = true) {
+    visit([on](const std::string&, const Module& m) { const_cast<Module&>(m).training_ = on; });
+  }
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Frozen parameters get no gradient and are left alone by the optimizers.
+  void set_requires_grad(bool on) {
+    for (auto& [name, p] : named_parameters()) p.set_requires_grad(on);
+  }
+  void zero_grad() {
+    for (auto& [name, p] : named_parameters()) p.zero_grad();
+  }
+
+ protected:
+  // Both return handles that share the registered storage: keep them as members.
+  Var<T> register_parameter(std::string name, Tensor<T> value) {
+    check(!has_name(name), "register_parameter: '", name, "' is already registered");
+    parameters_.emplace_back(std::move(name), Var<T>(std::move(value), true));
+    return parameters_.back().second;
+  }
+  Tensor<T> register_buffer(std::string name, Tensor<T> value) {
+    check(!has_name(name), "register_buffer: '", name, "' is already registered");
+    buffers_.emplace_back(std::move(name), std::move(value));
+    return buffers_.back().second;
+  }
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    check(!has_name(name), "register_module: '", name, "' is already registered");
+    children_.emplace_back(std::move(name), module);
+    return module;
+  }
+  // Replaces a registered child (a new classifier head for transfer learning), keeping its place.
+  void replace_module(const std::string& name, std::shared_ptr<Module> module) {
+    for (auto& [child_name, child] : children_)
+      if (child_name == name) {
+        child = std::move(module);
+        return;
+      }
+    fail("replace_module: no child named '", name, "'");
+  }
+
+ private:
+  template <class F>
+  void visit(F&& f, const std::string& prefix = "") const {
+    f(prefix, *this);
+    for (const auto& [name, child] : children_) child->visit(f, prefix + name + ".");
+  }
+
+  bool has_name(const std::string& name) const {
+    for (const auto& [n, p] : parameters_) if (n == name) return true;
+    for (const auto& [n, b] : buffers_) if (n == name) return true;
+    for (const auto& [n, c] : children_) if (n == name) return true;
+    return false;
+  }
+
+  std::vector<std::pair<std::string, Var<T>>> parameters_;
+  std::vector<std::pair<std::string, Tensor<T>>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,240 @@
+#pragma once
+// Trainer<Model, Policies...>: the training loop. A step is cut into named points where the
+// parallel policies plug in (see docs/policies.md):
+//   setup(model)                        once, at construction (broadcast, split the grid)
+//   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
+//   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
+//   after_optimizer_step(model)
+//   reduce(totals)                      sum an epoch's loss/correct/count over ranks
+//   is_main()                           whether this process prints and writes logs
+// A policy implements only the points it needs.
+#include <chrono>
+#include <cmath>
+#include <concepts>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ptrain/autograd/backward.hpp"
+#include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/core/log.hpp"
+#include "ptrain/io/csv_log.hpp"
+#include "ptrain/nn/module.hpp"
+#include "ptrain/optim/optimizer.hpp"
+#include "ptrain/train/progress.hpp"
+
+namespace ptrain {
+
+struct TrainerOptions {
+  std::string csv_log;        // one row per epoch; empty for none
+  bool progress_bar = true;   // drawn only when stdout is a terminal
+  bool print_epochs = true;   // one line per epoch
+  double label_smoothing = 0.0;
+};
+
+// Sums over an epoch; policies reduce these across ranks.
+struct EpochTotals {
+  double loss_sum = 0;  // sum over samples of the per-sample loss
+  double correct = 0;
+  double samples = 0;
+  double loss() const { return samples > 0 ? loss_sum / samples : std::nan(""); }
+  double accuracy() const { return samples > 0 ? correct / samples : std::nan(""); }
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double val_loss = std::nan(""), val_accuracy = std::nan("");
+  double images_per_second = 0, seconds = 0, lr = 0;
+};
+
+template <class Model, class... Policies>
+class Trainer {
+ public:
+  using T = typename Model::scalar_type;
+  static_assert(std::derived_from<Model, Module<T>>,
+                "Trainer<Model>: Model must derive from ptrain::Module<T> (see docs/architecture.md)");
+
+  template <class Opt>
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options = {},
+          Policies... policies)
+      : model_(std::move(model)), options_(std::move(options)), policies_(std::move(policies)...) {
+    static_assert(Optimizer<Opt>, "Trainer: the optimizer must satisfy ptrain::Optimizer (step, zero_grad, lr, set_lr)");
+    check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
+    step_optimizer_ = [optimizer] { optimizer->step(); };
+    lr_ = [optimizer] { return optimizer->lr(); };
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.setup(*model_); }) p.setup(*model_);
+    });
+    if (!options_.csv_log.empty() && is_main())
+      csv_.emplace(options_.csv_log, std::vector<std::string>{"epoch", "train_loss", "train_accuracy", "val_loss",
+                                                              "val_accuracy", "images_per_second", "seconds", "lr"});
+  }
+
+  Model& model() { return *model_; }
+  template <class P>
+  P& policy() { return std::get<P>(policies_); }
+  std::int64_t global_step() const { return step_; }
+
+  // Called after every optimizer step with the global step count (learning-rate schedules).
+  void on_step_end(std::function<void(std::int64_t step)> callback) { step_callbacks_.push_back(std::move(callback)); }
+  // Called after every epoch with its result.
+  void on_epoch_end(std::function<void(const EpochResult&)> callback) { epoch_callbacks_.push_back(std::move(callback)); }
+
+  // One optimisation step on a batch; returns this batch's (loss sum, correct, samples).
+  EpochTotals train_step(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+    model_->zero_grad();
+    EpochTotals batch = forward_backward(inputs, targets);
+    bool proceed = true;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { { p.before_optimizer_step(*model_) } -> std::convertible_to<bool>; })
+        proceed = p.before_optimizer_step(*model_) && proceed;
+    });
+    if (proceed) {
+      NoGradGuard no_grad;
+      step_optimizer_();
+    }
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.after_optimizer_step(*model_); }) p.after_optimizer_step(*model_);
+    });
+    ++step_;
+    for (auto& callback : step_callbacks_) callback(step_);
+    return batch;
+  }
+
+  template <class Loader>
+  EpochTotals train_epoch(Loader& loader, int epoch) {
+    model_->train();
+    loader.set_epoch(epoch);
+    EpochTotals totals;
+    ProgressBar bar("epoch " + std::to_string(epoch + 1), static_cast<std::int64_t>(loader.size()),
+                    options_.progress_bar && is_main() && is_terminal());
+    std::int64_t done = 0;
+    for (const auto& batch : loader) {
+      const EpochTotals b = train_step(batch.inputs, batch.targets);
+      totals.loss_sum += b.loss_sum;
+      totals.correct += b.correct;
+      totals.samples += b.samples;
+      bar.update(++done, b.loss());
+    }
+    bar.finish();
+    reduce(totals);
+    return totals;
+  }
+
+  template <class Loader>
+  EpochTotals evaluate(Loader& loader) {
+    model_->eval();
+    NoGradGuard no_grad;
+    EpochTotals totals;
+    for (const auto& batch : loader) {
+      const Var<T> logits = model_->forward(Var<T>(batch.inputs));
+      totals.loss_sum += cross_entropy(logits, batch.targets).value()[0] * static_cast<double>(batch.targets.size());
+      totals.correct += static_cast<double>(top1_correct(logits.value(), batch.targets));
+      totals.samples += static_cast<double>(batch.targets.size());
+    }
+    reduce(totals);
+    model_->train();
+    return totals;
+  }
+
+  // Trains for epochs, evaluating on val (when given) after each; prints one line per epoch.
+  template <class TrainLoader, class ValLoader>
+  std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs) {
+    std::vector<EpochResult> results;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      const auto start = std::chrono::steady_clock::now();
+      const EpochTotals t = train_epoch(train, epoch);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EpochResult r;
+      r.epoch = epoch + 1;
+      r.train_loss = t.loss();
+      r.train_accuracy = t.accuracy();
+      r.seconds = seconds;
+      r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
+      r.lr = lr_();
+      if (val) {
+        const EpochTotals v = evaluate(*val);
+        r.val_loss = v.loss();
+        r.val_accuracy = v.accuracy();
+      }
+      report(r, epochs);
+      results.push_back(r);
+      for (auto& callback : epoch_callbacks_) callback(r);
+    }
+    return results;
+  }
+  template <class TrainLoader>
+  std::vector<EpochResult> fit(TrainLoader& train, int epochs) {
+    return fit(train, static_cast<TrainLoader*>(nullptr), epochs);
+  }
+
+  bool is_main() {
+    bool main = true;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { { p.is_main() } -> std::convertible_to<bool>; }) main = main && p.is_main();
+    });
+    return main;
+  }
+
+ private:
+  template <class F>
+  void for_each_policy(F&& f) {
+    std::apply([&](auto&... p) { (f(p), ...); }, policies_);
+  }
+
+  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+    std::optional<EpochTotals> replaced;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.forward_backward(*model_, inputs, targets, options_.label_smoothing); })
+        replaced = p.forward_backward(*model_, inputs, targets, options_.label_smoothing);
+    });
+    if (replaced) return *replaced;
+    const Var<T> logits = model_->forward(Var<T>(inputs));
+    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing);
+    backward(loss);
+    const double n = static_cast<double>(targets.size());
+    return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
+  }
+
+  void reduce(EpochTotals& totals) {
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.reduce(totals); }) p.reduce(totals);
+    });
+  }
+
+  void report(const EpochResult& r, int epochs) {
+    if (!is_main()) return;
+    if (options_.print_epochs) {
+      char line[256];
+      std::snprintf(line, sizeof line, "epoch %d/%d loss %.4f acc %.2f%%", r.epoch, epochs, r.train_loss,
+                    100 * r.train_accuracy);
+      std::string text = line;
+      if (!std::isnan(r.val_loss)) {
+        std::snprintf(line, sizeof line, " val_loss %.4f val_acc %.2f%%", r.val_loss, 100 * r.val_accuracy);
+        text += line;
+      }
+      std::snprintf(line, sizeof line, " %.1f img/s %.1fs lr %.3g", r.images_per_second, r.seconds, r.lr);
+      log_line(text + line);
+    }
+    if (csv_)
+      csv_->append({double(r.epoch), r.train_loss, r.train_accuracy, r.val_loss, r.val_accuracy, r.images_per_second,
+                    r.seconds, r.lr});
+  }
+
+  std::shared_ptr<Model> model_;
+  TrainerOptions options_;
+  std::tuple<Policies...> policies_;
+  std::function<void()> step_optimizer_;
+  std::function<double()> lr_;
+  std::optional<io::CsvLog> csv_;
+  std::vector<std::function<void(std::int64_t)>> step_callbacks_;
+  std::vector<std::function<void(const EpochResult&)>> epoch_callbacks_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,88 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include <ptrain/models/resnet.hpp>
+#include <ptrain/models/small_cnn.hpp>
+#include <ptrain/nn/batch_norm.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+
+using namespace ptrain;
+
+BOOST_AUTO_TEST_SUITE(module_test)
+
+BOOST_AUTO_TEST_CASE(names_are_hierarchical_in_registration_order) {
+  auto block = make<Sequential<float>>(std::initializer_list<std::pair<std::string, std::shared_ptr<Module<float>>>>{
+      {"fc", make<Linear<float>>(4, 3)}, {"bn", make<BatchNorm2d<float>>(3)}});
+  Sequential<float> net{make<Linear<float>>(5, 4), block};
+  std::vector<std::string> names;
+  for (auto& [name, p] : net.named_parameters()) names.push_back(name);
+  const std::vector<std::string> expected{"0.weight", "0.bias", "1.fc.weight", "1.fc.bias", "1.bn.weight", "1.bn.bias"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  std::vector<std::string> buffers;
+  for (auto& [name, b] : net.named_buffers()) buffers.push_back(name);
+  const std::vector<std::string> expected_buffers{"1.bn.running_mean", "1.bn.running_var", "1.bn.num_batches_tracked"};
+  BOOST_TEST(buffers == expected_buffers, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_names_are_rejected) {
+  Sequential<float> net;
+  net.push_back("a", make<Linear<float>>(2, 2));
+  BOOST_CHECK_THROW(net.push_back("a", make<Linear<float>>(2, 2)), Error);
+}
+
+BOOST_AUTO_TEST_CASE(resnet18_matches_torchvision) {
+  auto net = resnet18<float>();
+  BOOST_TEST(net->parameter_count() == 11689512);
+  auto named = net->named_parameters();
+  BOOST_TEST(named.size() == 62u);
+  BOOST_TEST(named.front().first == "conv1.weight");
+  BOOST_TEST(named[1].first == "bn1.weight");
+  BOOST_TEST(named[3].first == "layer1.0.conv1.weight");
+  bool found_downsample = false;
+  for (auto& [name, p] : named)
+    if (name == "layer2.0.downsample.0.weight") {
+      found_downsample = true;
+      BOOST_TEST(p.shape() == (Shape{128, 64, 1, 1}));
+    }
+  BOOST_TEST(found_downsample);
+  BOOST_TEST(named.back().first == "fc.bias");
+  BOOST_TEST(resnet50<float>()->parameter_count() == 25557032);
+  BOOST_TEST(resnet34<float>()->parameter_count() == 21797672);
+}
+
+BOOST_AUTO_TEST_CASE(train_eval_and_freeze_reach_every_child) {
+  SmallCnn<float> net;
+  net.eval();
+  for (auto& [name, child] : net.children()) BOOST_TEST(!child->is_training());
+  net.train();
+  BOOST_TEST(net[0]->is_training());
+  net[0]->set_requires_grad(false);
+  int frozen = 0;
+  for (auto& [name, p] : net.named_parameters()) frozen += p.requires_grad() ? 0 : 1;
+  BOOST_TEST(frozen == 2);
+}
+
+BOOST_AUTO_TEST_CASE(default_init_follows_pytorch) {
+  manual_seed(1);
+  Linear<float> fc(400, 300);
+  const double bound = 1.0 / std::sqrt(400.0);
+  const auto w = fc.weight.value().array();
+  BOOST_TEST(w.abs().maxCoeff() <= bound);
+  // U(-b, b) has standard deviation b / sqrt(3).
+  const double sd = std::sqrt((w.square().mean()));
+  BOOST_TEST(std::abs(sd - bound / std::sqrt(3.0)) < 0.02 * bound);
+  BOOST_TEST(fc.bias.value().array().abs().maxCoeff() <= bound);
+  BatchNorm2d<float> bn(8);
+  BOOST_TEST(bn.weight.value().array().minCoeff() == 1.0f);
+  BOOST_TEST(bn.running_var.array().minCoeff() == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(small_cnn_shapes) {
+  SmallCnn<float> net;
+  auto y = net.forward(Var<float>(Tensor<float>::zeros({2, 1, 28, 28})));
+  BOOST_TEST(y.shape() == (Shape{2, 10}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,115 @@
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/train/trainer.hpp>
+
+using namespace ptrain;
+
+namespace {
+
+struct Batch {
+  Tensor<float> inputs;
+  std::vector<std::int64_t> targets;
+};
+
+// The smallest loader the Trainer accepts: set_epoch, size, and iteration over batches.
+struct VectorLoader {
+  std::vector<Batch> batches;
+  int epochs_seen = 0;
+  void set_epoch(int) { ++epochs_seen; }
+  std::size_t size() const { return batches.size(); }
+  auto begin() const { return batches.begin(); }
+  auto end() const { return batches.end(); }
+};
+
+// Two Gaussian blobs, class = sign of the first coordinate.
+VectorLoader blobs(int batches, int batch_size, std::uint64_t seed) {
+  Rng rng(seed);
+  VectorLoader loader;
+  for (int b = 0; b < batches; ++b) {
+    Batch batch{Tensor<float>({batch_size, 2}), {}};
+    for (int i = 0; i < batch_size; ++i) {
+      const std::int64_t label = static_cast<std::int64_t>(rng.below(2));
+      batch.inputs[2 * i] = static_cast<float>((label ? 2.0 : -2.0) + rng.normal(0, 0.5));
+      batch.inputs[2 * i + 1] = static_cast<float>(rng.normal());
+      batch.targets.push_back(label);
+    }
+    loader.batches.push_back(batch);
+  }
+  return loader;
+}
+
+// Records the order in which the Trainer reaches its named points.
+struct RecordingPolicy {
+  std::vector<std::string>* calls;
+  bool skip_first_step = false;
+  void setup(Module<float>&) { calls->push_back("setup"); }
+  bool before_optimizer_step(Module<float>& model) {
+    calls->push_back("before_optimizer_step");
+    for (auto& p : model.parameters()) BOOST_TEST(p.grad().defined());
+    if (skip_first_step) {
+      skip_first_step = false;
+      return false;
+    }
+    return true;
+  }
+  void after_optimizer_step(Module<float>&) { calls->push_back("after_optimizer_step"); }
+  void reduce(EpochTotals&) { calls->push_back("reduce"); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(trainer_test)
+
+BOOST_AUTO_TEST_CASE(fit_learns_separable_blobs_and_writes_csv) {
+  manual_seed(3);
+  auto model = std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Linear<float>>(2, 2)});
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  const auto csv = std::filesystem::temp_directory_path() / "ptrain_trainer_test.csv";
+  Trainer<Sequential<float>> trainer(model, sgd, {.csv_log = csv.string(), .progress_bar = false, .print_epochs = false});
+  auto train = blobs(20, 16, 1);
+  auto val = blobs(5, 16, 2);
+  auto results = trainer.fit(train, &val, 3);
+  BOOST_TEST(results.size() == 3u);
+  BOOST_TEST(results.back().val_accuracy > 0.95);
+  BOOST_TEST(results.back().train_loss < results.front().train_loss);
+  BOOST_TEST(train.epochs_seen == 3);
+  BOOST_TEST(trainer.global_step() == 60);
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  BOOST_TEST(header == "epoch,train_loss,train_accuracy,val_loss,val_accuracy,images_per_second,seconds,lr");
+  int rows = 0;
+  while (std::getline(in, line)) ++rows;
+  BOOST_TEST(rows == 3);
+  std::filesystem::remove(csv);
+}
+
+BOOST_AUTO_TEST_CASE(policies_are_called_at_their_points_in_order) {
+  std::vector<std::string> calls;
+  auto model = std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Linear<float>>(2, 2)});
+  auto before = model->parameters()[0].value().clone();
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<float>, RecordingPolicy> trainer(model, sgd, {.progress_bar = false, .print_epochs = false},
+                                                      RecordingPolicy{&calls, true});
+  auto data = blobs(1, 8, 4);
+  trainer.train_step(data.batches[0].inputs, data.batches[0].targets);
+  // A step the policy vetoes (an fp16 overflow, say) leaves the weights untouched.
+  BOOST_TEST((model->parameters()[0].value().array() == before.array()).all());
+  trainer.train_epoch(data, 0);
+  const std::vector<std::string> expected{"setup", "before_optimizer_step", "after_optimizer_step",
+                                          "before_optimizer_step", "after_optimizer_step", "reduce"};
+  BOOST_TEST(calls == expected, boost::test_tools::per_element());
+  BOOST_TEST(!(model->parameters()[0].value().array() == before.array()).all());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
