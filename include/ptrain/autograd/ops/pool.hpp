@@ -1,0 +1,86 @@
+#pragma once
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d on [N, C, H, W], as in torch.nn.functional
+// (dilation 1, no divisor_override).
+#include <cstdint>
+
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/kernels/cpu/pool.hpp"
+
+namespace ptrain {
+
+// A pooling window. stride 0 means the kernel size (PyTorch's stride=None); padding is at most
+// half the kernel. count_include_pad applies to avg_pool2d only: padded positions count in the
+// divisor (PyTorch's default).
+struct Pool2dOptions {
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 0, stride_w = 0;
+  std::int64_t pad_h = 0, pad_w = 0;
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+
+  static Pool2dOptions square(std::int64_t kernel, std::int64_t stride = 0, std::int64_t pad = 0) {
+    return {kernel, kernel, stride, stride, pad, pad};
+  }
+};
+
+inline kernels::Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptions& o, const char* what) {
+  return kernels::make_pool2d_geometry(x, o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.pad_h, o.pad_w,
+                                       o.ceil_mode, o.count_include_pad, what);
+}
+
+template <class T>
+Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& options) {
+  const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "max_pool2d");
+  Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
+  Tensor<std::int32_t> index(y.shape());
+  check(g.in_plane() <= INT32_MAX, "max_pool2d: input plane of ", g.in_plane(), " elements exceeds 2^31");
+  kernels::max_pool2d_forward(g, x.value().data(), y.data(), index.data());
+  return make_var<T>(std::move(y), {x}, "max_pool2d", [g, index](Node<T>& self) {
+    Tensor<T> gx(self.inputs[0]->value.shape());
+    kernels::max_pool2d_backward(g, self.grad.data(), index.data(), gx.data());
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+// nn.MaxPool2d(kernel, stride, padding) with a square window; stride 0 means kernel.
+template <class T>
+Var<T> max_pool2d(const Var<T>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
+  return max_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
+}
+
+template <class T>
+Var<T> avg_pool2d(const Var<T>& x, const Pool2dOptions& options) {
+  const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "avg_pool2d");
+  Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
+  kernels::avg_pool2d_forward(g, x.value().data(), y.data());
+  return make_var<T>(std::move(y), {x}, "avg_pool2d", [g](Node<T>& self) {
+    Tensor<T> gx(self.inputs[0]->value.shape());
+    kernels::avg_pool2d_backward(g, self.grad.data(), gx.data());
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+// nn.AvgPool2d(kernel, stride, padding) with a square window, count_include_pad=True.
+template <class T>
+Var<T> avg_pool2d(const Var<T>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
+  return avg_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
+}
+
+// Output [N, C, out_h, out_w]; output (i, j) averages rows [floor(i*H/out_h), ceil((i+1)*H/out_h))
+// and the same for columns, so windows overlap when the sizes do not divide.
+template <class T>
+Var<T> adaptive_avg_pool2d(const Var<T>& x, std::int64_t out_h, std::int64_t out_w) {
+  check(x.shape().rank() == 4, "adaptive_avg_pool2d: input must be [N, C, H, W], got ", x.shape());
+  check(out_h > 0 && out_w > 0, "adaptive_avg_pool2d: output size must be positive, got (", out_h, ", ", out_w, ")");
+  const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  check(H > 0 && W > 0, "adaptive_avg_pool2d: empty input plane in ", x.shape());
+  Tensor<T> y({N, C, out_h, out_w});
+  kernels::adaptive_avg_pool2d_forward(N * C, H, W, out_h, out_w, x.value().data(), y.data());
+  return make_var<T>(std::move(y), {x}, "adaptive_avg_pool2d", [N, C, H, W, out_h, out_w](Node<T>& self) {
+    Tensor<T> gx(self.inputs[0]->value.shape());
+    kernels::adaptive_avg_pool2d_backward(N * C, H, W, out_h, out_w, self.grad.data(), gx.data());
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+}  // namespace ptrain

@@ -1,0 +1,405 @@
+#pragma once
+// 2D convolution on CPU, NCHW, as im2col + GEMM (torch.nn.functional.conv2d semantics:
+// cross-correlation with stride, zero padding, dilation and groups; weight [K, C/groups, kh, kw]).
+//
+// Work is split over the images of the batch: each thread takes a contiguous run of images and
+// calls single-threaded BLAS on its own column buffer, so im2col/col2im run in parallel too and
+// the GEMMs need no synchronisation. Images with few output pixels are grouped so that a GEMM has
+// enough columns (a GEMM with 16 columns runs at ~60% of one with 512); large images are cut into
+// bands of output rows so that the column buffer stays within budget (ConvBlocking).
+// 1x1 stride-1 unpadded convolutions read the image itself as the column matrix.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/shape.hpp"
+#include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/gemm.hpp"
+#include "ptrain/kernels/cpu/scratch.hpp"
+
+namespace ptrain::kernels {
+
+struct Conv2dGeometry {
+  std::int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  std::int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
+  std::int64_t out_h = 0, out_w = 0;
+
+  std::int64_t in_plane() const { return in_h * in_w; }
+  std::int64_t out_plane() const { return out_h * out_w; }
+  std::int64_t kernel_area() const { return kernel_h * kernel_w; }
+  // Rows of the column matrix of one group: (C / groups) * kh * kw.
+  std::int64_t group_rows() const { return in_channels / groups * kernel_area(); }
+  std::int64_t col_rows() const { return in_channels * kernel_area(); }
+  std::int64_t weight_numel() const { return out_channels * group_rows(); }
+  // Multiply-adds times two, for one forward pass.
+  double flops() const {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(out_channels) *
+           static_cast<double>(out_plane()) * static_cast<double>(group_rows());
+  }
+  bool is_pointwise() const {
+    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
+  }
+};
+
+// Checks the shapes against each other and derives the output size; `what` names the caller.
+inline Conv2dGeometry make_conv2d_geometry(const Shape& x, const Shape& w, std::int64_t stride_h,
+                                           std::int64_t stride_w, std::int64_t pad_h, std::int64_t pad_w,
+                                           std::int64_t dilation_h, std::int64_t dilation_w, std::int64_t groups,
+                                           const char* what = "conv2d") {
+  check(x.rank() == 4, what, ": input must be [N, C, H, W], got ", x);
+  check(w.rank() == 4, what, ": weight must be [out_channels, in_channels / groups, kh, kw], got ", w);
+  check(stride_h > 0 && stride_w > 0, what, ": stride must be positive, got (", stride_h, ", ", stride_w, ")");
+  check(pad_h >= 0 && pad_w >= 0, what, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
+  check(dilation_h > 0 && dilation_w > 0, what, ": dilation must be positive, got (", dilation_h, ", ",
+        dilation_w, ")");
+  check(groups > 0, what, ": groups must be positive, got ", groups);
+  Conv2dGeometry g;
+  g.batch = x[0];
+  g.in_channels = x[1];
+  g.in_h = x[2];
+  g.in_w = x[3];
+  g.out_channels = w[0];
+  g.kernel_h = w[2];
+  g.kernel_w = w[3];
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_h = pad_h;
+  g.pad_w = pad_w;
+  g.dilation_h = dilation_h;
+  g.dilation_w = dilation_w;
+  g.groups = groups;
+  check(g.in_channels % groups == 0, what, ": input ", x, " has ", g.in_channels,
+        " channels, not divisible by groups=", groups);
+  check(g.out_channels % groups == 0, what, ": weight ", w, " has ", g.out_channels,
+        " output channels, not divisible by groups=", groups);
+  check(w[1] == g.in_channels / groups, what, ": weight ", w, " expects ", w[1] * groups,
+        " input channels (", w[1], " per group x ", groups, " groups) but input ", x, " has ", g.in_channels);
+  check(g.kernel_h > 0 && g.kernel_w > 0, what, ": empty kernel in weight ", w);
+  const std::int64_t span_h = dilation_h * (g.kernel_h - 1) + 1, span_w = dilation_w * (g.kernel_w - 1) + 1;
+  check(g.in_h + 2 * pad_h >= span_h && g.in_w + 2 * pad_w >= span_w, what, ": input ", x, " padded by (",
+        pad_h, ", ", pad_w, ") is smaller than the dilated kernel (", span_h, " x ", span_w, ")");
+  g.out_h = (g.in_h + 2 * pad_h - span_h) / stride_h + 1;
+  g.out_w = (g.in_w + 2 * pad_w - span_w) / stride_w + 1;
+  return g;
+}
+
+namespace detail {
+
+inline int thread_index() {
+#if defined(_OPENMP)
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+inline int team_size() {
+#if defined(_OPENMP)
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
+// Output columns [lo, hi) of one kernel column j read input columns inside [0, W); the rest
+// read padding.
+struct ValidRange {
+  std::int64_t lo, hi;
+};
+inline ValidRange valid_columns(std::int64_t offset, std::int64_t stride, std::int64_t in, std::int64_t out) {
+  // ow * stride + offset in [0, in)
+  std::int64_t lo = offset < 0 ? (-offset + stride - 1) / stride : 0;
+  std::int64_t hi = in - 1 - offset < 0 ? 0 : (in - 1 - offset) / stride + 1;
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+  return {lo, hi};
+}
+
+}  // namespace detail
+
+// Columns of one image for output rows [row0, row0 + rows): col[(c*kh + i)*kw + j][r*OW + ow] =
+// x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] (zero outside), rows ldc apart.
+template <class T>
+void im2col(const Conv2dGeometry& g, const T* x, std::int64_t row0, std::int64_t rows, T* col, std::int64_t ldc) {
+  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w;
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
+    const T* plane = x + c * H * W;
+    for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+      for (std::int64_t j = 0; j < g.kernel_w; ++j) {
+        T* dst = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ldc;
+        const std::int64_t off_w = j * g.dilation_w - g.pad_w;
+        const auto [lo, hi] = detail::valid_columns(off_w, sw, W, OW);
+        for (std::int64_t r = 0; r < rows; ++r, dst += OW) {
+          const std::int64_t ih = (row0 + r) * g.stride_h - g.pad_h + i * g.dilation_h;
+          if (ih < 0 || ih >= H) {
+            std::fill(dst, dst + OW, T(0));
+            continue;
+          }
+          const T* src = plane + ih * W + off_w;
+          std::fill(dst, dst + lo, T(0));
+          if (sw == 1) {
+            std::copy(src + lo, src + hi, dst + lo);
+          } else {
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw];
+          }
+          std::fill(dst + hi, dst + OW, T(0));
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds the columns back onto the image gx (padding reads are dropped).
+template <class T>
+void col2im(const Conv2dGeometry& g, const T* col, std::int64_t ldc, std::int64_t row0, std::int64_t rows, T* gx) {
+  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w;
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
+    T* plane = gx + c * H * W;
+    for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+      for (std::int64_t j = 0; j < g.kernel_w; ++j) {
+        const T* src = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ldc;
+        const std::int64_t off_w = j * g.dilation_w - g.pad_w;
+        const auto [lo, hi] = detail::valid_columns(off_w, sw, W, OW);
+        for (std::int64_t r = 0; r < rows; ++r, src += OW) {
+          const std::int64_t ih = (row0 + r) * g.stride_h - g.pad_h + i * g.dilation_h;
+          if (ih < 0 || ih >= H) continue;
+          T* dst = plane + ih * W + off_w;
+          if (sw == 1) {
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
+          } else {
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+// How work is cut into GEMMs. The defaults were tuned on a 2-core Zen 3 with OpenBLAS: below
+// ~256 columns sgemm loses speed; above a few MB the column buffer stops paying for itself.
+struct ConvBlocking {
+  std::int64_t target_columns = 512;             // group small images until a GEMM has this many
+  std::int64_t column_budget = std::int64_t{1} << 21;  // elements of im2col buffer per thread
+};
+
+namespace detail {
+
+// A GEMM-sized piece of work: `images` whole images from `image`, or output rows
+// [row0, row0 + rows) of one image.
+struct ConvBlock {
+  std::int64_t image, images, row0, rows;
+};
+
+// Calls f(block) for the images [first, last) in GEMM-sized blocks.
+template <class F>
+void for_each_block(const Conv2dGeometry& g, const ConvBlocking& blocking, std::int64_t first, std::int64_t last,
+                    F&& f) {
+  const std::int64_t P = g.out_plane();
+  const std::int64_t target_columns = std::max<std::int64_t>(1, blocking.target_columns);
+  const std::int64_t column_budget = std::max<std::int64_t>(1, blocking.column_budget);
+  const std::int64_t rows_per_col = std::max<std::int64_t>(1, g.col_rows());
+  if (P >= target_columns || last - first == 1) {
+    const std::int64_t band = std::clamp<std::int64_t>(column_budget / (rows_per_col * g.out_w), 1, g.out_h);
+    const std::int64_t band_rows = std::max(band, std::min(g.out_h, (target_columns + g.out_w - 1) / g.out_w));
+    for (std::int64_t n = first; n < last; ++n)
+      for (std::int64_t r = 0; r < g.out_h; r += band_rows) f(ConvBlock{n, 1, r, std::min(band_rows, g.out_h - r)});
+    return;
+  }
+  const std::int64_t by_target = (target_columns + P - 1) / P;
+  const std::int64_t by_budget = std::max<std::int64_t>(1, column_budget / (rows_per_col * P));
+  const std::int64_t per_block = std::max<std::int64_t>(1, std::min(by_target, by_budget));
+  for (std::int64_t n = first; n < last; n += per_block) f(ConvBlock{n, std::min(per_block, last - n), 0, g.out_h});
+}
+
+// Runs body(first_image, last_image) on each thread of a team over the batch, with BLAS
+// single-threaded inside; a batch smaller than the thread count runs serially with threaded BLAS.
+template <class Body>
+void parallel_over_images(std::int64_t batch, Body&& body) {
+  const int threads = static_cast<int>(std::min<std::int64_t>(num_threads(), batch));
+  if (threads <= 1) {
+    body(0, batch, 0, 1);
+    return;
+  }
+  set_blas_threads(1);
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t t = thread_index(), team = team_size();
+    body(batch * t / team, batch * (t + 1) / team, static_cast<int>(t), static_cast<int>(team));
+  }
+  set_blas_threads(num_threads());
+}
+
+}  // namespace detail
+
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null).
+template <class T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                    const ConvBlocking& blocking = {}) {
+  const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
+  const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
+  const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
+  if (g.batch == 0 || K == 0 || P == 0) return;
+  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int, int) {
+    detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
+      const std::int64_t cols = blk.images * blk.rows * OW;
+      const T* x_img = x + blk.image * in_image;
+      const T* B;
+      std::int64_t ldb;
+      if (g.is_pointwise() && blk.images == 1) {
+        B = x_img + blk.row0 * OW;
+        ldb = P;
+      } else {
+        T* col = scratch<T>(0, static_cast<std::size_t>(g.col_rows() * cols));
+        for (std::int64_t m = 0; m < blk.images; ++m)
+          im2col(g, x_img + m * in_image, blk.row0, blk.rows, col + m * blk.rows * OW, cols);
+        B = col;
+        ldb = cols;
+      }
+      const bool direct = blk.images == 1;
+      T* C = direct ? y + blk.image * out_image + blk.row0 * OW : scratch<T>(1, static_cast<std::size_t>(K * cols));
+      const std::int64_t ldc = direct ? P : cols;
+      for (std::int64_t grp = 0; grp < G; ++grp)
+        gemm<T>(false, false, Kg, cols, Rg, T(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, T(0),
+                C + grp * Kg * ldc, ldc);
+      if (direct) {
+        if (b)
+          for (std::int64_t k = 0; k < K; ++k) {
+            T* row = C + k * ldc;
+            const T bk = b[k];
+            for (std::int64_t p = 0; p < cols; ++p) row[p] += bk;
+          }
+        return;
+      }
+      for (std::int64_t m = 0; m < blk.images; ++m) {
+        T* y_img = y + (blk.image + m) * out_image;
+        for (std::int64_t k = 0; k < K; ++k) {
+          const T* src = C + k * ldc + m * P;
+          T* dst = y_img + k * P;
+          const T bk = b ? b[k] : T(0);
+          for (std::int64_t p = 0; p < P; ++p) dst[p] = src[p] + bk;
+        }
+      }
+    });
+  });
+}
+
+// gb[K] = sum of gy over images and pixels.
+template <class T>
+void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
+  const std::int64_t K = g.out_channels, P = g.out_plane();
+#pragma omp parallel for if (g.batch * K * P >= 32768) schedule(static)
+  for (std::int64_t k = 0; k < K; ++k) {
+    double sum = 0;
+    for (std::int64_t n = 0; n < g.batch; ++n) {
+      const T* row = gy + (n * K + k) * P;
+      T s = T(0);
+      for (std::int64_t p = 0; p < P; ++p) s += row[p];
+      sum += static_cast<double>(s);
+    }
+    gb[k] = static_cast<T>(sum);
+  }
+}
+
+// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
+// null to skip it (gx for a network's first layer, gb without bias).
+template <class T>
+void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
+                     const ConvBlocking& blocking = {}) {
+  const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
+  const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
+  const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
+  const std::int64_t wsize = g.weight_numel();
+  if (gb) conv2d_grad_bias(g, gy, gb);
+  if (!gx && !gw) return;
+  if (g.batch == 0 || K == 0 || P == 0) {
+    if (gx) std::fill(gx, gx + g.batch * in_image, T(0));
+    if (gw) std::fill(gw, gw + wsize, T(0));
+    return;
+  }
+  std::vector<T*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
+  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int t, int team) {
+    // Each thread sums its images' weight gradient on its own; thread 0 directly into gw.
+    T* acc = nullptr;
+    if (gw) {
+      acc = t == 0 ? gw : scratch<T>(2, static_cast<std::size_t>(wsize));
+      std::fill(acc, acc + wsize, T(0));
+      partial[static_cast<std::size_t>(t)] = acc;
+    }
+    detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
+      const std::int64_t cols = blk.images * blk.rows * OW;
+      const T* x_img = x ? x + blk.image * in_image : nullptr;
+      const bool direct = blk.images == 1;
+      const T* Gy;
+      std::int64_t ldg;
+      if (direct) {
+        Gy = gy + blk.image * out_image + blk.row0 * OW;
+        ldg = P;
+      } else {
+        T* gather = scratch<T>(1, static_cast<std::size_t>(K * cols));
+        for (std::int64_t m = 0; m < blk.images; ++m)
+          for (std::int64_t k = 0; k < K; ++k) {
+            const T* src = gy + (blk.image + m) * out_image + k * P;
+            std::copy(src, src + P, gather + k * cols + m * P);
+          }
+        Gy = gather;
+        ldg = cols;
+      }
+      const bool pointwise = g.is_pointwise() && direct;
+      T* col = pointwise ? nullptr : scratch<T>(0, static_cast<std::size_t>(g.col_rows() * cols));
+      if (acc) {
+        const T* B;
+        std::int64_t ldb;
+        if (pointwise) {
+          B = x_img + blk.row0 * OW;
+          ldb = P;
+        } else {
+          for (std::int64_t m = 0; m < blk.images; ++m)
+            im2col(g, x_img + m * in_image, blk.row0, blk.rows, col + m * blk.rows * OW, cols);
+          B = col;
+          ldb = cols;
+        }
+        for (std::int64_t grp = 0; grp < G; ++grp)
+          gemm<T>(false, true, Kg, Rg, cols, T(1), Gy + grp * Kg * ldg, ldg, B + grp * Rg * ldb, ldb, T(1),
+                  acc + grp * Kg * Rg, Rg);
+      }
+      if (!gx) return;
+      if (pointwise) {
+        T* gx_img = gx + blk.image * in_image + blk.row0 * OW;
+        for (std::int64_t grp = 0; grp < G; ++grp)
+          gemm<T>(true, false, Rg, cols, Kg, T(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, T(0),
+                  gx_img + grp * Rg * P, P);
+        return;
+      }
+      for (std::int64_t grp = 0; grp < G; ++grp)
+        gemm<T>(true, false, Rg, cols, Kg, T(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, T(0),
+                col + grp * Rg * cols, cols);
+      for (std::int64_t m = 0; m < blk.images; ++m) {
+        T* gx_img = gx + (blk.image + m) * in_image;
+        if (blk.row0 == 0) std::fill(gx_img, gx_img + in_image, T(0));
+        col2im(g, col + m * blk.rows * OW, cols, blk.row0, blk.rows, gx_img);
+      }
+    });
+    if (!gw || team == 1) return;
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (std::int64_t e = 0; e < wsize; ++e) {
+      T s = gw[e];
+      for (int u = 1; u < team; ++u) s += partial[static_cast<std::size_t>(u)][e];
+      gw[e] = s;
+    }
+  });
+}
+
+template <class T>
+void conv2d_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, T* gx) {
+  conv2d_backward<T>(g, nullptr, w, gy, gx, nullptr, nullptr);
+}
+template <class T>
+void conv2d_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
+  conv2d_backward<T>(g, x, nullptr, gy, nullptr, gw, nullptr);
+}
+
+}  // namespace ptrain::kernels

@@ -1,0 +1,222 @@
+#pragma once
+// 2D pooling on CPU, NCHW, with PyTorch's window arithmetic (output size, ceil_mode, padding
+// counted or not in the average, adaptive windows [floor(o*H/OH), ceil((o+1)*H/OH))).
+// Each (image, channel) plane is independent: the loops run in parallel over planes.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/shape.hpp"
+
+namespace ptrain::kernels {
+
+struct Pool2dGeometry {
+  std::int64_t batch = 0, channels = 0, in_h = 0, in_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t out_h = 0, out_w = 0;
+  bool count_include_pad = true;
+
+  std::int64_t planes() const { return batch * channels; }
+  std::int64_t in_plane() const { return in_h * in_w; }
+  std::int64_t out_plane() const { return out_h * out_w; }
+};
+
+namespace detail {
+// torch's pooling_output_shape (dilation 1).
+inline std::int64_t pooled_size(std::int64_t in, std::int64_t kernel, std::int64_t pad, std::int64_t stride,
+                                bool ceil_mode) {
+  const std::int64_t span = in + 2 * pad - kernel + (ceil_mode ? stride - 1 : 0);
+  std::int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  // With ceil_mode the last window must still start inside the input or its left padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+inline bool parallel_pool(std::int64_t work) { return work >= 32768; }
+}  // namespace detail
+
+// stride 0 means the kernel size (PyTorch's stride=None).
+inline Pool2dGeometry make_pool2d_geometry(const Shape& x, std::int64_t kernel_h, std::int64_t kernel_w,
+                                           std::int64_t stride_h, std::int64_t stride_w, std::int64_t pad_h,
+                                           std::int64_t pad_w, bool ceil_mode, bool count_include_pad,
+                                           const char* what) {
+  check(x.rank() == 4, what, ": input must be [N, C, H, W], got ", x);
+  check(kernel_h > 0 && kernel_w > 0, what, ": kernel size must be positive, got (", kernel_h, ", ", kernel_w, ")");
+  if (stride_h == 0) stride_h = kernel_h;
+  if (stride_w == 0) stride_w = kernel_w;
+  check(stride_h > 0 && stride_w > 0, what, ": stride must be positive, got (", stride_h, ", ", stride_w, ")");
+  check(pad_h >= 0 && pad_w >= 0 && 2 * pad_h <= kernel_h && 2 * pad_w <= kernel_w, what, ": padding (", pad_h,
+        ", ", pad_w, ") must be between 0 and half the kernel size (", kernel_h, ", ", kernel_w, ")");
+  Pool2dGeometry g;
+  g.batch = x[0];
+  g.channels = x[1];
+  g.in_h = x[2];
+  g.in_w = x[3];
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_h = pad_h;
+  g.pad_w = pad_w;
+  g.count_include_pad = count_include_pad;
+  g.out_h = detail::pooled_size(g.in_h, kernel_h, pad_h, stride_h, ceil_mode);
+  g.out_w = detail::pooled_size(g.in_w, kernel_w, pad_w, stride_w, ceil_mode);
+  check(g.out_h > 0 && g.out_w > 0, what, ": input ", x, " with kernel (", kernel_h, ", ", kernel_w, "), stride (",
+        stride_h, ", ", stride_w, ") and padding (", pad_h, ", ", pad_w, ") gives an empty output (", g.out_h,
+        " x ", g.out_w, ")");
+  return g;
+}
+
+// y = max over each window (padding is -inf); index = ih * W + iw of the maximum within its
+// plane (the first one on ties, the last NaN if any, as in PyTorch).
+template <class T, class Index>
+void max_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y, Index* index) {
+  const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+#pragma omp parallel for if (detail::parallel_pool(g.planes() * g.out_plane() * g.kernel_h * g.kernel_w)) schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    const T* xp = x + plane * H * W;
+    T* yp = y + plane * OH * OW;
+    Index* ip = index + plane * OH * OW;
+    for (std::int64_t oh = 0; oh < OH; ++oh) {
+      const std::int64_t h0 = std::max<std::int64_t>(oh * g.stride_h - g.pad_h, 0);
+      const std::int64_t h1 = std::min(oh * g.stride_h - g.pad_h + g.kernel_h, H);
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t w0 = std::max<std::int64_t>(ow * g.stride_w - g.pad_w, 0);
+        const std::int64_t w1 = std::min(ow * g.stride_w - g.pad_w + g.kernel_w, W);
+        T best = -std::numeric_limits<T>::infinity();
+        std::int64_t at = h0 * W + w0;
+        for (std::int64_t ih = h0; ih < h1; ++ih)
+          for (std::int64_t iw = w0; iw < w1; ++iw) {
+            const T v = xp[ih * W + iw];
+            if (v > best || std::isnan(v)) {
+              best = v;
+              at = ih * W + iw;
+            }
+          }
+        yp[oh * OW + ow] = best;
+        ip[oh * OW + ow] = static_cast<Index>(at);
+      }
+    }
+  }
+}
+
+// gx = 0, then gx[index] += gy.
+template <class T, class Index>
+void max_pool2d_backward(const Pool2dGeometry& g, const T* gy, const Index* index, T* gx) {
+  const std::int64_t in = g.in_plane(), out = g.out_plane();
+#pragma omp parallel for if (detail::parallel_pool(g.planes() * (in + out))) schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    T* gp = gx + plane * in;
+    std::fill(gp, gp + in, T(0));
+    const T* gyp = gy + plane * out;
+    const Index* ip = index + plane * out;
+    for (std::int64_t o = 0; o < out; ++o) gp[ip[o]] += gyp[o];
+  }
+}
+
+namespace detail {
+// PyTorch's avg_pool2d window: clipped bounds and the divisor (window including padding but not
+// past it, or only the part inside the input).
+struct AvgWindow {
+  std::int64_t h0, h1, w0, w1, divisor;
+};
+inline AvgWindow avg_window(const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow) {
+  std::int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+  std::int64_t h1 = std::min(h0 + g.kernel_h, g.in_h + g.pad_h), w1 = std::min(w0 + g.kernel_w, g.in_w + g.pad_w);
+  const std::int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = std::max<std::int64_t>(h0, 0);
+  w0 = std::max<std::int64_t>(w0, 0);
+  h1 = std::min(h1, g.in_h);
+  w1 = std::min(w1, g.in_w);
+  return {h0, h1, w0, w1, g.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+}
+}  // namespace detail
+
+template <class T>
+void avg_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y) {
+  const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+#pragma omp parallel for if (detail::parallel_pool(g.planes() * g.out_plane() * g.kernel_h * g.kernel_w)) schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    const T* xp = x + plane * H * W;
+    T* yp = y + plane * OH * OW;
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const auto win = detail::avg_window(g, oh, ow);
+        T sum = T(0);
+        for (std::int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (std::int64_t iw = win.w0; iw < win.w1; ++iw) sum += xp[ih * W + iw];
+        yp[oh * OW + ow] = win.h0 < win.h1 && win.w0 < win.w1 ? sum / static_cast<T>(win.divisor) : T(0);
+      }
+  }
+}
+
+template <class T>
+void avg_pool2d_backward(const Pool2dGeometry& g, const T* gy, T* gx) {
+  const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+#pragma omp parallel for if (detail::parallel_pool(g.planes() * g.out_plane() * g.kernel_h * g.kernel_w)) schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    T* gp = gx + plane * H * W;
+    std::fill(gp, gp + H * W, T(0));
+    const T* gyp = gy + plane * OH * OW;
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const auto win = detail::avg_window(g, oh, ow);
+        if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
+        const T share = gyp[oh * OW + ow] / static_cast<T>(win.divisor);
+        for (std::int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (std::int64_t iw = win.w0; iw < win.w1; ++iw) gp[ih * W + iw] += share;
+      }
+  }
+}
+
+namespace detail {
+inline std::int64_t adaptive_start(std::int64_t o, std::int64_t out, std::int64_t in) { return o * in / out; }
+inline std::int64_t adaptive_end(std::int64_t o, std::int64_t out, std::int64_t in) {
+  return ((o + 1) * in + out - 1) / out;
+}
+}  // namespace detail
+
+// x [planes, H, W] -> y [planes, OH, OW], each output the mean of its adaptive window.
+template <class T>
+void adaptive_avg_pool2d_forward(std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                                 std::int64_t OW, const T* x, T* y) {
+#pragma omp parallel for if (detail::parallel_pool(planes * H * W)) schedule(static)
+  for (std::int64_t plane = 0; plane < planes; ++plane) {
+    const T* xp = x + plane * H * W;
+    T* yp = y + plane * OH * OW;
+    for (std::int64_t oh = 0; oh < OH; ++oh) {
+      const std::int64_t h0 = detail::adaptive_start(oh, OH, H), h1 = detail::adaptive_end(oh, OH, H);
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
+        T sum = T(0);
+        for (std::int64_t ih = h0; ih < h1; ++ih)
+          for (std::int64_t iw = w0; iw < w1; ++iw) sum += xp[ih * W + iw];
+        yp[oh * OW + ow] = sum / static_cast<T>((h1 - h0) * (w1 - w0));
+      }
+    }
+  }
+}
+
+template <class T>
+void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                                  std::int64_t OW, const T* gy, T* gx) {
+#pragma omp parallel for if (detail::parallel_pool(planes * H * W)) schedule(static)
+  for (std::int64_t plane = 0; plane < planes; ++plane) {
+    T* gp = gx + plane * H * W;
+    std::fill(gp, gp + H * W, T(0));
+    const T* gyp = gy + plane * OH * OW;
+    for (std::int64_t oh = 0; oh < OH; ++oh) {
+      const std::int64_t h0 = detail::adaptive_start(oh, OH, H), h1 = detail::adaptive_end(oh, OH, H);
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
+        const T share = gyp[oh * OW + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+        for (std::int64_t ih = h0; ih < h1; ++ih)
+          for (std::int64_t iw = w0; iw < w1; ++iw) gp[ih * W + iw] += share;
+      }
+    }
+  }
+}
+
+}  // namespace ptrain::kernels

@@ -1,0 +1,176 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <ptrain/autograd/gradcheck.hpp>
+#include <ptrain/autograd/ops/batch_norm.hpp>
+
+using namespace ptrain;
+
+namespace {
+
+// 2 * sin(0.7 * i + 0.3) + offset over the flattened tensor, as in the PyTorch script.
+Tensor<double> sequence(const Shape& shape, double offset = 0) {
+  Tensor<double> t(shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0 * std::sin(0.7 * static_cast<double>(i) + 0.3) + offset;
+  return t;
+}
+
+void check_close(const Tensor<double>& got, const std::vector<double>& expected, double tol = 1e-8) {
+  BOOST_REQUIRE_EQUAL(got.numel(), static_cast<std::int64_t>(expected.size()));
+  for (std::int64_t i = 0; i < got.numel(); ++i)
+    BOOST_TEST(std::abs(got[i] - expected[static_cast<std::size_t>(i)]) <= tol,
+               "element " << i << ": got " << got[i] << ", expected " << expected[static_cast<std::size_t>(i)]);
+}
+
+Tensor<float> to_float(const Tensor<double>& t) {
+  Tensor<float> f(t.shape());
+  for (std::int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t[i]);
+  return f;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(batch_norm_test)
+
+BOOST_AUTO_TEST_CASE(training_gradients_4d_and_2d) {
+  for (const Shape& shape : {Shape{3, 4, 3, 2}, Shape{5, 3}}) {
+    BOOST_TEST_CONTEXT("input " << shape) {
+      const std::int64_t C = shape[1];
+      Tensor<double> rm = Tensor<double>::zeros({C}), rv = Tensor<double>::ones({C});
+      auto affine = gradcheck(
+          [&](const std::vector<Var<double>>& v) { return batch_norm(v[0], v[1], v[2], rm, rv, true); },
+          {random_tensor(shape, 1), random_tensor({C}, 2, 0.5, 1.5), random_tensor({C}, 3)});
+      BOOST_TEST(affine.ok, affine.report);
+      auto plain = gradcheck([&](const std::vector<Var<double>>& v) { return batch_norm(v[0], {}, {}, rm, rv, true); },
+                             {random_tensor(shape, 4)});
+      BOOST_TEST(plain.ok, plain.report);
+      auto untracked = gradcheck(
+          [&](const std::vector<Var<double>>& v) {
+            Tensor<double> none;
+            return batch_norm(v[0], v[1], {}, none, none, true, 0.1, 1e-3);
+          },
+          {random_tensor(shape, 5), random_tensor({C}, 6)});
+      BOOST_TEST(untracked.ok, untracked.report);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(evaluation_gradients_4d_and_2d) {
+  for (const Shape& shape : {Shape{2, 3, 2, 3}, Shape{4, 3}}) {
+    BOOST_TEST_CONTEXT("input " << shape) {
+      const std::int64_t C = shape[1];
+      Tensor<double> rm = random_tensor({C}, 7), rv = random_tensor({C}, 8, 0.5, 2.0);
+      auto r = gradcheck(
+          [&](const std::vector<Var<double>>& v) { return batch_norm(v[0], v[1], v[2], rm, rv, false); },
+          {random_tensor(shape, 1), random_tensor({C}, 2), random_tensor({C}, 3)});
+      BOOST_TEST(r.ok, r.report);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(forward_and_running_statistics_match_pytorch) {
+  // F.batch_norm in float64: training on x, then evaluation with the updated statistics.
+  Var<double> x(sequence({3, 2, 2, 2}, 0.5));
+  Var<double> w(Tensor<double>::from({2}, {0.5, 1.5})), b(Tensor<double>::from({2}, {0.1, -0.2}));
+  Tensor<double> rm = Tensor<double>::from({2}, {0.2, -0.1}), rv = Tensor<double>::from({2}, {1.5, 0.7});
+  check_close(batch_norm(x, w, b, rm, rv, true).value(),
+              {0.03040046011, 0.4917777724, 0.618705009, 0.3514863073, 0.3369155022, -1.144690361, -1.973815169,
+               -1.76050857, -0.535299859, 0.04393977278, 0.4993545378, 0.6167557559, 1.745851263, 0.2988113262,
+               -1.174648954, -1.981538185, -0.9591760946, -0.5220764191, 0.05740464892, 0.5067281085, 2.480041229,
+               1.717097493, 0.2606912678, -1.204206842});
+  check_close(rm, {0.3055755591, -0.07904346532});
+  check_close(rv, {1.50274956, 0.8209733307});
+  check_close(batch_norm(x, w, b, rm, rv, false).value(),
+              {0.4203701258, 0.8657275942, 0.9882476906, 0.7303072992, 0.8962671674, -1.267242498, -2.477969035,
+               -2.166488835, -0.1256880684, 0.4334393294, 0.8730412808, 0.9863661191, 2.953660575, 0.8406256806,
+               -1.310989426, -2.489246541, -0.5348465643, -0.1129237699, 0.446436681, 0.8801588279, 4.025758849,
+               2.911672985, 0.7849610015, -1.354151226});
+  check_close(rm, {0.3055755591, -0.07904346532});  // evaluation leaves them alone
+
+  Var<double> x2(sequence({4, 3}));
+  Tensor<double> rm2 = Tensor<double>::zeros({3}), rv2 = Tensor<double>::ones({3});
+  check_close(batch_norm(x2, {}, {}, rm2, rv2, true, 0.2, 1e-3).value(),
+              {0.3495559951, 0.8820440133, 0.9949481028, 0.955249462, -0.2397055003, -1.152776983, -1.67990189,
+               -1.536955747, -0.8340298589, 0.3750964333, 0.8946172341, 0.991858739});
+  check_close(rm2, {0.03049946331, 0.08500336121, 0.09952885013});
+  check_close(rv2, {1.219453446, 1.342106042, 1.394328767});
+}
+
+BOOST_AUTO_TEST_CASE(running_statistics_by_hand) {
+  // One channel, values 1, 2, 3, 6: mean 3, biased variance 3.5, unbiased 14/3.
+  Var<double> x(Tensor<double>::from({2, 1, 1, 2}, {1, 2, 3, 6}));
+  Tensor<double> rm = Tensor<double>::from({1}, {1.0}), rv = Tensor<double>::from({1}, {2.0});
+  Var<double> y = batch_norm(x, {}, {}, rm, rv, true, 0.25, 0.5);
+  BOOST_TEST(std::abs(rm[0] - (0.75 * 1.0 + 0.25 * 3.0)) < 1e-15);
+  BOOST_TEST(std::abs(rv[0] - (0.75 * 2.0 + 0.25 * 14.0 / 3.0)) < 1e-15);
+  // Normalised by the biased variance plus eps: (v - 3) / 2.
+  check_close(y.value(), {-1, -0.5, 0, 1.5}, 1e-15);
+}
+
+BOOST_AUTO_TEST_CASE(variance_survives_a_large_mean) {
+  // Shifted sums keep float statistics right where sum(x^2) - n*mean^2 would cancel.
+  Tensor<float> x({64, 1});
+  for (std::int64_t i = 0; i < 64; ++i) x[i] = 10000.0f + static_cast<float>(i % 2);  // variance 0.25
+  Tensor<float> rm = Tensor<float>::zeros({1}), rv = Tensor<float>::zeros({1});
+  Var<float> y = batch_norm(Var<float>(x), {}, {}, rm, rv, true, 1.0, 1e-8);
+  BOOST_TEST(std::abs(rv[0] - 0.25f * 64 / 63) < 1e-5f);
+  BOOST_TEST(std::abs(y.value()[0] + 1.0f) < 1e-4f);
+  BOOST_TEST(std::abs(y.value()[1] - 1.0f) < 1e-4f);
+}
+
+BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
+  for (bool training : {true, false}) {
+    for (const Shape& shape : {Shape{4, 5, 6, 7}, Shape{16, 5}}) {
+      BOOST_TEST_CONTEXT((training ? "training " : "evaluation ") << shape) {
+        const Tensor<double> xd = random_tensor(shape, 1, -2, 3), wd = random_tensor({5}, 2), bd = random_tensor({5}, 3);
+        Tensor<double> rmd = random_tensor({5}, 4), rvd = random_tensor({5}, 5, 0.5, 2);
+        Tensor<float> rmf = to_float(rmd), rvf = to_float(rvd);
+        Var<double> x(xd, true), w(wd, true), b(bd, true);
+        Var<float> xf(to_float(xd), true), wf(to_float(wd), true), bf(to_float(bd), true);
+        Var<double> y = batch_norm(x, w, b, rmd, rvd, training);
+        Var<float> yf = batch_norm(xf, wf, bf, rmf, rvf, training);
+        const Tensor<double> gy = random_tensor(shape, 6);
+        backward(y, gy.clone());
+        backward(yf, to_float(gy));
+        auto worst = [](const Tensor<float>& f, const Tensor<double>& d) {
+          double e = 0;
+          for (std::int64_t i = 0; i < d.numel(); ++i)
+            e = std::max(e, std::abs(static_cast<double>(f[i]) - d[i]) / std::max(1.0, std::abs(d[i])));
+          return e;
+        };
+        BOOST_TEST(worst(yf.value(), y.value()) < 1e-5);
+        BOOST_TEST(worst(xf.grad(), x.grad()) < 1e-5);
+        BOOST_TEST(worst(wf.grad(), w.grad()) < 1e-5);
+        BOOST_TEST(worst(bf.grad(), b.grad()) < 1e-5);
+        BOOST_TEST(worst(rmf, rmd) < 1e-6);
+        BOOST_TEST(worst(rvf, rvd) < 1e-6);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_inputs_are_reported) {
+  auto error_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Tensor<double> rm = Tensor<double>::zeros({3}), rv = Tensor<double>::ones({3}), none;
+  const std::string single = error_of([&] { batch_norm(Var<double>(random_tensor({1, 3}, 1)), {}, {}, rm, rv, true); });
+  BOOST_TEST(single.find("more than 1 value per channel") != std::string::npos, single);
+  const std::string weight = error_of(
+      [&] { batch_norm(Var<double>(random_tensor({2, 3}, 1)), Var<double>(random_tensor({4}, 2)), {}, rm, rv, true); });
+  BOOST_TEST(weight.find("expected [3]") != std::string::npos, weight);
+  const std::string rank = error_of([&] { batch_norm(Var<double>(random_tensor({2, 3, 4}, 1)), {}, {}, rm, rv, true); });
+  BOOST_TEST(rank.find("[N, C] or [N, C, H, W]") != std::string::npos, rank);
+  const std::string eval = error_of([&] { batch_norm(Var<double>(random_tensor({2, 3}, 1)), {}, {}, none, none, false); });
+  BOOST_TEST(eval.find("needs running_mean") != std::string::npos, eval);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
