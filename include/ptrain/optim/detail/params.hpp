@@ -1,0 +1,105 @@
+#pragma once
+// What the optimizers share: checking the parameter list, finding the gradient a step uses,
+// naming per-parameter state, and running an update over large tensors in parallel chunks.
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/error.hpp"
+#include "ptrain/tensor/tensor.hpp"
+
+namespace ptrain::detail {
+
+template <class T>
+void check_params(const char* optimizer, const std::vector<Var<T>>& params) {
+  check(!params.empty(), optimizer, ": got an empty parameter list");
+  std::unordered_set<const void*> seen;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    check(p.defined(), optimizer, ": parameter ", i, " is an undefined Var");
+    check(p.is_leaf(), optimizer, ": parameter ", i, " is not a leaf (it was computed by '", p.node()->op,
+          "'); optimizers update leaf Vars only");
+    check(seen.insert(p.node().get()).second, optimizer, ": parameter ", i,
+          " appears more than once in the parameter list; it would be updated twice per step");
+  }
+}
+
+// The gradient step() uses for parameter i, or nullptr when the parameter is skipped this step
+// (no gradient, or requires_grad off), as PyTorch skips parameters whose .grad is None.
+template <class T>
+const Tensor<T>* step_grad(const char* optimizer, const std::vector<Var<T>>& params, std::size_t i) {
+  const auto& p = params[i];
+  if (!p.requires_grad() || !p.grad().defined()) return nullptr;
+  check(p.grad().shape() == p.shape(), optimizer, ": gradient of parameter ", i, " has shape ", p.grad().shape(),
+        ", expected the parameter's shape ", p.shape());
+  return &p.grad();
+}
+
+template <class T>
+void zero_grads(std::vector<Var<T>>& params, bool set_to_none) {
+  for (auto& p : params) {
+    if (set_to_none)
+      p.zero_grad();
+    else if (p.grad().defined())
+      p.grad().zero();
+  }
+}
+
+inline void check_hyper(bool ok, const char* optimizer, const char* name, double value, const char* expected) {
+  check(ok, optimizer, ": invalid ", name, " ", value, ", expected ", expected);
+}
+
+// "12.exp_avg" -> {12, "exp_avg"}, checked against the parameter count and the known names.
+inline std::pair<std::size_t, std::string> parse_state_key(const char* optimizer, const std::string& key,
+                                                           std::size_t param_count,
+                                                           std::initializer_list<const char*> names) {
+  const auto dot = key.find('.');
+  std::size_t index = 0;
+  bool ok = dot != std::string::npos && dot > 0;
+  for (std::size_t k = 0; ok && k < dot; ++k) {
+    ok = key[k] >= '0' && key[k] <= '9' && index < param_count;
+    index = index * 10 + static_cast<std::size_t>(key[k] - '0');
+  }
+  check(ok && index < param_count, optimizer, ": state entry '", key,
+        "' does not name a parameter; expected '<index>.<name>' with index below ", param_count);
+  std::string name = key.substr(dot + 1);
+  bool known = false;
+  std::string expected;
+  for (const char* n : names) {
+    known = known || name == n;
+    expected += expected.empty() ? n : std::string(", ") + n;
+  }
+  check(known, optimizer, ": state entry '", key, "' has unknown name '", name, "', expected one of ", expected);
+  return {index, std::move(name)};
+}
+
+// A copy of a loaded state tensor, checked against the shape it must have.
+template <class T>
+Tensor<T> loaded_tensor(const char* optimizer, const std::string& key, const Tensor<T>& t, const Shape& expected) {
+  check(t.defined() && t.shape() == expected, optimizer, ": state entry '", key, "' has shape ",
+        t.defined() ? t.shape().str() : std::string("(undefined)"), ", expected ", expected);
+  return t.clone();
+}
+
+// Runs f(begin, length) over [0, n) in cache-sized chunks, spread over the OpenMP threads when
+// n is large enough for the fork to pay. Each chunk's arrays stay in L2 between the statements
+// of an update, so a multi-statement Eigen update costs about one pass over memory.
+inline constexpr std::int64_t update_chunk = 8192;
+inline constexpr std::int64_t update_parallel_threshold = 65536;
+
+template <class F>
+void for_each_chunk(std::int64_t n, F&& f) {
+  const std::int64_t chunks = (n + update_chunk - 1) / update_chunk;
+#pragma omp parallel for if (n >= update_parallel_threshold) schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * update_chunk;
+    f(begin, std::min(update_chunk, n - begin));
+  }
+}
+
+}  // namespace ptrain::detail
