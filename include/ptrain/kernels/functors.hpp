@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise bodies written once: the CPU loops and the CUDA kernels both call these.
 #include <cmath>
+#include <cstdint>
 
 #include "ptrain/core/host_device.hpp"
 
@@ -15,9 +16,18 @@ struct ReluBackward {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return y > T(0) ? g : T(0); }
 };
+// 1 / (1 + e^-x): for x -> -inf, e^-x overflows to inf and the result is 0, never NaN.
 struct Sigmoid {
   template <class T>
-  PTRAIN_HOST_DEVICE T operator()(T x) const { return T(1) / (T(1) + exp(-x)); }
+  PTRAIN_HOST_DEVICE T operator()(T x) const {
+    using std::exp;  // float stays float (the unqualified C exp would widen to double)
+    return T(1) / (T(1) + exp(-x));
+  }
+};
+// Gradient of sigmoid from its output y: g * y * (1 - y).
+struct SigmoidBackward {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
 struct Add {
   template <class T>
@@ -33,6 +43,35 @@ struct Scale {
   double factor;
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T x) const { return static_cast<T>(factor * x); }
+};
+// factor * (a - b): the gradient of a mean squared error.
+template <class T>
+struct ScaledDifference {
+  T factor;
+  PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return factor * (a - b); }
+};
+
+// Dropout's keep/drop decision for element i, a counter-based hash (splitmix64) of a per-call
+// seed and the index: any thread, or a GPU, recomputes the same mask from (seed, i) alone,
+// so backward needs no stored mask and the mask does not depend on the thread count.
+struct DropoutMask {
+  std::uint64_t seed;
+  std::uint64_t threshold;  // drop when the hash's top 32 bits are below p * 2^32
+
+  PTRAIN_HOST_DEVICE bool keep(std::uint64_t i) const {
+    std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (z >> 32) >= threshold;
+  }
+};
+// x * scale where the mask keeps element i, else 0 (forward and backward alike).
+template <class T>
+struct DropoutApply {
+  DropoutMask mask;
+  T scale;
+  PTRAIN_HOST_DEVICE T operator()(std::uint64_t i, T x) const { return mask.keep(i) ? x * scale : T(0); }
 };
 
 }  // namespace ptrain::kernels

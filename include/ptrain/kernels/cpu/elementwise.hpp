@@ -21,6 +21,12 @@ void map2(const T* a, const T* b, T* out, std::int64_t n, F f) {
 #pragma omp parallel for if (n >= parallel_threshold) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
 }
+// out[i] = f(i, in[i]): for bodies that depend on the position (dropout's mask).
+template <class T, class F>
+void map_indexed(const T* in, T* out, std::int64_t n, F f) {
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f(static_cast<std::uint64_t>(i), in[i]);
+}
 
 template <class T, class F>
 Tensor<T> map(const Tensor<T>& x, F f) {

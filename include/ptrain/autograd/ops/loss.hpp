@@ -1,0 +1,96 @@
+#pragma once
+// Losses, each reduced to the mean as a scalar of shape []: cross_entropy (fused log-softmax and
+// NLL, with PyTorch's label smoothing), nll_loss and mse_loss.
+//
+// Targets are class indices given as a span of int64 (a std::vector<std::int64_t> converts),
+// one per position of the scores: scores [N, C] take N targets; scores [N, C, d1, ..., dk]
+// (per-pixel classes, as in segmentation) take N*d1*...*dk targets in row-major order.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ptrain/autograd/detail/class_layout.hpp"
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/kernels/cpu/cross_entropy.hpp"
+#include "ptrain/kernels/cpu/elementwise.hpp"
+#include "ptrain/kernels/functors.hpp"
+
+namespace ptrain {
+
+// torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
+// the mean over positions of (1 - eps) * (-log p_target) + eps * mean_c(-log p_c),
+// p = softmax(logits) over dimension 1.
+template <class T>
+Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets,
+                     double label_smoothing = 0.0) {
+  check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing ", label_smoothing,
+        " is outside [0, 1]");
+  const auto layout = detail::class_layout(logits.shape(), targets, "cross_entropy");
+  const std::int64_t positions = layout.outer * layout.inner;
+  check(positions > 0, "cross_entropy: logits of shape ", logits.shape(),
+        " hold no positions to average over");
+  auto kept_targets = std::make_shared<std::vector<std::int64_t>>(targets.begin(), targets.end());
+  Tensor<T> lse(Shape{positions});
+  const double total = kernels::cross_entropy_forward(logits.value().data(), kept_targets->data(), lse.data(),
+                                                      layout, label_smoothing);
+  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / static_cast<double>(positions)));
+  return make_var<T>(std::move(y), {logits}, "cross_entropy",
+                     [kept_targets, lse, layout, label_smoothing, positions](Node<T>& self) {
+                       const Tensor<T>& x = self.inputs[0]->value;
+                       Tensor<T> gx(x.shape());
+                       const T scale = static_cast<T>(self.grad[0] / static_cast<double>(positions));
+                       kernels::cross_entropy_backward(x.data(), kept_targets->data(), lse.data(), scale,
+                                                       gx.data(), layout, label_smoothing);
+                       self.inputs[0]->accumulate(std::move(gx));
+                     });
+}
+
+// torch.nn.functional.nll_loss(log_probs, targets), reduction mean: -mean(log_probs[.., t, ..]).
+template <class T>
+Var<T> nll_loss(const Var<T>& log_probs, std::span<const std::int64_t> targets) {
+  const auto layout = detail::class_layout(log_probs.shape(), targets, "nll_loss");
+  const std::int64_t positions = layout.outer * layout.inner, C = layout.n, inner = layout.inner;
+  check(positions > 0, "nll_loss: log_probs of shape ", log_probs.shape(),
+        " hold no positions to average over");
+  // Flat offsets of the picked entries: all backward needs.
+  auto picked = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(positions));
+  const T* x = log_probs.value().data();
+  double total = 0;
+  for (std::int64_t o = 0, i = 0; o < layout.outer; ++o)
+    for (std::int64_t k = 0; k < inner; ++k, ++i) {
+      const std::int64_t at = (o * C + targets[static_cast<std::size_t>(i)]) * inner + k;
+      (*picked)[static_cast<std::size_t>(i)] = at;
+      total -= static_cast<double>(x[at]);
+    }
+  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / static_cast<double>(positions)));
+  return make_var<T>(std::move(y), {log_probs}, "nll_loss", [picked, positions](Node<T>& self) {
+    Tensor<T> gx = Tensor<T>::zeros(self.inputs[0]->value.shape());
+    const T g = static_cast<T>(-self.grad[0] / static_cast<double>(positions));
+    for (std::int64_t at : *picked) gx[at] += g;
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+// torch.nn.functional.mse_loss(pred, target), reduction mean: mean((pred - target)^2). Both
+// take a gradient when they need one (target is usually a constant).
+template <class T>
+Var<T> mse_loss(const Var<T>& pred, const Var<T>& target) {
+  check(pred.shape() == target.shape(), "mse_loss: prediction of shape ", pred.shape(),
+        " and target of shape ", target.shape(), " differ (expected equal shapes)");
+  check(pred.numel() > 0, "mse_loss: empty prediction of shape ", pred.shape());
+  const double total = (pred.value().array() - target.value().array()).template cast<double>().square().sum();
+  const double n = static_cast<double>(pred.numel());
+  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / n));
+  return make_var<T>(std::move(y), {pred, target}, "mse_loss", [n](Node<T>& self) {
+    const auto& p = self.inputs[0]->value;
+    const auto& t = self.inputs[1]->value;
+    const T factor = static_cast<T>(2.0 * self.grad[0] / n);
+    if (self.input_needs_grad(0))
+      self.inputs[0]->accumulate(kernels::map2(p, t, kernels::ScaledDifference<T>{factor}));
+    if (self.input_needs_grad(1))
+      self.inputs[1]->accumulate(kernels::map2(t, p, kernels::ScaledDifference<T>{factor}));
+  });
+}
+
+}  // namespace ptrain

@@ -1,0 +1,112 @@
+#pragma once
+// Shape ops: reshape and flatten (views that share the input's storage) and concat (torch.cat).
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "ptrain/autograd/detail/dim.hpp"
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/kernels/cpu/copy.hpp"
+
+namespace ptrain {
+
+namespace detail {
+template <class T>
+Var<T> reshape_view(const Var<T>& x, Tensor<T> y, const char* op) {
+  const Shape in_shape = x.shape();
+  return make_var<T>(std::move(y), {x}, op, [in_shape](Node<T>& self) {
+    // A view of this node's gradient, handed on as shared: the input copies it before
+    // accumulating into it.
+    self.inputs[0]->accumulate(self.grad.reshape(in_shape), false);
+  });
+}
+}  // namespace detail
+
+// The same elements with another shape (same count); the result shares x's storage.
+template <class T>
+Var<T> reshape(const Var<T>& x, const Shape& shape) {
+  return detail::reshape_view(x, x.value().reshape(shape), "reshape");
+}
+// As above, with at most one extent -1 inferred from the others: reshape(x, {n, -1}).
+template <class T>
+Var<T> reshape(const Var<T>& x, std::initializer_list<std::int64_t> extents) {
+  return detail::reshape_view(x, x.value().reshape(extents), "reshape");
+}
+
+// Dimensions start_dim..last merged into one, as torch.flatten(x, start_dim) (end_dim = -1):
+// [N, C, H, W] -> [N, C*H*W] for the default start_dim = 1. A view, like reshape.
+template <class T>
+Var<T> flatten(const Var<T>& x, int start_dim = 1) {
+  const Shape& in = x.shape();
+  if (in.rank() == 0) {
+    check(start_dim == 0 || start_dim == -1, "flatten: dimension ", start_dim,
+          " is out of range for a scalar (expected 0 or -1)");
+    return detail::reshape_view(x, x.value().reshape(Shape{1}), "flatten");
+  }
+  const int start = detail::wrap_dim(start_dim, in, "flatten");
+  Shape out;
+  for (int i = 0; i < start; ++i) out.push_back(in[i]);
+  std::int64_t merged = 1;
+  for (int i = start; i < in.rank(); ++i) merged *= in[i];
+  out.push_back(merged);
+  return detail::reshape_view(x, x.value().reshape(out), "flatten");
+}
+
+// The inputs joined along dim, as torch.cat: all have the same rank and the same extents
+// except along dim (the channel concat of Inception and UNet is dim = 1).
+template <class T>
+Var<T> concat(const std::vector<Var<T>>& xs, int dim) {
+  check(!xs.empty(), "concat: no inputs");
+  for (std::size_t i = 0; i < xs.size(); ++i) check(xs[i].defined(), "concat: input ", i, " is undefined");
+  const Shape& first = xs[0].shape();
+  check(first.rank() > 0, "concat: cannot join scalars (input 0 has shape [])");
+  const int d = detail::wrap_dim(dim, first, "concat");
+  Shape out_shape = first;
+  out_shape[d] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Shape& s = xs[i].shape();
+    bool fits = s.rank() == first.rank();
+    for (int k = 0; fits && k < s.rank(); ++k) fits = k == d || s[k] == first[k];
+    check(fits, "concat: input ", i, " has shape ", s, ", which does not match input 0's shape ", first,
+          " outside dimension ", d);
+    out_shape[d] += s[d];
+  }
+  std::int64_t outer = 1, inner = 1;
+  for (int k = 0; k < d; ++k) outer *= first[k];
+  for (int k = d + 1; k < first.rank(); ++k) inner *= first[k];
+
+  // blocks[i]: input i's contiguous run per outer index; offsets[i]: where it starts in a row.
+  std::vector<std::int64_t> blocks(xs.size()), offsets(xs.size());
+  const std::int64_t row = out_shape[d] * inner;
+  Tensor<T> y(out_shape);
+  for (std::size_t i = 0, offset = 0; i < xs.size(); ++i) {
+    blocks[i] = xs[i].size(d) * inner;
+    offsets[i] = static_cast<std::int64_t>(offset);
+    offset += static_cast<std::size_t>(blocks[i]);
+    kernels::copy_rows(xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer, blocks[i]);
+  }
+  return make_var<T>(std::move(y), xs, "concat", [blocks, offsets, outer, row](Node<T>& self) {
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      if (!self.input_needs_grad(i)) continue;
+      if (outer == 1) {
+        // Along the first non-unit dimension each input's gradient is one contiguous run:
+        // hand on a view instead of a copy.
+        Tensor<T> flat = self.grad.reshape(Shape{row});
+        self.inputs[i]->accumulate(
+            flat.slice(offsets[i], offsets[i] + blocks[i]).reshape(self.inputs[i]->value.shape()), false);
+        continue;
+      }
+      Tensor<T> gi(self.inputs[i]->value.shape());
+      kernels::copy_rows(self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer, blocks[i]);
+      self.inputs[i]->accumulate(std::move(gi));
+    }
+  });
+}
+
+// concat({a, b}, 1): the same, with the scalar type deduced from a braced list.
+template <class T>
+Var<T> concat(std::initializer_list<Var<T>> xs, int dim) {
+  return concat(std::vector<Var<T>>(xs), dim);
+}
+
+}  // namespace ptrain

@@ -1,0 +1,124 @@
+#pragma once
+// Softmax and log-softmax over one dimension of a row-major tensor seen as [outer, n, inner]
+// (n the reduced extent). inner == 1 (the last dimension, as in classification) runs row by
+// row on contiguous Eigen maps; otherwise each [n, inner] block is swept row by row with
+// per-column running maxima and sums, so every pass reads memory contiguously.
+#include <cmath>
+#include <cstdint>
+
+#include <Eigen/Core>
+
+#include "ptrain/kernels/cpu/elementwise.hpp"
+#include "ptrain/kernels/layout.hpp"
+
+namespace ptrain::kernels {
+
+namespace detail {
+template <class T>
+using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+using RowVec = Eigen::Array<T, 1, Eigen::Dynamic>;
+}  // namespace detail
+
+// y = softmax(x) or log_softmax(x) along n.
+template <class T>
+void softmax_forward(const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  if (l.numel() == 0) return;
+  const std::int64_t n = l.n, inner = l.inner;
+  if (inner == 1) {
+#pragma omp parallel for if (l.numel() >= parallel_threshold && l.outer > 1) schedule(static)
+    for (std::int64_t r = 0; r < l.outer; ++r) {
+      Eigen::Map<const detail::Vec<T>> xr(x + r * n, n);
+      Eigen::Map<detail::Vec<T>> yr(y + r * n, n);
+      const T max = xr.maxCoeff();
+      yr = xr - max;
+      if (take_log) {
+        yr -= std::log(yr.exp().sum());
+      } else {
+        yr = yr.exp();
+        yr *= T(1) / yr.sum();
+      }
+    }
+    return;
+  }
+#pragma omp parallel if (l.numel() >= parallel_threshold && l.outer > 1)
+  {
+    detail::RowVec<T> max(inner), sum(inner);
+#pragma omp for schedule(static)
+    for (std::int64_t o = 0; o < l.outer; ++o) {
+      const T* xb = x + o * n * inner;
+      T* yb = y + o * n * inner;
+      auto xrow = [&](std::int64_t j) { return Eigen::Map<const detail::RowVec<T>>(xb + j * inner, inner); };
+      auto yrow = [&](std::int64_t j) { return Eigen::Map<detail::RowVec<T>>(yb + j * inner, inner); };
+      max = xrow(0);
+      for (std::int64_t j = 1; j < n; ++j) max = max.max(xrow(j));
+      sum.setZero();
+      for (std::int64_t j = 0; j < n; ++j) {
+        auto yj = yrow(j);
+        yj = xrow(j) - max;
+        if (take_log) {
+          sum += yj.exp();
+        } else {
+          yj = yj.exp();
+          sum += yj;
+        }
+      }
+      if (take_log) {
+        sum = sum.log();
+        for (std::int64_t j = 0; j < n; ++j) yrow(j) -= sum;
+      } else {
+        sum = sum.inverse();
+        for (std::int64_t j = 0; j < n; ++j) yrow(j) *= sum;
+      }
+    }
+  }
+}
+
+// gx from the forward output y and the incoming gradient g:
+//   softmax:     gx = y * (g - sum_n(g * y))
+//   log_softmax: gx = g - exp(y) * sum_n(g)
+template <class T>
+void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, bool take_log) {
+  if (l.numel() == 0) return;
+  const std::int64_t n = l.n, inner = l.inner;
+  if (inner == 1) {
+#pragma omp parallel for if (l.numel() >= parallel_threshold && l.outer > 1) schedule(static)
+    for (std::int64_t r = 0; r < l.outer; ++r) {
+      Eigen::Map<const detail::Vec<T>> yr(y + r * n, n), gr(g + r * n, n);
+      Eigen::Map<detail::Vec<T>> gxr(gx + r * n, n);
+      if (take_log) {
+        gxr = gr - yr.exp() * gr.sum();
+      } else {
+        gxr = yr * (gr - (gr * yr).sum());
+      }
+    }
+    return;
+  }
+#pragma omp parallel if (l.numel() >= parallel_threshold && l.outer > 1)
+  {
+    detail::RowVec<T> sum(inner);
+#pragma omp for schedule(static)
+    for (std::int64_t o = 0; o < l.outer; ++o) {
+      const std::int64_t base = o * n * inner;
+      auto row = [&](const T* p, std::int64_t j) {
+        return Eigen::Map<const detail::RowVec<T>>(p + base + j * inner, inner);
+      };
+      sum.setZero();
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (take_log)
+          sum += row(g, j);
+        else
+          sum += row(g, j) * row(y, j);
+      }
+      for (std::int64_t j = 0; j < n; ++j) {
+        Eigen::Map<detail::RowVec<T>> out(gx + base + j * inner, inner);
+        if (take_log)
+          out = row(g, j) - row(y, j).exp() * sum;
+        else
+          out = row(y, j) * (row(g, j) - sum);
+      }
+    }
+  }
+}
+
+}  // namespace ptrain::kernels

@@ -1,0 +1,154 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <ptrain/autograd/gradcheck.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
+
+using namespace ptrain;
+
+namespace {
+// ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.
+Tensor<double> pattern(const Shape& shape, int a, int m, double s) {
+  Tensor<double> t(shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<double>((i * a) % m - m / 2) * s;
+  return t;
+}
+bool message_has(const Error& e, const std::string& part) {
+  return std::string(e.what()).find(part) != std::string::npos;
+}
+const std::vector<std::int64_t> targets{1, 0, 4, 2};
+// Targets of the [2, 3, 2, 2] per-pixel case, [N, H, W] row-major.
+const std::vector<std::int64_t> pixel_targets{0, 1, 2, 2, 1, 1, 0, 2};
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(loss_test)
+
+BOOST_AUTO_TEST_CASE(cross_entropy_matches_pytorch) {
+  Var<double> logits(pattern({4, 5}, 5, 13, 0.4));
+  // F.cross_entropy(logits, targets) and with label_smoothing=0.1
+  BOOST_TEST(std::abs(cross_entropy(logits, targets).value()[0] - 2.008914894695879) < 1e-13);
+  auto smoothed = cross_entropy(logits, targets, 0.1);
+  BOOST_TEST(smoothed.shape() == Shape{});
+  BOOST_TEST(std::abs(smoothed.value()[0] - 2.0629148946958789) < 1e-13);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_gradient_matches_pytorch_with_label_smoothing) {
+  Var<double> logits(pattern({4, 5}, 5, 13, 0.4), true);
+  backward(cross_entropy(logits, targets, 0.1));
+  const std::vector<double> expected{
+      -0.0019384278842480389, -0.20737787188578696,   0.16215617371311647,   0.0018136540491372703,
+      0.045346472007781267,   -0.056983837294709794,  0.0020525201157472351, 0.047111466774093218,
+      -0.0028758217617425585, 0.010695672166611905,   0.16801616270529018,   0.0020525201157472351,
+      0.047111466774093218,   -0.0028758217617425585, -0.2143043278333881,   0.063339334800514138,
+      -0.0022143380951155796, -0.20941658791215503,   0.14709198662449391,   0.0011996045822625654};
+  for (std::int64_t i = 0; i < 20; ++i)
+    BOOST_TEST(std::abs(logits.grad()[i] - expected[static_cast<std::size_t>(i)]) < 1e-14, "element " << i);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_per_pixel_matches_pytorch) {
+  Var<double> logits(pattern({2, 3, 2, 2}, 5, 9, 0.5));
+  BOOST_TEST(std::abs(cross_entropy(logits, pixel_targets).value()[0] - 1.1552663435757475) < 1e-13);
+  BOOST_TEST(std::abs(cross_entropy(logits, pixel_targets, 0.1).value()[0] - 1.2052663435757476) < 1e-13);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_gradients) {
+  for (double eps : {0.0, 0.1}) {
+    auto flat = gradcheck([eps](const auto& v) { return cross_entropy(v[0], targets, eps); },
+                          {random_tensor({4, 5}, 1, -3, 3)});
+    BOOST_TEST(flat.ok, "[4, 5], label_smoothing " << eps << ": " << flat.report);
+    auto pixels = gradcheck([eps](const auto& v) { return cross_entropy(v[0], pixel_targets, eps); },
+                            {random_tensor({2, 3, 2, 2}, 2, -3, 3)});
+    BOOST_TEST(pixels.ok, "[2, 3, 2, 2], label_smoothing " << eps << ": " << pixels.report);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_equals_nll_of_log_softmax) {
+  Var<double> logits(random_tensor({6, 7}, 3, -4, 4));
+  const std::vector<std::int64_t> t{0, 6, 3, 3, 1, 5};
+  const double fused = cross_entropy(logits, t).value()[0];
+  const double composed = nll_loss(log_softmax(logits, 1), t).value()[0];
+  BOOST_TEST(std::abs(fused - composed) < 1e-14);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_is_stable_for_large_logits) {
+  Var<float> logits(Tensor<float>::from({2, 3}, {1e4f, 0.f, -1e4f, 5e3f, 5e3f, 0.f}));
+  const std::vector<std::int64_t> t{1, 0};
+  // Row 0: -log p_1 = 1e4; row 1: -log p_0 = log 2.
+  const float loss = cross_entropy(logits, t).value()[0];
+  BOOST_TEST(std::abs(loss - (1e4f + std::log(2.f)) / 2) < 1e-2f);
+}
+
+// The float kernels on batches large enough to run threaded, against the double ones.
+BOOST_AUTO_TEST_CASE(threaded_float_paths_match_double) {
+  for (const Shape& shape : {Shape{256, 200}, Shape{4, 3, 64, 64}}) {
+    const Tensor<double> xd = random_tensor(shape, 5, -6, 6);
+    Tensor<float> xf(shape);
+    for (std::int64_t i = 0; i < xd.numel(); ++i) xf[i] = static_cast<float>(xd[i]);
+    const std::int64_t positions = xd.numel() / shape[1];
+    std::vector<std::int64_t> t(static_cast<std::size_t>(positions));
+    for (std::int64_t i = 0; i < positions; ++i) t[static_cast<std::size_t>(i)] = (i * 7) % shape[1];
+    Var<double> vd(xd, true);
+    Var<float> vf(xf, true);
+    auto ld = cross_entropy(vd, t, 0.1);
+    auto lf = cross_entropy(vf, t, 0.1);
+    BOOST_TEST(std::abs(ld.value()[0] - lf.value()[0]) < 1e-5, "loss for " << shape);
+    backward(ld);
+    backward(lf);
+    double worst = 0;
+    for (std::int64_t i = 0; i < xd.numel(); ++i)
+      worst = std::max(worst, std::abs(vd.grad()[i] - vf.grad()[i]));
+    BOOST_TEST(worst < 1e-8, "gradient error " << worst << " for " << shape);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_targets_are_errors) {
+  Var<double> logits(random_tensor({4, 5}, 1));
+  BOOST_CHECK_EXCEPTION(
+      cross_entropy(logits, std::vector<std::int64_t>{1, 0, 5, 2}), Error, [](const Error& e) {
+        return message_has(
+            e, "cross_entropy: target 5 at index 2 is out of range for 5 classes (expected 0 <= target < 5)");
+      });
+  BOOST_CHECK_THROW(cross_entropy(logits, std::vector<std::int64_t>{1, -1, 0, 2}), Error);
+  BOOST_CHECK_EXCEPTION(cross_entropy(logits, std::vector<std::int64_t>{1, 0, 2}), Error, [](const Error& e) {
+    return message_has(e, "cross_entropy: 3 targets for scores of shape [4, 5], which need 4");
+  });
+  BOOST_CHECK_THROW(cross_entropy(Var<double>(random_tensor({5}, 1)), targets), Error);
+  BOOST_CHECK_THROW(cross_entropy(logits, targets, 1.5), Error);
+  BOOST_CHECK_EXCEPTION(nll_loss(logits, std::vector<std::int64_t>{9, 0, 0, 0}), Error, [](const Error& e) {
+    return message_has(e, "nll_loss: target 9 at index 0 is out of range");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(nll_loss_matches_pytorch_and_its_gradient) {
+  Var<double> log_probs = log_softmax(Var<double>(pattern({4, 5}, 5, 13, 0.4)), 1);
+  // F.nll_loss(F.log_softmax(logits, 1), targets)
+  BOOST_TEST(std::abs(nll_loss(log_probs, targets).value()[0] - 2.008914894695879) < 1e-13);
+  auto flat = gradcheck([](const auto& v) { return nll_loss(v[0], targets); }, {random_tensor({4, 5}, 1)});
+  BOOST_TEST(flat.ok, flat.report);
+  auto pixels = gradcheck([](const auto& v) { return nll_loss(v[0], pixel_targets); },
+                          {random_tensor({2, 3, 2, 2}, 2)});
+  BOOST_TEST(pixels.ok, pixels.report);
+}
+
+BOOST_AUTO_TEST_CASE(mse_loss_matches_pytorch_and_its_gradient) {
+  Var<double> pred(pattern({3, 4}, 3, 7, 0.25)), target(pattern({3, 4}, 5, 11, 0.2));
+  // F.mse_loss(pred, target)
+  BOOST_TEST(std::abs(mse_loss(pred, target).value()[0] - 0.44895833333333335) < 1e-15);
+  auto r = gradcheck([](const auto& v) { return mse_loss(v[0], v[1]); },
+                     {random_tensor({3, 4}, 1), random_tensor({3, 4}, 2)});
+  BOOST_TEST(r.ok, r.report);
+}
+
+BOOST_AUTO_TEST_CASE(mse_loss_of_different_shapes_is_an_error) {
+  BOOST_CHECK_EXCEPTION(
+      mse_loss(Var<double>(random_tensor({3, 4}, 1)), Var<double>(random_tensor({4, 3}, 2))), Error,
+      [](const Error& e) {
+        return message_has(e, "mse_loss: prediction of shape [3, 4] and target of shape [4, 3] differ");
+      });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
