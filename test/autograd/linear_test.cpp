@@ -50,6 +50,16 @@ BOOST_AUTO_TEST_CASE(gradient_reaches_shared_input_from_both_paths) {
   BOOST_TEST(w.grad().defined());
 }
 
+BOOST_AUTO_TEST_CASE(intermediates_owned_only_by_the_graph_survive_backward) {
+  // Every intermediate here is a temporary: only its consumer's node holds it, and the engine
+  // releases consumers as it goes.
+  Var<double> x(random_tensor({4, 3}, 6), true);
+  Var<double> w(random_tensor({3, 3}, 7), true);
+  backward(matmul(relu(matmul(relu(matmul(x, w)), w)), w), Tensor<double>::ones({4, 3}));
+  BOOST_TEST(x.grad().defined());
+  BOOST_TEST(w.grad().defined());
+}
+
 BOOST_AUTO_TEST_CASE(gradcheck_detects_a_wrong_backward) {
   auto wrong = [](const std::vector<Var<double>>& v) {
     Tensor<double> y = v[0].value().clone();

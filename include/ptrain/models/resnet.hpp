@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"

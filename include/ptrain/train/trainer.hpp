@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
+#include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/io/csv_log.hpp"
