@@ -10,25 +10,27 @@ namespace ptrain {
 
 namespace detail {
 // Nodes reachable from root that need a gradient, inputs before the ops that consume them.
+// The order owns its nodes: an intermediate nobody else holds (relu(linear(x, w))) must live
+// until its own backward has run, although its consumer drops its inputs before that.
 template <class T>
-std::vector<Node<T>*> topological_order(Node<T>* root,
-                                        std::unordered_map<Node<T>*, int>& consumers) {
-  std::vector<Node<T>*> order;
+std::vector<typename Node<T>::Ptr> topological_order(const typename Node<T>::Ptr& root,
+                                                     std::unordered_map<Node<T>*, int>& consumers) {
+  std::vector<typename Node<T>::Ptr> order;
   std::unordered_map<Node<T>*, bool> visited;
-  std::vector<std::pair<Node<T>*, std::size_t>> stack{{root, 0}};
-  visited[root] = true;
+  std::vector<std::pair<typename Node<T>::Ptr, std::size_t>> stack{{root, 0}};
+  visited[root.get()] = true;
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
-      Node<T>* in = node->inputs[next++].get();
+      typename Node<T>::Ptr in = node->inputs[next++];
       if (!in || !in->requires_grad) continue;
-      ++consumers[in];
-      if (!visited[in]) {
-        visited[in] = true;
-        stack.emplace_back(in, 0);
+      ++consumers[in.get()];
+      if (!visited[in.get()]) {
+        visited[in.get()] = true;
+        stack.emplace_back(std::move(in), 0);
       }
     } else {
-      order.push_back(node);
+      order.push_back(std::move(node));
       stack.pop_back();
     }
   }
@@ -49,7 +51,7 @@ void backward(const Var<T>& root, Tensor<T> grad_output = {}, bool retain_graph 
   }
   Node<T>* top = root.node().get();
   std::unordered_map<Node<T>*, int> consumers;
-  auto order = detail::topological_order(top, consumers);
+  auto order = detail::topological_order<T>(root.node(), consumers);
   NoGradGuard no_grad;
   auto finish_leaf = [](Node<T>* leaf) {
     if (leaf->grad.defined() && !leaf->grad_owned) {
@@ -61,16 +63,20 @@ void backward(const Var<T>& root, Tensor<T> grad_output = {}, bool retain_graph 
   top->accumulate(std::move(grad_output), true);
   if (top->is_leaf()) finish_leaf(top);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node<T>* node = *it;
+    Node<T>* node = it->get();
     if (node->is_leaf()) continue;
     if (node->grad.defined()) node->backward(*node);
     for (auto& in : node->inputs)
       if (in && in->requires_grad && --consumers[in.get()] == 0 && in->is_leaf()) finish_leaf(in.get());
+    // An op's gradient is spent once passed on; kept, a retained graph's second pass would add
+    // the first pass's gradient again.
+    node->grad = Tensor<T>();
+    node->grad_owned = false;
     if (!retain_graph) {
-      node->grad = Tensor<T>();
       node->backward = nullptr;
       node->inputs.clear();
       node->requires_grad = false;
+      it->reset();  // freed here unless the caller holds it
     }
   }
 }
