@@ -24,6 +24,15 @@ if(PTRAIN_CUDA_ENABLED)
   add_library(ptrain::cuda ALIAS ptrain_cuda)
   set_target_properties(ptrain_cuda PROPERTIES EXPORT_NAME cuda)
   target_link_libraries(ptrain_cuda INTERFACE ptrain CUDA::cudart CUDA::cublas)
+  # A .cu file of a ptrain user needs C++20 for the CUDA language, Eigen kept host-only
+  # (EIGEN_NO_CUDA: otherwise Eigen marks its functions __host__ __device__ and nvcc warns about
+  # each constexpr std call in them), and OpenMP in the host code nvcc hands to the host compiler.
+  # A flag, not the cuda_std_20 feature: CMake before 3.26 does not know nvcc's C++20.
+  target_compile_options(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+  target_compile_definitions(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:EIGEN_NO_CUDA>)
+  if(OpenMP_CXX_FOUND)
+    target_compile_options(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fopenmp>)
+  endif()
   list(APPEND PTRAIN_COMPONENT_TARGETS cuda)
   message(STATUS "ptrain: CUDA translation units compile with ${CMAKE_CUDA_COMPILER} for ${CMAKE_CUDA_ARCHITECTURES}")
 else()

@@ -10,7 +10,8 @@ namespace ptrain {
 
 namespace detail {
 // Nodes reachable from root that need a gradient, inputs before the ops that consume them.
-// The order owns its nodes: releasing a consumer's inputs must not free a node still queued.
+// The order owns its nodes: an intermediate nobody else holds (relu(linear(x, w))) must live
+// until its own backward has run, although its consumer drops its inputs before that.
 template <class T>
 std::vector<typename Node<T>::Ptr> topological_order(const typename Node<T>::Ptr& root,
                                                      std::unordered_map<Node<T>*, int>& consumers) {
@@ -21,12 +22,12 @@ std::vector<typename Node<T>::Ptr> topological_order(const typename Node<T>::Ptr
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
-      const typename Node<T>::Ptr in = node->inputs[next++];
+      typename Node<T>::Ptr in = node->inputs[next++];
       if (!in || !in->requires_grad) continue;
       ++consumers[in.get()];
       if (!visited[in.get()]) {
         visited[in.get()] = true;
-        stack.emplace_back(in, 0);
+        stack.emplace_back(std::move(in), 0);
       }
     } else {
       order.push_back(std::move(node));
@@ -67,12 +68,15 @@ void backward(const Var<T>& root, Tensor<T> grad_output = {}, bool retain_graph 
     if (node->grad.defined()) node->backward(*node);
     for (auto& in : node->inputs)
       if (in && in->requires_grad && --consumers[in.get()] == 0 && in->is_leaf()) finish_leaf(in.get());
+    // An op's gradient is spent once passed on; kept, a retained graph's second pass would add
+    // the first pass's gradient again.
+    node->grad = Tensor<T>();
+    node->grad_owned = false;
     if (!retain_graph) {
-      node->grad = Tensor<T>();
       node->backward = nullptr;
       node->inputs.clear();
       node->requires_grad = false;
-      it->reset();  // frees the node (and its activation) unless something else holds it
+      it->reset();  // freed here unless the caller holds it
     }
   }
 }

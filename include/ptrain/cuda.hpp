@@ -1,0 +1,14 @@
+#pragma once
+// The umbrella for CUDA users: the CPU library plus the Cuda device and the CUDA kernels.
+#if !defined(__CUDACC__)
+#error "ptrain/cuda.hpp holds CUDA kernels and must be compiled by nvcc: put this include in a .cu file (CMake language CUDA) and link ptrain::cuda; CPU-only code includes ptrain/ptrain.hpp"
+#else
+// Eigen serves the host side only; without this it marks its functions __host__ __device__
+// and nvcc warns about each constexpr std call they make.
+#ifndef EIGEN_NO_CUDA
+#define EIGEN_NO_CUDA
+#endif
+#include "ptrain/ptrain.hpp"
+#include "ptrain/device/cuda.hpp"
+#include "ptrain/kernels/cuda/elementwise.cuh"
+#endif

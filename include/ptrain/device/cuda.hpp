@@ -1,0 +1,122 @@
+#pragma once
+// The CUDA device: cudaMalloc'd storage on the current device, synchronous cudaMemcpy copies on
+// the default stream, fill by a kernel. Compiled by nvcc only (include ptrain/cuda.hpp).
+#if !defined(__CUDACC__)
+#error "ptrain/device/cuda.hpp launches CUDA kernels and must be compiled by nvcc (a .cu file linked to ptrain::cuda)"
+#endif
+#include <cstddef>
+#include <utility>
+
+#include <cuda_runtime.h>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/device/threads.hpp"
+
+namespace ptrain {
+
+// Thrown by require_cuda_device(): no device, or no driver to reach one.
+class NoCudaDevice : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws ptrain::Error naming the call and CUDA's reason when status is not cudaSuccess.
+template <class... Parts>
+void cuda_check(cudaError_t status, Parts&&... call) {
+  if (status == cudaSuccess) return;
+  fail(std::forward<Parts>(call)..., " failed: ", cudaGetErrorString(status), " (", cudaGetErrorName(status), ")");
+}
+
+namespace detail {
+// cudaGetDeviceCount with its error cleared; with no driver it fails instead of reporting 0.
+inline cudaError_t query_device_count(int& count) {
+  count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // so that the next CUDA call does not report it again
+    count = 0;
+  }
+  return status;
+}
+}  // namespace detail
+
+// Devices visible to this process; 0, not an error, when there is no device or no driver.
+inline int cuda_device_count() {
+  int count = 0;
+  detail::query_device_count(count);
+  return count;
+}
+
+// The number of devices, or NoCudaDevice whose message starts "no CUDA device found".
+inline int require_cuda_device() {
+  int count = 0;
+  const cudaError_t status = detail::query_device_count(count);
+  if (status != cudaSuccess)
+    throw NoCudaDevice(detail::concat("no CUDA device found (cudaGetDeviceCount: ", cudaGetErrorString(status), ")"));
+  if (count == 0) throw NoCudaDevice("no CUDA device found (cudaGetDeviceCount reports 0 devices)");
+  return count;
+}
+
+namespace detail {
+template <class T>
+__global__ void cuda_fill_kernel(T* dst, T value, std::size_t count) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    dst[i] = value;
+}
+}  // namespace detail
+
+struct Cuda {
+  static constexpr std::size_t alignment = 256;  // what cudaMalloc guarantees
+  static constexpr const char* name = "cuda";
+  // Threads per block and the most blocks a grid-stride launch uses.
+  static constexpr unsigned block_threads = 256;
+  static constexpr unsigned max_blocks = 4096;
+
+  static unsigned blocks_for(std::size_t count) {
+    const std::size_t blocks = (count + block_threads - 1) / block_threads;
+    return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
+  }
+
+  template <class T>
+  static T* allocate(std::size_t count) {
+    if (count == 0) return nullptr;
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc of ", count * sizeof(T), " bytes");
+    return static_cast<T*>(p);
+  }
+  // Runs from a shared_ptr deleter, so it must not throw; a failure here (the runtime already
+  // torn down at exit) leaves nothing to recover.
+  template <class T>
+  static void deallocate(T* p, std::size_t) {
+    if (p && cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+  }
+  template <class T>
+  static void copy_to_host(T* host_dst, const T* src, std::size_t count) {
+    if (count)
+      cuda_check(cudaMemcpy(host_dst, src, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy device to host of ",
+                 count * sizeof(T), " bytes");
+  }
+  template <class T>
+  static void copy_from_host(T* dst, const T* host_src, std::size_t count) {
+    if (count)
+      cuda_check(cudaMemcpy(dst, host_src, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy host to device of ",
+                 count * sizeof(T), " bytes");
+  }
+  template <class T>
+  static void copy(T* dst, const T* src, std::size_t count) {
+    if (count)
+      cuda_check(cudaMemcpy(dst, src, count * sizeof(T), cudaMemcpyDeviceToDevice), "cudaMemcpy device to device of ",
+                 count * sizeof(T), " bytes");
+  }
+  template <class T>
+  static void fill(T* dst, T value, std::size_t count) {
+    if (count == 0) return;
+    detail::cuda_fill_kernel<T><<<blocks_for(count), block_threads>>>(dst, value, count);
+    cuda_check(cudaGetLastError(), "fill kernel launch (", count, " elements)");
+  }
+  // Host threads available to work feeding this device (data loading, host-side loops).
+  static int threads() { return num_threads(); }
+};
+
+}  // namespace ptrain

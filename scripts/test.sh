@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything (Release, in build/), runs every ctest entry and the
+# installed-package test, then says which CUDA checks were compiled and which could not run.
+# Exits non-zero when anything failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON
+cmake --build build -j "$jobs"
+
+failed=()
+ctest --test-dir build --output-on-failure || failed+=("ctest")
+ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
+cp build/Testing/Temporary/LastTest.log "$ctest_log"
+package_log=build/package_test.log
+bash test/package/run.sh build 2>&1 | tee "$package_log" || failed+=("package test (test/package/run.sh)")
+
+echo
+echo "==== summary ===="
+if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
+  echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
+  for program in cuda_device_check cuda_header_checks; do
+    # The architectures nvcc was given for it (Makefile generator).
+    archs=$(grep -ho 'sm_[0-9]*' "build/test/cuda/CMakeFiles/$program.dir/flags.make" 2>/dev/null | sort -u | paste -sd, - || true)
+    echo "  compiled: test/cuda/$program${archs:+ (GPU code for $archs)}"
+  done
+  grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
+  not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | sed 's/^package test: //' | awk '!seen[$0]++' || true)
+  if [ -n "$not_run" ]; then
+    echo "CUDA device tests NOT RUN: no CUDA device. These were compiled but could not run here (no GPU):"
+    printf '%s\n' "$not_run" | sed 's/^/  /'
+  else
+    echo "CUDA device tests: ran on the GPU (cuda/device_check and the package's consumer_cuda)"
+  fi
+else
+  if nvcc --version >/dev/null 2>&1; then
+    echo "CUDA compile checks SKIPPED: nvcc at $(command -v nvcc) works but CMake did not enable CUDA (see the configure output)"
+  else
+    echo "CUDA compile checks SKIPPED: no CUDA toolkit found (no working nvcc on PATH or in /usr/local/cuda/bin)"
+  fi
+fi
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "ALL PASSED: ctest and the installed-package test"
+else
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi

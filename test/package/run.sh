@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The installed-package test: install the build tree, build test/package against the install,
+# run it; then move the install elsewhere and do it again (the package must be relocatable).
+# Usage: test/package/run.sh [build-dir]   (default: build). Exit 0 only if every step passed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$repo/build}" && pwd)
+work=$(mktemp -d /tmp/ptrain-package.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+jobs=$(nproc)
+
+say() { printf 'package test: %s\n' "$*"; }
+
+cmake --install "$build" --prefix "$work/ptrain-install" >"$work/install.log"
+config_dir="$work/ptrain-install/lib/cmake/ptrain"
+[ -f "$config_dir/ptrainConfig.cmake" ] || { say "no ptrainConfig.cmake under $config_dir"; exit 1; }
+
+components=()
+[ -f "$config_dir/ptrain_mpiTargets.cmake" ] && components+=(MPI)
+[ -f "$config_dir/ptrain_cudaTargets.cmake" ] && components+=(CUDA)
+component_list=$(IFS=';'; echo "${components[*]:-}")
+say "installed with components: ${component_list:-none}"
+
+# Exit status of a CUDA consumer run: 0 ran, 2 + message means no device here.
+cuda_not_run=""
+run_consumers() {  # $1: consumer build dir
+  "$1/consumer"
+  if [ -x "$1/consumer_mpi" ]; then
+    mpiexec -n 2 "$1/consumer_mpi"
+    mpiexec -n 3 "$1/consumer_mpi"
+  fi
+  if [ -x "$1/consumer_cuda" ]; then
+    set +e
+    "$1/consumer_cuda" 2>"$work/cuda.err"
+    local rc=$?
+    set -e
+    if [ $rc -eq 2 ] && grep -q "no CUDA device found" "$work/cuda.err"; then
+      cuda_not_run="consumer_cuda compiled against the installed ptrain::cuda but NOT RUN: $(head -n 1 "$work/cuda.err")"
+      say "$cuda_not_run"
+    elif [ $rc -ne 0 ]; then
+      cat "$work/cuda.err" >&2
+      say "consumer_cuda failed with exit code $rc"
+      return 1
+    fi
+  fi
+}
+
+build_and_run() {  # $1: install prefix, $2: consumer build dir
+  cmake -S "$repo/test/package" -B "$2" -DCMAKE_PREFIX_PATH="$1" -DCMAKE_BUILD_TYPE=Release \
+    "-DPTRAIN_PACKAGE_COMPONENTS=$component_list" >"$2.configure.log" 2>&1 || { cat "$2.configure.log"; return 1; }
+  grep "ptrain .* from" "$2.configure.log" | sed 's/^-- /package test: found /'
+  cmake --build "$2" -j "$jobs" >"$2.build.log" 2>&1 || { cat "$2.build.log"; return 1; }
+  run_consumers "$2"
+}
+
+say "consumer against $work/ptrain-install"
+build_and_run "$work/ptrain-install" "$work/pkg"
+
+# A component the install does not have must fail find_package with the config's sentence.
+if cmake -S "$repo/test/package" -B "$work/pkg-bogus" -DCMAKE_PREFIX_PATH="$work/ptrain-install" \
+    -DPTRAIN_PACKAGE_COMPONENTS=Bogus >"$work/bogus.log" 2>&1; then
+  say "find_package(ptrain COMPONENTS Bogus) succeeded; it must fail"
+  exit 1
+fi
+grep -q "ptrain was installed without its Bogus component" "$work/bogus.log" ||
+  { cat "$work/bogus.log"; say "missing component failed without naming it"; exit 1; }
+say "a missing component fails find_package with its name, as it should"
+
+mkdir -p "$work/elsewhere"
+mv "$work/ptrain-install" "$work/elsewhere/moved-prefix"
+if grep -rqF "$work/ptrain-install" "$work/elsewhere/moved-prefix"; then
+  grep -rlF "$work/ptrain-install" "$work/elsewhere/moved-prefix" >&2
+  say "the install records its own prefix: not relocatable"
+  exit 1
+fi
+say "consumer against the moved install $work/elsewhere/moved-prefix"
+build_and_run "$work/elsewhere/moved-prefix" "$work/pkg-moved"
+say "passed (install, consumer build and run, relocated install${component_list:+, components $component_list})"
