@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   examples::Cli cli("fashion_mnist", "Trains a small CNN on Fashion-MNIST and reports test accuracy.");
-  cli.option("--data", ptrain::FashionMnist::default_root.string(), "directory holding the *-ubyte.gz files")
+  cli.option("--data", ptrain::FashionMnist::default_root, "directory holding the *-ubyte.gz files")
       .option("--epochs", "5", "training epochs")
       .option("--batch", "128", "batch size")
       .option("--lr", "0.001", "Adam learning rate")

@@ -44,6 +44,12 @@
 #include "ptrain/optim/scheduler.hpp"
 #include "ptrain/optim/sgd.hpp"
 
+#include "ptrain/data/dataset.hpp"
+#include "ptrain/data/idx.hpp"
+#include "ptrain/data/loader.hpp"
+#include "ptrain/data/sampler.hpp"
+#include "ptrain/data/transforms.hpp"
+
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
 
