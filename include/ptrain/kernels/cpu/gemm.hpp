@@ -1,6 +1,9 @@
 #pragma once
 // Row-major GEMM: C = alpha * op(A) * op(B) + beta * C. OpenBLAS through CBLAS when the build
 // found it (PTRAIN_HAS_CBLAS; about 1.6x Eigen's own GEMM on two cores here), Eigen otherwise.
+// Large products are split by rows (or columns) of C over the OpenMP threads, each running a
+// single-threaded GEMM; inside a parallel region the call stays on its thread.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -9,10 +12,13 @@
 #include <cblas.h>
 #endif
 
+#include "ptrain/device/threads.hpp"
+
 namespace ptrain::kernels {
 
+namespace detail {
 template <class T>
-void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
           const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
 #if defined(PTRAIN_HAS_CBLAS)
@@ -51,6 +57,46 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   else if (trans_a) run(A.transpose(), B);
   else if (trans_b) run(A, B.transpose());
   else run(A, B);
+}
+}  // namespace detail
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  int threads = num_threads();
+#if defined(_OPENMP)
+  if (omp_in_parallel()) threads = 1;
+#else
+  threads = 1;
+#endif
+  constexpr std::int64_t min_rows = 32;  // below this a slice's GEMM loses more than threads gain
+  const bool big = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= 1e6;
+  const bool by_rows = m >= threads * min_rows;
+  if (threads < 2 || !big || (!by_rows && n < threads * min_rows)) {
+    detail::gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const std::int64_t extent = by_rows ? m : n;
+#pragma omp parallel num_threads(threads)
+  {
+#if defined(_OPENMP)
+    const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+#else
+    const std::int64_t t = 0, count = 1;
+#endif
+    // Slices in multiples of 16 keep each one's columns vector-aligned.
+    const std::int64_t per = (extent / count + 15) / 16 * 16;
+    const std::int64_t begin = std::min(extent, t * per), end = t + 1 == count ? extent : std::min(extent, begin + per);
+    if (begin < end) {
+      if (by_rows)  // rows [begin, end) of op(A) and of C
+        detail::gemm_serial(trans_a, trans_b, end - begin, n, k, alpha, trans_a ? a + begin : a + begin * lda, lda, b,
+                            ldb, beta, c + begin * ldc, ldc);
+      else  // columns [begin, end) of op(B) and of C
+        detail::gemm_serial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, trans_b ? b + begin * ldb : b + begin,
+                            ldb, beta, c + begin, ldc);
+    }
+  }
 }
 
 }  // namespace ptrain::kernels
