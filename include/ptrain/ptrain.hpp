@@ -1,11 +1,15 @@
 #pragma once
 // The umbrella header: the CPU library. CUDA comes in through ptrain/cuda.hpp, MPI through
 // ptrain/mpi.hpp, so that a CPU-only user needs neither toolkit.
+#include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/self_comm.hpp"
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/cpu.hpp"
+#include "ptrain/launch/process_info.hpp"
 #include "ptrain/device/threads.hpp"
 #include "ptrain/tensor/tensor.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
