@@ -77,6 +77,13 @@ const std::vector<Case>& cases() {
       {"1x1 pointwise", {3, 4, 3, 4}, {5, 4, 1, 1}, {}, true},
       {"1x1 stride 2", {2, 4, 5, 5}, {3, 4, 1, 1}, Conv2dOptions::square(2), false},
       {"1x1 pointwise groups 2", {2, 4, 3, 3}, {6, 2, 1, 1}, Conv2dOptions::square(1, 0, 1, 2), false},
+      {"1x1 with padding", {2, 3, 3, 4}, {2, 3, 1, 1}, Conv2dOptions::square(1, 1), true},
+      // 16 input channels a group: the input gradient is computed as a transposed convolution.
+      {"16 channels 3x3 pad 1", {2, 16, 5, 4}, {3, 16, 3, 3}, Conv2dOptions::square(1, 1), true},
+      {"16 channels a group, dilation 2, non-square", {3, 32, 5, 6}, {4, 16, 3, 2},
+       Conv2dOptions{.pad_h = 2, .pad_w = 1, .dilation_h = 2, .dilation_w = 1, .groups = 2}, false},
+      {"16 channels 1x1", {2, 16, 3, 3}, {5, 16, 1, 1}, {}, true},
+      {"3x3 stride 1 pad 3", {2, 2, 4, 4}, {3, 2, 3, 3}, Conv2dOptions::square(1, 3), false},
       {"batch of 5 small images", {5, 2, 3, 3}, {3, 2, 2, 2}, Conv2dOptions::square(1, 1), true},
       {"kernel as large as the padded input", {2, 2, 3, 3}, {2, 2, 5, 5}, Conv2dOptions::square(1, 1), true},
   };
