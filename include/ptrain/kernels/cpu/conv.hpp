@@ -7,10 +7,11 @@
 // the GEMMs need no synchronisation. Images with few output pixels are grouped so that a GEMM has
 // enough columns (a GEMM with 16 columns runs at ~60% of one with 512); large images are cut into
 // bands of output rows so that the column buffer stays within budget (ConvBlocking).
-// 1x1 stride-1 unpadded convolutions read the image itself as the column matrix.
+// 1x1 stride-1 unpadded convolutions read the image itself as the column matrix; stride-1 input
+// gradients run as a transposed convolution through the forward path (no col2im); grad-weight
+// partial sums are per thread, added up at the end.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include <Eigen/Core>
@@ -264,11 +265,17 @@ void for_each_block(const Conv2dGeometry& g, const ConvBlocking& blocking, std::
   for (std::int64_t n = first; n < last; n += per_block) f(ConvBlock{n, std::min(per_block, last - n), 0, g.out_h});
 }
 
-// Runs body(first_image, last_image) on each thread of a team over the batch, with BLAS
-// single-threaded inside; a batch smaller than the thread count runs serially with threaded BLAS.
+// Below this many flops a convolution runs on one thread: a fork and join costs microseconds,
+// and far more when the cores are shared.
+inline constexpr double parallel_flops = 4e6;
+
+// Runs body(first_image, last_image, thread, team) on each thread of a team over the batch, with
+// BLAS single-threaded inside; a batch smaller than the thread count, or little work, runs
+// serially (BLAS keeps its own threads).
 template <class Body>
-void parallel_over_images(std::int64_t batch, Body&& body) {
-  const int threads = static_cast<int>(std::min<std::int64_t>(num_threads(), batch));
+void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
+  const std::int64_t batch = g.batch;
+  const int threads = g.flops() < parallel_flops ? 1 : static_cast<int>(std::min<std::int64_t>(num_threads(), batch));
   if (threads <= 1) {
     body(0, batch, 0, 1);
     return;
@@ -292,7 +299,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
   if (g.batch == 0 || K == 0 || P == 0) return;
-  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int, int) {
+  detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int, int) {
     detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
       const std::int64_t cols = blk.images * blk.rows * OW;
       const T* x_img = x + blk.image * in_image;
@@ -413,7 +420,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
     if (!gw) return;
   }
   std::vector<T*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
-  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int t, int team) {
+  detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int t, int team) {
     // Each thread sums its images' weight gradient on its own; thread 0 directly into gw.
     T* acc = nullptr;
     if (gw) {
