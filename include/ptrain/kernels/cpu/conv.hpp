@@ -9,7 +9,9 @@
 // bands of output rows so that the column buffer stays within budget (ConvBlocking).
 // 1x1 stride-1 unpadded convolutions read the image itself as the column matrix; stride-1 input
 // gradients run as a transposed convolution through the forward path (no col2im); grad-weight
-// partial sums are per thread, added up at the end.
+// partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
+// scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
+// 3 the flipped weight.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
