@@ -77,6 +77,13 @@ const std::vector<Case>& cases() {
       {"1x1 pointwise", {3, 4, 3, 4}, {5, 4, 1, 1}, {}, true},
       {"1x1 stride 2", {2, 4, 5, 5}, {3, 4, 1, 1}, Conv2dOptions::square(2), false},
       {"1x1 pointwise groups 2", {2, 4, 3, 3}, {6, 2, 1, 1}, Conv2dOptions::square(1, 0, 1, 2), false},
+      {"1x1 with padding", {2, 3, 3, 4}, {2, 3, 1, 1}, Conv2dOptions::square(1, 1), true},
+      // 16 input channels a group: the input gradient is computed as a transposed convolution.
+      {"16 channels 3x3 pad 1", {2, 16, 5, 4}, {3, 16, 3, 3}, Conv2dOptions::square(1, 1), true},
+      {"16 channels a group, dilation 2, non-square", {3, 32, 5, 6}, {4, 16, 3, 2},
+       Conv2dOptions{.pad_h = 2, .pad_w = 1, .dilation_h = 2, .dilation_w = 1, .groups = 2}, false},
+      {"16 channels 1x1", {2, 16, 3, 3}, {5, 16, 1, 1}, {}, true},
+      {"3x3 stride 1 pad 3", {2, 2, 4, 4}, {3, 2, 3, 3}, Conv2dOptions::square(1, 3), false},
       {"batch of 5 small images", {5, 2, 3, 3}, {3, 2, 2, 2}, Conv2dOptions::square(1, 1), true},
       {"kernel as large as the padded input", {2, 2, 3, 3}, {2, 2, 5, 5}, Conv2dOptions::square(1, 1), true},
   };
@@ -171,6 +178,52 @@ BOOST_AUTO_TEST_CASE(large_images_cut_into_row_bands_match_the_definition) {
                                    kernels::ConvBlocking{1 << 20, 1 << 30});
   BOOST_TEST((gx.array() - gx0.array()).abs().maxCoeff() < 1e-12);
   BOOST_TEST((gw.array() - gw0.array()).abs().maxCoeff() < 1e-11);
+}
+
+BOOST_AUTO_TEST_CASE(threads_split_the_batch_without_changing_results) {
+  // Big enough to run in parallel (above kernels::detail::parallel_flops): whole images per
+  // thread, grouped images, row bands, both input-gradient routes, per-thread weight gradients.
+  struct Big {
+    Shape x, w;
+    Conv2dOptions options;
+    kernels::ConvBlocking blocking;
+  };
+  const std::vector<Big> bigs{
+      {{8, 16, 12, 12}, {16, 16, 3, 3}, Conv2dOptions::square(1, 1), {}},
+      {{7, 16, 20, 20}, {16, 16, 3, 3}, Conv2dOptions::square(1, 1), {64, 16 * 9 * 20 * 2}},
+      {{8, 16, 24, 24}, {24, 16, 3, 3}, Conv2dOptions::square(2, 1), {}},
+      {{8, 64, 12, 12}, {64, 64, 1, 1}, {}, {}},
+      {{3, 32, 16, 16}, {32, 16, 3, 3}, Conv2dOptions::square(1, 1, 1, 2), {}},
+  };
+  const int saved = num_threads();
+  for (const Big& c : bigs) {
+    BOOST_TEST_CONTEXT("input " << c.x << " weight " << c.w) {
+      const auto g = conv2d_geometry(c.x, c.w, c.options);
+      BOOST_REQUIRE(g.flops() >= kernels::detail::parallel_flops);
+      const Tensor<double> x = random_tensor(c.x, 1), w = random_tensor(c.w, 2), b = random_tensor({c.w[0]}, 3);
+      const Tensor<double> gy = random_tensor({g.batch, g.out_channels, g.out_h, g.out_w}, 4);
+      auto run = [&](int threads) {
+        set_num_threads(threads);
+        std::vector<Tensor<double>> out{Tensor<double>(gy.shape()), Tensor<double>(c.x), Tensor<double>(c.w),
+                                        Tensor<double>({c.w[0]})};
+        kernels::conv2d_forward<double>(g, x.data(), w.data(), b.data(), out[0].data(), c.blocking);
+        kernels::conv2d_backward<double>(g, x.data(), w.data(), gy.data(), out[1].data(), out[2].data(),
+                                         out[3].data(), c.blocking);
+        return out;
+      };
+      const auto serial = run(1);
+      Tensor<double> expected = reference_conv(x, w, c.options);
+      for (std::int64_t i = 0; i < expected.numel(); ++i) expected[i] += b[i / g.out_plane() % g.out_channels];
+      BOOST_TEST((serial[0].array() - expected.array()).abs().maxCoeff() < 1e-12);
+      for (int threads : {2, 3}) {
+        const auto parallel = run(threads);
+        for (std::size_t k = 0; k < serial.size(); ++k)
+          BOOST_TEST((parallel[k].array() - serial[k].array()).abs().maxCoeff() < 1e-11,
+                     threads << " threads, output " << k);
+      }
+    }
+  }
+  set_num_threads(saved);
 }
 
 BOOST_AUTO_TEST_CASE(forward_matches_pytorch) {

@@ -151,6 +151,10 @@ BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
   check_float_matches_double([](const auto& x) { return max_pool2d(x, 3, 2, 1); }, {2, 3, 9, 8});
   check_float_matches_double([](const auto& x) { return avg_pool2d(x, 3, 2, 1); }, {2, 3, 9, 8});
   check_float_matches_double([](const auto& x) { return adaptive_avg_pool2d(x, 3, 5); }, {2, 3, 9, 8});
+  // Large enough for the planes to be spread over threads.
+  check_float_matches_double([](const auto& x) { return max_pool2d(x, 3, 2, 1); }, {4, 16, 32, 32});
+  check_float_matches_double([](const auto& x) { return avg_pool2d(x, 2); }, {4, 16, 32, 32});
+  check_float_matches_double([](const auto& x) { return adaptive_avg_pool2d(x, 1, 1); }, {4, 16, 32, 32});
 }
 
 BOOST_AUTO_TEST_CASE(bad_windows_are_reported) {

@@ -38,11 +38,14 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
   check(training || tracked, "batch_norm: evaluation needs running_mean and running_var");
   check(eps > 0, "batch_norm: eps must be positive, got ", eps);
 
+  const T* w = has_weight ? weight.value().data() : nullptr;
+  const T* b = has_bias ? bias.value().data() : nullptr;
   std::vector<double> mean(static_cast<std::size_t>(C)), invstd(static_cast<std::size_t>(C));
+  Tensor<T> y(s);
   if (training) {
     check(M > 1, "batch_norm: expected more than 1 value per channel when training, got input ", s);
     std::vector<double> var(static_cast<std::size_t>(C));
-    kernels::channel_moments(x.value().data(), layout, mean.data(), var.data());
+    kernels::batch_norm_forward_training(x.value().data(), layout, w, b, eps, y.data(), mean.data(), var.data());
     const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
     for (std::int64_t c = 0; c < C; ++c) {
       const auto i = static_cast<std::size_t>(c);
@@ -58,18 +61,8 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
       mean[i] = static_cast<double>(running_mean[c]);
       invstd[i] = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
     }
+    kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
   }
-
-  std::vector<T> scale(static_cast<std::size_t>(C)), shift(static_cast<std::size_t>(C));
-  for (std::int64_t c = 0; c < C; ++c) {
-    const auto i = static_cast<std::size_t>(c);
-    const double w = has_weight ? static_cast<double>(weight.value()[c]) : 1.0;
-    const double b = has_bias ? static_cast<double>(bias.value()[c]) : 0.0;
-    scale[i] = static_cast<T>(w * invstd[i]);
-    shift[i] = static_cast<T>(b - mean[i] * w * invstd[i]);
-  }
-  Tensor<T> y(s);
-  kernels::channel_affine(x.value().data(), layout, scale.data(), shift.data(), y.data());
 
   std::vector<Var<T>> inputs{x};
   const std::size_t weight_at = has_weight ? inputs.size() : 0;
@@ -79,37 +72,20 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
   return make_var<T>(std::move(y), std::move(inputs), "batch_norm",
                      [layout, training, weight_at, bias_at, mean = std::move(mean), invstd = std::move(invstd)](Node<T>& self) {
     const std::int64_t C = layout.channels;
-    const auto M = static_cast<double>(layout.count());
     const bool need_x = self.input_needs_grad(0);
     const bool need_w = weight_at && self.input_needs_grad(weight_at);
     const bool need_b = bias_at && self.input_needs_grad(bias_at);
-    const T* gy = self.grad.data();
-    const T* x = self.inputs[0]->value.data();
-    std::vector<double> sum_gy(static_cast<std::size_t>(C)), sum_gy_xc(static_cast<std::size_t>(C));
-    if (need_w || need_b || (need_x && training))
-      kernels::channel_grad_sums(gy, x, layout, mean.data(), sum_gy.data(), sum_gy_xc.data());
-    if (need_x) {
-      // gx = w * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)) in training, w * invstd * gy
-      // in evaluation; both are a*gy + b*x + d per channel.
-      std::vector<T> a(static_cast<std::size_t>(C)), b(a.size()), d(a.size());
-      for (std::int64_t c = 0; c < C; ++c) {
-        const auto i = static_cast<std::size_t>(c);
-        const double w = weight_at ? static_cast<double>(self.inputs[weight_at]->value[c]) : 1.0;
-        const double on_gy = w * invstd[i];
-        const double on_x = training ? -on_gy * invstd[i] * invstd[i] * sum_gy_xc[i] / M : 0.0;
-        const double constant = training ? -on_gy * sum_gy[i] / M - on_x * mean[i] : 0.0;
-        a[i] = static_cast<T>(on_gy);
-        b[i] = static_cast<T>(on_x);
-        d[i] = static_cast<T>(constant);
-      }
-      Tensor<T> gx(self.inputs[0]->value.shape());
-      kernels::channel_affine2(gy, x, layout, a.data(), b.data(), d.data(), gx.data());
-      self.inputs[0]->accumulate(std::move(gx));
-    }
+    std::vector<double> sum_gy(static_cast<std::size_t>(C)), sum_gy_xhat(static_cast<std::size_t>(C));
+    Tensor<T> gx;
+    if (need_x) gx = Tensor<T>(self.inputs[0]->value.shape());
+    kernels::batch_norm_backward(self.inputs[0]->value.data(), self.grad.data(), layout,
+                                 weight_at ? self.inputs[weight_at]->value.data() : nullptr, mean.data(),
+                                 invstd.data(), training, need_x ? gx.data() : nullptr, sum_gy.data(),
+                                 sum_gy_xhat.data());
+    if (need_x) self.inputs[0]->accumulate(std::move(gx));
     if (need_w) {
       Tensor<T> gw({C});
-      for (std::int64_t c = 0; c < C; ++c)
-        gw[c] = static_cast<T>(sum_gy_xc[static_cast<std::size_t>(c)] * invstd[static_cast<std::size_t>(c)]);
+      for (std::int64_t c = 0; c < C; ++c) gw[c] = static_cast<T>(sum_gy_xhat[static_cast<std::size_t>(c)]);
       self.inputs[weight_at]->accumulate(std::move(gw));
     }
     if (need_b) {

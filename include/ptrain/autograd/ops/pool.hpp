@@ -2,6 +2,7 @@
 // max_pool2d, avg_pool2d and adaptive_avg_pool2d on [N, C, H, W], as in torch.nn.functional
 // (dilation 1, no divisor_override).
 #include <cstdint>
+#include <limits>
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/cpu/pool.hpp"
@@ -31,9 +32,11 @@ inline kernels::Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptio
 template <class T>
 Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& options) {
   const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "max_pool2d");
+  // The argmax of each window, as an offset within its input plane.
+  check(g.in_plane() <= std::numeric_limits<std::int32_t>::max(), "max_pool2d: input plane of ", g.in_plane(),
+        " elements exceeds 2^31 - 1");
   Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
   Tensor<std::int32_t> index(y.shape());
-  check(g.in_plane() <= INT32_MAX, "max_pool2d: input plane of ", g.in_plane(), " elements exceeds 2^31");
   kernels::max_pool2d_forward(g, x.value().data(), y.data(), index.data());
   return make_var<T>(std::move(y), {x}, "max_pool2d", [g, index](Node<T>& self) {
     Tensor<T> gx(self.inputs[0]->value.shape());

@@ -1,9 +1,13 @@
 #pragma once
-// Per-channel loops of batch normalisation on CPU. x is viewed as [outer, C, inner]: [N, C]
-// has inner = 1, [N, C, H, W] has inner = H*W. Reductions run in parallel over channels, with
-// Eigen's vectorised sums inside a plane and double accumulation across planes.
+// Batch normalisation on CPU. x is viewed as [outer, C, inner]: [N, C] has inner = 1,
+// [N, C, H, W] has inner = H*W. Each channel is one task (parallel over channels): its statistics
+// and its normalisation run back to back, so the channel's N planes are read from memory once
+// and found in cache the second time. Sums inside a plane are Eigen's vectorised reductions,
+// accumulated in double across planes.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -15,113 +19,111 @@ struct ChannelLayout {
 };
 
 namespace detail {
-template <class T>
-using ConstPlane = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>, 0, Eigen::InnerStride<>>;
-template <class T>
-using Plane = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, 0, Eigen::InnerStride<>>;
-
-// The elements of channel c in row n: contiguous for 4D input, one element for 2D.
-template <class T>
-ConstPlane<T> plane(const T* base, const ChannelLayout& l, std::int64_t n, std::int64_t c) {
-  return ConstPlane<T>(base + (n * l.channels + c) * l.inner, l.inner, Eigen::InnerStride<>(1));
+// An Eigen array view of n elements at p, `stride` apart (1: contiguous, vectorised).
+template <class S>
+auto run_view(S* p, std::int64_t n) {
+  using Array = Eigen::Array<std::remove_const_t<S>, Eigen::Dynamic, 1>;
+  return Eigen::Map<std::conditional_t<std::is_const_v<S>, const Array, Array>>(p, n);
 }
-inline bool parallel_channels(const ChannelLayout& l) { return l.outer * l.channels * l.inner >= 32768; }
-}  // namespace detail
+template <class S>
+auto run_view(S* p, std::int64_t n, std::int64_t stride) {
+  using Array = Eigen::Array<std::remove_const_t<S>, Eigen::Dynamic, 1>;
+  using Map = Eigen::Map<std::conditional_t<std::is_const_v<S>, const Array, Array>, 0, Eigen::InnerStride<>>;
+  return Map(p, n, Eigen::InnerStride<>(stride));
+}
 
-// mean[c] and biased var[c] in one pass, summing x - x[first of c] so that a large mean does not
+inline bool parallel_channels(const ChannelLayout& l) { return l.outer * l.channels * l.inner >= 32768; }
+
+// Calls f(view) for each run of channel c, where view(p) is the run of tensor p: one contiguous
+// plane per row n for 4D input, one strided column for 2D input.
+template <class F>
+void for_each_run(const ChannelLayout& l, std::int64_t c, F&& f) {
+  if (l.inner == 1) {
+    f([&](auto* p) { return run_view(p + c, l.outer, l.channels); });
+    return;
+  }
+  for (std::int64_t n = 0; n < l.outer; ++n) {
+    const std::int64_t at = (n * l.channels + c) * l.inner;
+    f([&](auto* p) { return run_view(p + at, l.inner); });
+  }
+}
+
+// mean and biased variance of channel c, summing x - x[first of c] so that a large mean does not
 // cancel the variance away.
 template <class T>
-void channel_moments(const T* x, const ChannelLayout& l, double* mean, double* var) {
-  const std::int64_t m = l.count();
+void channel_moments(const T* x, const ChannelLayout& l, std::int64_t c, double& mean, double& var) {
+  const T shift = x[c * l.inner];
+  double s1 = 0, s2 = 0;
+  for_each_run(l, c, [&](auto view) {
+    const auto d = view(x) - shift;
+    s1 += static_cast<double>(d.sum());
+    s2 += static_cast<double>(d.square().sum());
+  });
+  const double m = static_cast<double>(l.count());
+  const double centred = s1 / m;
+  mean = static_cast<double>(shift) + centred;
+  var = std::max(0.0, s2 / m - centred * centred);
+}
+
+// y = x * scale + shift over channel c.
+template <class T>
+void channel_affine(const T* x, const ChannelLayout& l, std::int64_t c, T scale, T shift, T* y) {
+  for_each_run(l, c, [&](auto view) { view(y) = view(x) * scale + shift; });
+}
+}  // namespace detail
+
+// Training forward: per channel, the batch mean and biased variance (written to mean, var), then
+// y = (x - mean) / sqrt(var + eps) * weight + bias. weight and bias may be null (1 and 0).
+template <class T>
+void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
+                                 T* y, double* mean, double* var) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
-    if (m == 0) {
-      mean[c] = var[c] = 0;
-      continue;
-    }
-    const T shift = x[c * l.inner];
-    double s1 = 0, s2 = 0;
-    if (l.inner == 1) {
-      for (std::int64_t n = 0; n < l.outer; ++n) {
-        const double d = static_cast<double>(x[n * l.channels + c] - shift);
-        s1 += d;
-        s2 += d * d;
-      }
-    } else {
-      for (std::int64_t n = 0; n < l.outer; ++n) {
-        const auto d = detail::plane(x, l, n, c) - shift;
-        s1 += static_cast<double>(d.sum());
-        s2 += static_cast<double>(d.square().sum());
-      }
-    }
-    const double md = s1 / static_cast<double>(m);
-    mean[c] = static_cast<double>(shift) + md;
-    var[c] = std::max(0.0, s2 / static_cast<double>(m) - md * md);
+    detail::channel_moments(x, l, c, mean[c], var[c]);
+    const double a = (weight ? static_cast<double>(weight[c]) : 1.0) / std::sqrt(var[c] + eps);
+    const double b = (bias ? static_cast<double>(bias[c]) : 0.0) - mean[c] * a;
+    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), y);
   }
 }
 
-// y = x * scale[c] + shift[c]
+// Evaluation forward: y = (x - mean) * invstd * weight + bias with given statistics.
 template <class T>
-void channel_affine(const T* x, const ChannelLayout& l, const T* scale, const T* shift, T* y) {
-  if (l.inner == 1) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t n = 0; n < l.outer; ++n)
-      for (std::int64_t c = 0; c < l.channels; ++c)
-        y[n * l.channels + c] = x[n * l.channels + c] * scale[c] + shift[c];
-    return;
-  }
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-  for (std::int64_t p = 0; p < l.outer * l.channels; ++p) {
-    const std::int64_t c = p % l.channels;
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(y + p * l.inner, l.inner) =
-        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x + p * l.inner, l.inner) * scale[c] + shift[c];
-  }
-}
-
-// gx = a[c] * gy + b[c] * x + d[c]
-template <class T>
-void channel_affine2(const T* gy, const T* x, const ChannelLayout& l, const T* a, const T* b, const T* d, T* gx) {
-  using Map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-  if (l.inner == 1) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t n = 0; n < l.outer; ++n)
-      for (std::int64_t c = 0; c < l.channels; ++c) {
-        const std::int64_t i = n * l.channels + c;
-        gx[i] = a[c] * gy[i] + b[c] * x[i] + d[c];
-      }
-    return;
-  }
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-  for (std::int64_t p = 0; p < l.outer * l.channels; ++p) {
-    const std::int64_t c = p % l.channels;
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(gx + p * l.inner, l.inner) =
-        Map(gy + p * l.inner, l.inner) * a[c] + Map(x + p * l.inner, l.inner) * b[c] + d[c];
-  }
-}
-
-// sum_gy[c] = sum of gy, sum_gy_xc[c] = sum of gy * (x - center[c]), over channel c.
-template <class T>
-void channel_grad_sums(const T* gy, const T* x, const ChannelLayout& l, const double* center, double* sum_gy,
-                       double* sum_gy_xc) {
+void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                  const double* mean, const double* invstd, T* y) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
-    const T mu = static_cast<T>(center[c]);
+    const double a = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd[c];
+    const double b = (bias ? static_cast<double>(bias[c]) : 0.0) - mean[c] * a;
+    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), y);
+  }
+}
+
+// Backward given the statistics the forward normalised with. Writes sum_gy[c] = sum(gy) and
+// sum_gy_xhat[c] = sum(gy * (x - mean) * invstd) (the bias and weight gradients), and, when gx is
+// not null, gx = w * invstd * (gy - [mean(gy) + xhat * mean(gy * xhat)]), the bracket only in
+// training (where the statistics depend on x).
+template <class T>
+void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+                         const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
+  const double m = static_cast<double>(l.count());
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+  for (std::int64_t c = 0; c < l.channels; ++c) {
+    const T mu = static_cast<T>(mean[c]);
     double s1 = 0, s2 = 0;
-    if (l.inner == 1) {
-      for (std::int64_t n = 0; n < l.outer; ++n) {
-        const std::int64_t i = n * l.channels + c;
-        s1 += static_cast<double>(gy[i]);
-        s2 += static_cast<double>(gy[i]) * static_cast<double>(x[i] - mu);
-      }
-    } else {
-      for (std::int64_t n = 0; n < l.outer; ++n) {
-        const auto g = detail::plane(gy, l, n, c);
-        s1 += static_cast<double>(g.sum());
-        s2 += static_cast<double>((g * (detail::plane(x, l, n, c) - mu)).sum());
-      }
-    }
+    detail::for_each_run(l, c, [&](auto view) {
+      const auto g = view(gy);
+      s1 += static_cast<double>(g.sum());
+      s2 += static_cast<double>((g * (view(x) - mu)).sum());
+    });
     sum_gy[c] = s1;
-    sum_gy_xc[c] = s2;
+    sum_gy_xhat[c] = s2 * invstd[c];
+    if (!gx) continue;
+    // gx = on_gy * gy + on_x * x + constant
+    const double on_gy = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd[c];
+    const double on_x = training ? -on_gy * invstd[c] * invstd[c] * s2 / m : 0.0;
+    const double constant = training ? -on_gy * s1 / m - on_x * mean[c] : 0.0;
+    const T a = static_cast<T>(on_gy), b = static_cast<T>(on_x), d = static_cast<T>(constant);
+    detail::for_each_run(l, c, [&](auto view) { view(gx) = view(gy) * a + view(x) * b + d; });
   }
 }
 

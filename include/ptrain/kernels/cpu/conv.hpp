@@ -7,11 +7,16 @@
 // the GEMMs need no synchronisation. Images with few output pixels are grouped so that a GEMM has
 // enough columns (a GEMM with 16 columns runs at ~60% of one with 512); large images are cut into
 // bands of output rows so that the column buffer stays within budget (ConvBlocking).
-// 1x1 stride-1 unpadded convolutions read the image itself as the column matrix.
+// 1x1 stride-1 unpadded convolutions read the image itself as the column matrix; stride-1 input
+// gradients run as a transposed convolution through the forward path (no col2im); grad-weight
+// partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
+// scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
+// 3 the flipped weight.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
+
+#include <Eigen/Core>
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/shape.hpp"
@@ -104,18 +109,37 @@ inline int team_size() {
 #endif
 }
 
-// Output columns [lo, hi) of one kernel column j read input columns inside [0, W); the rest
-// read padding.
+// The outputs o in [lo, hi) of [0, out) whose input o * stride + offset lies in [0, in); the
+// others read padding.
 struct ValidRange {
   std::int64_t lo, hi;
 };
 inline ValidRange valid_columns(std::int64_t offset, std::int64_t stride, std::int64_t in, std::int64_t out) {
-  // ow * stride + offset in [0, in)
   std::int64_t lo = offset < 0 ? (-offset + stride - 1) / stride : 0;
   std::int64_t hi = in - 1 - offset < 0 ? 0 : (in - 1 - offset) / stride + 1;
   lo = std::min(lo, out);
   hi = std::clamp(hi, lo, out);
   return {lo, hi};
+}
+// Stride 1 and an output as wide as the input ("same" padding): each output row of a tap is an
+// input row shifted, and a band of them is one shifted block of the plane.
+inline bool same_width(const Conv2dGeometry& g) {
+  return g.stride_w == 1 && g.stride_h == 1 && g.out_w == g.in_w;
+}
+// Zeroes columns [0, lo) and [hi, width) of rows [r_lo, r_hi) of a row-major block. Column by
+// column: these are one or two entries a row, and a row-wise loop becomes a memset call each.
+template <class T>
+void zero_columns(T* block, std::int64_t width, std::int64_t r_lo, std::int64_t r_hi, std::int64_t lo,
+                  std::int64_t hi) {
+  for (std::int64_t ow = 0; ow < lo; ++ow)
+    for (std::int64_t r = r_lo; r < r_hi; ++r) block[r * width + ow] = T(0);
+  for (std::int64_t ow = hi; ow < width; ++ow)
+    for (std::int64_t r = r_lo; r < r_hi; ++r) block[r * width + ow] = T(0);
+}
+// Rows r of a band whose input row (row0 + r) * stride + offset lies in [0, in).
+inline ValidRange valid_rows(std::int64_t row0, std::int64_t rows, std::int64_t stride, std::int64_t offset,
+                             std::int64_t in) {
+  return valid_columns(offset + row0 * stride, stride, in, rows);
 }
 
 }  // namespace detail
@@ -124,28 +148,42 @@ inline ValidRange valid_columns(std::int64_t offset, std::int64_t stride, std::i
 // x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] (zero outside), rows ldc apart.
 template <class T>
 void im2col(const Conv2dGeometry& g, const T* x, std::int64_t row0, std::int64_t rows, T* col, std::int64_t ldc) {
-  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w;
+  using detail::valid_columns;
+  using detail::valid_rows;
+  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w, sh = g.stride_h;
   for (std::int64_t c = 0; c < g.in_channels; ++c) {
     const T* plane = x + c * H * W;
     for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+      const std::int64_t off_h = i * g.dilation_h - g.pad_h;
+      const auto [r_lo, r_hi] = valid_rows(row0, rows, sh, off_h, H);
       for (std::int64_t j = 0; j < g.kernel_w; ++j) {
         T* dst = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ldc;
         const std::int64_t off_w = j * g.dilation_w - g.pad_w;
-        const auto [lo, hi] = detail::valid_columns(off_w, sw, W, OW);
-        for (std::int64_t r = 0; r < rows; ++r, dst += OW) {
-          const std::int64_t ih = (row0 + r) * g.stride_h - g.pad_h + i * g.dilation_h;
-          if (ih < 0 || ih >= H) {
-            std::fill(dst, dst + OW, T(0));
-            continue;
-          }
-          const T* src = plane + ih * W + off_w;
-          std::fill(dst, dst + lo, T(0));
-          if (sw == 1) {
-            std::copy(src + lo, src + hi, dst + lo);
-          } else {
-            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw];
-          }
-          std::fill(dst + hi, dst + OW, T(0));
+        const auto [lo, hi] = valid_columns(off_w, sw, W, OW);
+        std::fill(dst, dst + r_lo * OW, T(0));
+        std::fill(dst + r_hi * OW, dst + rows * OW, T(0));
+        if (r_hi <= r_lo) continue;
+        if (detail::same_width(g)) {
+          // Output row r is input row r + off_h shifted by off_w: one block copy of the band,
+          // then zeros where a row's shift wrapped into its neighbour.
+          const std::int64_t shift = (row0 + off_h) * W + off_w;  // dst index + shift = src index
+          const std::int64_t q0 = r_lo * W, q1 = r_hi * W;
+          const std::int64_t a = std::clamp(-shift, q0, q1), b = std::clamp(H * W - shift, a, q1);
+          std::fill(dst + q0, dst + a, T(0));
+          std::copy(plane + a + shift, plane + b + shift, dst + a);
+          std::fill(dst + b, dst + q1, T(0));
+          detail::zero_columns(dst, W, r_lo, r_hi, lo, hi);
+          continue;
+        }
+        const T* src = plane + ((row0 + r_lo) * sh + off_h) * W;  // first input row read
+        dst += r_lo * OW;
+        for (std::int64_t r = r_lo; r < r_hi; ++r, dst += OW, src += sh * W) {
+          for (std::int64_t ow = 0; ow < lo; ++ow) dst[ow] = T(0);
+          if (sw == 1)
+            std::copy(src + lo + off_w, src + hi + off_w, dst + lo);
+          else
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw + off_w];
+          for (std::int64_t ow = hi; ow < OW; ++ow) dst[ow] = T(0);
         }
       }
     }
@@ -153,25 +191,40 @@ void im2col(const Conv2dGeometry& g, const T* x, std::int64_t row0, std::int64_t
 }
 
 // The adjoint of im2col: adds the columns back onto the image gx (padding reads are dropped).
+// col is scratch: its entries that read padding may be zeroed.
 template <class T>
-void col2im(const Conv2dGeometry& g, const T* col, std::int64_t ldc, std::int64_t row0, std::int64_t rows, T* gx) {
-  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w;
+void col2im(const Conv2dGeometry& g, T* col, std::int64_t ldc, std::int64_t row0, std::int64_t rows, T* gx) {
+  using detail::valid_columns;
+  using detail::valid_rows;
+  const std::int64_t H = g.in_h, W = g.in_w, OW = g.out_w, sw = g.stride_w, sh = g.stride_h;
   for (std::int64_t c = 0; c < g.in_channels; ++c) {
     T* plane = gx + c * H * W;
     for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+      const std::int64_t off_h = i * g.dilation_h - g.pad_h;
+      const auto [r_lo, r_hi] = valid_rows(row0, rows, sh, off_h, H);
+      if (r_hi <= r_lo) continue;
       for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-        const T* src = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ldc;
+        T* src = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ldc;
         const std::int64_t off_w = j * g.dilation_w - g.pad_w;
-        const auto [lo, hi] = detail::valid_columns(off_w, sw, W, OW);
-        for (std::int64_t r = 0; r < rows; ++r, src += OW) {
-          const std::int64_t ih = (row0 + r) * g.stride_h - g.pad_h + i * g.dilation_h;
-          if (ih < 0 || ih >= H) continue;
-          T* dst = plane + ih * W + off_w;
-          if (sw == 1) {
-            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
-          } else {
-            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
-          }
+        const auto [lo, hi] = valid_columns(off_w, sw, W, OW);
+        if (detail::same_width(g)) {
+          // im2col's block copy in reverse: the entries that read padding are zeroed in col first
+          // so that adding them where the shift wraps changes nothing.
+          detail::zero_columns(src, W, r_lo, r_hi, lo, hi);
+          const std::int64_t shift = (row0 + off_h) * W + off_w;
+          const std::int64_t a = std::clamp(-shift, r_lo * W, r_hi * W), b = std::clamp(H * W - shift, a, r_hi * W);
+          T* dst = plane + (a + shift);
+          const T* from = src + a;
+          for (std::int64_t q = 0; q < b - a; ++q) dst[q] += from[q];
+          continue;
+        }
+        src += r_lo * OW;
+        T* dst = plane + ((row0 + r_lo) * sh + off_h) * W;  // first input row written
+        for (std::int64_t r = r_lo; r < r_hi; ++r, src += OW, dst += sh * W) {
+          if (sw == 1)
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow + off_w] += src[ow];
+          else
+            for (std::int64_t ow = lo; ow < hi; ++ow) dst[ow * sw + off_w] += src[ow];
         }
       }
     }
@@ -214,11 +267,17 @@ void for_each_block(const Conv2dGeometry& g, const ConvBlocking& blocking, std::
   for (std::int64_t n = first; n < last; n += per_block) f(ConvBlock{n, std::min(per_block, last - n), 0, g.out_h});
 }
 
-// Runs body(first_image, last_image) on each thread of a team over the batch, with BLAS
-// single-threaded inside; a batch smaller than the thread count runs serially with threaded BLAS.
+// Below this many flops a convolution runs on one thread: a fork and join costs microseconds,
+// and far more when the cores are shared.
+inline constexpr double parallel_flops = 4e6;
+
+// Runs body(first_image, last_image, thread, team) on each thread of a team over the batch, with
+// BLAS single-threaded inside; a batch smaller than the thread count, or little work, runs
+// serially (BLAS keeps its own threads).
 template <class Body>
-void parallel_over_images(std::int64_t batch, Body&& body) {
-  const int threads = static_cast<int>(std::min<std::int64_t>(num_threads(), batch));
+void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
+  const std::int64_t batch = g.batch;
+  const int threads = g.flops() < parallel_flops ? 1 : static_cast<int>(std::min<std::int64_t>(num_threads(), batch));
   if (threads <= 1) {
     body(0, batch, 0, 1);
     return;
@@ -242,7 +301,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
   if (g.batch == 0 || K == 0 || P == 0) return;
-  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int, int) {
+  detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int, int) {
     detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
       const std::int64_t cols = blk.images * blk.rows * OW;
       const T* x_img = x + blk.image * in_image;
@@ -286,6 +345,46 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
   });
 }
 
+namespace detail {
+
+// With stride 1 the input gradient is itself a convolution: of gy, by the kernel flipped in space
+// with input and output channels swapped (per group), padded by dilation * (k - 1) - pad. Run as
+// a forward pass its GEMM has the shape [C, K*kh*kw] x [K*kh*kw, P], faster than the [C*kh*kw, K]
+// x [K, P] of col2im's route, and it writes the image directly instead of a column buffer. With
+// few input channels (an RGB stem, depthwise) that GEMM has too few rows and col2im wins.
+inline bool grad_input_is_convolution(const Conv2dGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.dilation_h * (g.kernel_h - 1) &&
+         g.pad_w <= g.dilation_w * (g.kernel_w - 1) && g.in_channels / g.groups >= 16;
+}
+inline Conv2dGeometry transposed_geometry(const Conv2dGeometry& g) {
+  Conv2dGeometry t = g;
+  t.in_channels = g.out_channels;
+  t.out_channels = g.in_channels;
+  t.in_h = g.out_h;
+  t.in_w = g.out_w;
+  t.out_h = g.in_h;
+  t.out_w = g.in_w;
+  t.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
+  t.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
+  return t;
+}
+// wt[grp*Cg + c][k][i][j] = w[grp*Kg + k][c][kh-1-i][kw-1-j]: the weight of transposed_geometry(g).
+template <class T>
+void transpose_flip_weight(const Conv2dGeometry& g, const T* w, T* wt) {
+  const std::int64_t G = g.groups, Kg = g.out_channels / G, Cg = g.in_channels / G;
+  const std::int64_t kh = g.kernel_h, kw = g.kernel_w, area = g.kernel_area();
+  for (std::int64_t grp = 0; grp < G; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k)
+      for (std::int64_t c = 0; c < Cg; ++c) {
+        const T* src = w + ((grp * Kg + k) * Cg + c) * area;
+        T* dst = wt + ((grp * Cg + c) * Kg + k) * area;
+        for (std::int64_t i = 0; i < kh; ++i)
+          for (std::int64_t j = 0; j < kw; ++j) dst[(kh - 1 - i) * kw + (kw - 1 - j)] = src[i * kw + j];
+      }
+}
+
+}  // namespace detail
+
 // gb[K] = sum of gy over images and pixels.
 template <class T>
 void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
@@ -293,12 +392,8 @@ void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
 #pragma omp parallel for if (g.batch * K * P >= 32768) schedule(static)
   for (std::int64_t k = 0; k < K; ++k) {
     double sum = 0;
-    for (std::int64_t n = 0; n < g.batch; ++n) {
-      const T* row = gy + (n * K + k) * P;
-      T s = T(0);
-      for (std::int64_t p = 0; p < P; ++p) s += row[p];
-      sum += static_cast<double>(s);
-    }
+    for (std::int64_t n = 0; n < g.batch; ++n)  // Eigen's sum is vectorised, a plain loop is not
+      sum += static_cast<double>(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(gy + (n * K + k) * P, P).sum());
     gb[k] = static_cast<T>(sum);
   }
 }
@@ -319,8 +414,15 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
     if (gw) std::fill(gw, gw + wsize, T(0));
     return;
   }
+  if (gx && detail::grad_input_is_convolution(g)) {
+    T* wt = scratch<T>(3, static_cast<std::size_t>(wsize));
+    detail::transpose_flip_weight(g, w, wt);
+    conv2d_forward<T>(detail::transposed_geometry(g), gy, wt, nullptr, gx, blocking);
+    gx = nullptr;
+    if (!gw) return;
+  }
   std::vector<T*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
-  detail::parallel_over_images(g.batch, [&](std::int64_t first, std::int64_t last, int t, int team) {
+  detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int t, int team) {
     // Each thread sums its images' weight gradient on its own; thread 0 directly into gw.
     T* acc = nullptr;
     if (gw) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <Eigen/Core>
+
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/shape.hpp"
 
@@ -172,6 +174,15 @@ void avg_pool2d_backward(const Pool2dGeometry& g, const T* gy, T* gx) {
 }
 
 namespace detail {
+// Window rows as Eigen arrays: their sums vectorise (a plain float loop may not reorder its adds).
+template <class T>
+Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> row(T* p, std::int64_t n) {
+  return {p, n};
+}
+template <class T>
+Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(const T* p, std::int64_t n) {
+  return {p, n};
+}
 inline std::int64_t adaptive_start(std::int64_t o, std::int64_t out, std::int64_t in) { return o * in / out; }
 inline std::int64_t adaptive_end(std::int64_t o, std::int64_t out, std::int64_t in) {
   return ((o + 1) * in + out - 1) / out;
@@ -191,8 +202,10 @@ void adaptive_avg_pool2d_forward(std::int64_t planes, std::int64_t H, std::int64
       for (std::int64_t ow = 0; ow < OW; ++ow) {
         const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
         T sum = T(0);
-        for (std::int64_t ih = h0; ih < h1; ++ih)
-          for (std::int64_t iw = w0; iw < w1; ++iw) sum += xp[ih * W + iw];
+        if (w1 - w0 == W)  // full-width rows are one block (global pooling)
+          sum = detail::row(xp + h0 * W, (h1 - h0) * W).sum();
+        else
+          for (std::int64_t ih = h0; ih < h1; ++ih) sum += detail::row(xp + ih * W + w0, w1 - w0).sum();
         yp[oh * OW + ow] = sum / static_cast<T>((h1 - h0) * (w1 - w0));
       }
     }
@@ -212,8 +225,10 @@ void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int6
       for (std::int64_t ow = 0; ow < OW; ++ow) {
         const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
         const T share = gyp[oh * OW + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
-        for (std::int64_t ih = h0; ih < h1; ++ih)
-          for (std::int64_t iw = w0; iw < w1; ++iw) gp[ih * W + iw] += share;
+        if (w1 - w0 == W)
+          detail::row(gp + h0 * W, (h1 - h0) * W) += share;
+        else
+          for (std::int64_t ih = h0; ih < h1; ++ih) detail::row(gp + ih * W + w0, w1 - w0) += share;
       }
     }
   }
