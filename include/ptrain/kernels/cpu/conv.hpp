@@ -272,8 +272,8 @@ void for_each_block(const Conv2dGeometry& g, const ConvBlocking& blocking, std::
 inline constexpr double parallel_flops = 4e6;
 
 // Runs body(first_image, last_image, thread, team) on each thread of a team over the batch, with
-// BLAS single-threaded inside; a batch smaller than the thread count, or little work, runs
-// serially (BLAS keeps its own threads).
+// Each thread's GEMMs stay on that thread (kernels::gemm does not split inside a parallel
+// region); a batch smaller than the thread count, or little work, runs serially.
 template <class Body>
 void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
   const std::int64_t batch = g.batch;
@@ -282,13 +282,11 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
     body(0, batch, 0, 1);
     return;
   }
-  set_blas_threads(1);
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t t = thread_index(), team = team_size();
     body(batch * t / team, batch * (t + 1) / team, static_cast<int>(t), static_cast<int>(team));
   }
-  set_blas_threads(num_threads());
 }
 
 }  // namespace detail
