@@ -1,59 +1,78 @@
 // The demo: a small CNN trained on the real Fashion-MNIST (Debian's dataset-fashion-mnist),
 // evaluated on its test set after each epoch; prints the final test accuracy and the time taken.
+// Under `mpiexec -n N` (or `srun --mpi=pmi2 -n N`) it trains data-parallel: each rank takes 1/N
+// of every batch and gradients are averaged over MPI, on the wire as --compression says.
 #include <chrono>
 #include <cstdio>
-#include <exception>
 
-#include <ptrain/data/idx.hpp>
-#include <ptrain/data/loader.hpp>
-#include <ptrain/ptrain.hpp>
+#include <ptrain/mpi.hpp>
 
 #include "common/cli.hpp"
 
+namespace {
+
+template <class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, Policies... policies) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  ptrain::manual_seed(seed);
+  const ptrain::FashionMnist train_set(ptrain::Split::train, cli.str("--data"));
+  const ptrain::FashionMnist test_set(ptrain::Split::test, cli.str("--data"));
+  ptrain::TensorDataset train_data = train_set;
+  if (const long limit = cli.integer("--limit"); limit > 0 && limit < train_set.size())
+    train_data = ptrain::TensorDataset(train_set.inputs().slice(0, limit).clone(),
+                                       {train_set.targets().begin(), train_set.targets().begin() + limit});
+
+  const int ranks = world.size(), rank = world.rank();
+  const long batch = cli.integer("--batch");
+  ptrain::check(batch % ranks == 0, "--batch ", batch, " (the global batch) must divide by the ", ranks, " ranks");
+  const ptrain::Normalize normalize({0.2860f}, {0.3530f});
+  ptrain::DataLoader train_loader(train_data, ptrain::DistributedSampler(train_data.size(), ranks, rank, true, seed),
+                                  {.batch_size = batch / ranks}, normalize);
+  ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false),
+                                 {.batch_size = 1000}, normalize);
+
+  auto model = std::make_shared<ptrain::SmallCnn<float>>();
+  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
+  ptrain::Trainer<ptrain::SmallCnn<float>, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")},
+                                                                std::move(policies)...);
+  if (rank == 0)
+    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters, %d rank(s) x %d thread(s)%s%s\n",
+                static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
+                static_cast<long long>(model->parameter_count()), ranks, ptrain::num_threads(),
+                ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
+  const auto results = trainer.fit(train_loader, &test_loader, static_cast<int>(cli.integer("--epochs")));
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double accuracy = results.empty() ? 0.0 : 100 * results.back().val_accuracy;
+  if (rank == 0) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
+  return accuracy < cli.real("--min-accuracy") ? 1 : 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  examples::Cli cli("fashion_mnist", "Trains a small CNN on Fashion-MNIST and reports test accuracy.");
+  examples::Cli cli("fashion_mnist",
+                    "Trains a small CNN on Fashion-MNIST and reports test accuracy; data-parallel under mpiexec.");
   cli.option("--data", ptrain::FashionMnist::default_root, "directory holding the *-ubyte.gz files")
       .option("--epochs", "5", "training epochs")
-      .option("--batch", "128", "batch size")
+      .option("--batch", "128", "global batch size (split over the ranks)")
       .option("--lr", "0.001", "Adam learning rate")
       .option("--seed", "0", "seed for initialisation, shuffling and dropout")
       .option("--limit", "0", "train on the first N training images only (0: all)")
-      .option("--csv", "fashion_mnist.csv", "per-epoch CSV log (empty: none)")
+      .option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16")
+      .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
 
-  try {
-    const auto start = std::chrono::steady_clock::now();
-    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-    ptrain::FashionMnist train_set(ptrain::Split::train, cli.str("--data"));
-    const ptrain::FashionMnist test_set(ptrain::Split::test, cli.str("--data"));
-    ptrain::TensorDataset train_data = train_set;
-    if (const long limit = cli.integer("--limit"); limit > 0 && limit < train_set.size())
-      train_data = ptrain::TensorDataset(train_set.inputs().slice(0, limit).clone(),
-                                         {train_set.targets().begin(), train_set.targets().begin() + limit});
-
-    const ptrain::Normalize normalize({0.2860f}, {0.3530f});
-    const auto batch = cli.integer("--batch");
-    ptrain::DataLoader train_loader(train_data, {.batch_size = batch, .shuffle = true,
-                                                 .seed = static_cast<std::uint64_t>(cli.integer("--seed"))},
-                                    normalize);
-    ptrain::DataLoader test_loader(test_set, {.batch_size = 1000}, normalize);
-
-    auto model = std::make_shared<ptrain::SmallCnn<float>>();
-    auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
-    ptrain::Trainer<ptrain::SmallCnn<float>> trainer(model, adam, {.csv_log = cli.str("--csv")});
-    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters, %d threads\n",
-                static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
-                static_cast<long long>(model->parameter_count()), ptrain::num_threads());
-    const auto results = trainer.fit(train_loader, &test_loader, static_cast<int>(cli.integer("--epochs")));
-
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double accuracy = results.empty() ? 0.0 : 100 * results.back().val_accuracy;
-    std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
-    return accuracy < cli.real("--min-accuracy") ? 1 : 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
-    return 1;
-  }
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    if (world.size() == 1) return train(cli, world);
+    const std::string wire = cli.str("--compression");
+    if (wire == "fp32") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp32>(world));
+    if (wire == "fp16") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp16>(world));
+    if (wire == "bf16") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Bf16>(world));
+    ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
+  });
 }

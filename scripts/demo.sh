@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds the Fashion-MNIST example (Release, in build/) and runs it.
-# Arguments are passed on to build/examples/fashion_mnist.
+# It trains data-parallel on PTRAIN_RANKS (default 2) MPI processes; arguments are passed on to
+# build/examples/fashion_mnist (see its --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,4 +9,4 @@ bash scripts/setup.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs" --target fashion_mnist
-exec build/examples/fashion_mnist "$@"
+exec mpiexec -n "${PTRAIN_RANKS:-2}" build/examples/fashion_mnist "$@"

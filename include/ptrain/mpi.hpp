@@ -12,3 +12,4 @@
 #include "ptrain/launch/mpi_session.hpp"
 #include "ptrain/launch/mpi_types.hpp"
 #include "ptrain/launch/process_info.hpp"
+#include "ptrain/parallel/mpi_allreduce.hpp"

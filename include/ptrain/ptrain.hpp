@@ -54,6 +54,10 @@
 #include "ptrain/data/sampler.hpp"
 #include "ptrain/data/transforms.hpp"
 
+#include "ptrain/parallel/backends.hpp"
+#include "ptrain/parallel/compression.hpp"
+#include "ptrain/parallel/data_parallel.hpp"
+
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
 

@@ -6,13 +6,17 @@
 //
 // MPI allows one initialisation per process, so a second session, alive or after the first
 // ended, is refused with an error; no global object keeps track: MPI itself is asked.
+#include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <thread>
 #include <memory>
 #include <string>
 
 #include <mpi.h>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/device/threads.hpp"
 #include "ptrain/launch/mpi_abort.hpp"
 #include "ptrain/launch/mpi_types.hpp"
 #include "ptrain/launch/process_info.hpp"
@@ -113,6 +117,16 @@ class MpiSession {
       MPI_Comm_size(node, &info_.local_size);
       MPI_Comm_free(&node);
     }
+    share_cores_among_local_ranks();
+  }
+
+  // The ranks of a node split its cores, unless PTRAIN_NUM_THREADS says otherwise: two ranks
+  // each running two threads on two cores would oversubscribe them.
+  void share_cores_among_local_ranks() const {
+    const char* env = std::getenv("PTRAIN_NUM_THREADS");
+    if (env && *env) return;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_num_threads(std::max(1, cores / std::max(1, info_.local_size)));
   }
 
   static std::string mismatch_hint(const ProcessInfo& env, int mpi_size) {

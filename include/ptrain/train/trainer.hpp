@@ -2,6 +2,7 @@
 // Trainer<Model, Policies...>: the training loop. A step is cut into named points where the
 // parallel policies plug in (see docs/policies.md):
 //   setup(model)                        once, at construction (broadcast, split the grid)
+//   before_backward(model, ends_in_step) each micro-step; false while accumulating gradients
 //   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
@@ -21,6 +22,7 @@
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/autograd/ops/accuracy.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/io/csv_log.hpp"
@@ -35,6 +37,7 @@ struct TrainerOptions {
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
   double label_smoothing = 0.0;
+  int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
 };
 
 // Sums over an epoch; policies reduce these across ranks.
@@ -66,6 +69,8 @@ class Trainer {
       : model_(std::move(model)), options_(std::move(options)), policies_(std::move(policies)...) {
     static_assert(Optimizer<Opt>, "Trainer: the optimizer must satisfy ptrain::Optimizer (step, zero_grad, lr, set_lr)");
     check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
+    check(options_.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
+          options_.accumulation_steps);
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
     for_each_policy([&](auto& p) {
@@ -75,6 +80,9 @@ class Trainer {
       csv_.emplace(options_.csv_log, std::vector<std::string>{"epoch", "train_loss", "train_accuracy", "val_loss",
                                                               "val_accuracy", "images_per_second", "seconds", "lr"});
   }
+
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   Model& model() { return *model_; }
   template <class P>
@@ -86,10 +94,18 @@ class Trainer {
   // Called after every epoch with its result.
   void on_epoch_end(std::function<void(const EpochResult&)> callback) { epoch_callbacks_.push_back(std::move(callback)); }
 
-  // One optimisation step on a batch; returns this batch's (loss sum, correct, samples).
+  // One batch: forward and backward, and an optimizer step once accumulation_steps batches have
+  // added their gradients. Returns this batch's (loss sum, correct, samples).
   EpochTotals train_step(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
-    model_->zero_grad();
-    EpochTotals batch = forward_backward(inputs, targets);
+    const int k = options_.accumulation_steps;
+    if (micro_step_ == 0) model_->zero_grad();
+    const bool ends_in_step = ++micro_step_ == k;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.before_backward(*model_, ends_in_step); }) p.before_backward(*model_, ends_in_step);
+    });
+    EpochTotals batch = forward_backward(inputs, targets, 1.0 / k);
+    if (!ends_in_step) return batch;
+    micro_step_ = 0;
     bool proceed = true;
     for_each_policy([&](auto& p) {
       if constexpr (requires { { p.before_optimizer_step(*model_) } -> std::convertible_to<bool>; })
@@ -188,16 +204,17 @@ class Trainer {
     std::apply([&](auto&... p) { (f(p), ...); }, policies_);
   }
 
-  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+  // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient.
+  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.forward_backward(*model_, inputs, targets, options_.label_smoothing); })
-        replaced = p.forward_backward(*model_, inputs, targets, options_.label_smoothing);
+      if constexpr (requires { p.forward_backward(*model_, inputs, targets, options_.label_smoothing, loss_scale); })
+        replaced = p.forward_backward(*model_, inputs, targets, options_.label_smoothing, loss_scale);
     });
     if (replaced) return *replaced;
     const Var<T> logits = model_->forward(Var<T>(inputs));
     const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing);
-    backward(loss);
+    backward(loss_scale == 1.0 ? loss : scale(loss, loss_scale));
     const double n = static_cast<double>(targets.size());
     return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
   }
@@ -236,6 +253,7 @@ class Trainer {
   std::vector<std::function<void(std::int64_t)>> step_callbacks_;
   std::vector<std::function<void(const EpochResult&)>> epoch_callbacks_;
   std::int64_t step_ = 0;
+  int micro_step_ = 0;
 };
 
 }  // namespace ptrain

@@ -1,0 +1,105 @@
+#pragma once
+// DataParallel<Backend, Compression>: every rank holds the whole model and trains on its shard
+// of the batch; gradients are averaged over the world before each optimizer step, in buckets
+// whose reductions overlap the rest of backward (as PyTorch DDP and Horovod do).
+//
+//   MpiComm world(session);
+//   Trainer<Net, DataParallel<MpiAllreduce, Fp16>> trainer(model, sgd, {}, {world});
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ptrain/comm/communicator.hpp"
+#include "ptrain/nn/module.hpp"
+#include "ptrain/parallel/backends.hpp"
+#include "ptrain/parallel/compression.hpp"
+#include "ptrain/parallel/detail/gradient_buckets.hpp"
+#include "ptrain/parallel/detail/same_model.hpp"
+
+namespace ptrain {
+
+struct DataParallelOptions {
+  std::size_t bucket_bytes = std::size_t{25} << 20;  // of gradients in the model's scalar type
+  bool broadcast_buffers = true;                     // running statistics from rank 0 at setup
+};
+
+template <class BackendTag, class CompressionTag = Fp32>
+class DataParallel {
+  static_assert(Backend<BackendTag>,
+                "DataParallel<Backend, Compression>: Backend must name a Communicator, such as MpiAllreduce "
+                "(ptrain/parallel/mpi_allreduce.hpp) or SelfAllreduce; see docs/policies.md");
+  static_assert(Compression<CompressionTag>,
+                "DataParallel<Backend, Compression>: Compression must be Fp32, Fp16 or Bf16; see docs/policies.md");
+
+ public:
+  using Comm = typename BackendTag::communicator;
+  using backend = BackendTag;
+  using compression = CompressionTag;
+
+  explicit DataParallel(Comm& comm, DataParallelOptions options = {}) : comm_(&comm), options_(options) {
+    check(options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive");
+  }
+
+  int rank() const { return comm_->rank(); }
+  int world_size() const { return comm_->size(); }
+  Comm& communicator() { return *comm_; }
+  const DataParallelOptions& options() const { return options_; }
+  std::size_t bucket_count() const { return sync_ ? sync_->bucket_count() : 0; }
+
+  // Trainer point: same model on every rank, rank 0's weights everywhere, hooks installed.
+  template <class T>
+  void setup(Module<T>& model) {
+    std::vector<std::string> descriptions;
+    for (const auto& [name, p] : model.named_parameters()) descriptions.push_back("parameter " + name + " " + p.shape().str());
+    for (const auto& [name, b] : model.named_buffers()) descriptions.push_back("buffer " + name + " " + b->shape().str());
+    detail::check_same_model(*comm_, descriptions, "DataParallel");
+
+    for (auto& [name, p] : model.named_parameters()) comm_->broadcast(p.value(), 0);
+    if (options_.broadcast_buffers)
+      for (auto& [name, b] : model.named_buffers()) comm_->broadcast(*b, 0);
+
+    std::vector<Var<T>> trainable;
+    for (auto& [name, p] : model.named_parameters())
+      if (p.requires_grad()) trainable.push_back(p);
+    using Wire = typename CompressionTag::template wire<T>;
+    sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire>>(*comm_, std::move(trainable),
+                                                                        options_.bucket_bytes);
+  }
+
+  // Trainer point: micro-steps of gradient accumulation that end in no optimizer step keep their
+  // gradients local.
+  template <class T>
+  void before_backward(Module<T>&, bool ends_in_step) {
+    check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
+    sync_->set_sync(ends_in_step);
+  }
+
+  // Trainer point: every gradient averaged over the world.
+  template <class T>
+  bool before_optimizer_step(Module<T>&) {
+    check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
+    sync_->finish();
+    return true;
+  }
+
+  // Trainer point: an epoch's sums over every rank.
+  template <class Totals>
+    requires requires(Totals t) { t.loss_sum + t.correct + t.samples; }
+  void reduce(Totals& totals) {
+    double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
+    comm_->allreduce_sum(std::span<double>(sums));
+    totals.loss_sum = sums[0];
+    totals.correct = sums[1];
+    totals.samples = sums[2];
+  }
+
+  bool is_main() const { return comm_->rank() == 0; }
+
+ private:
+  Comm* comm_;
+  DataParallelOptions options_;
+  std::shared_ptr<detail::GradientSync> sync_;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,134 @@
+#pragma once
+// Bucketed, overlapped gradient averaging. Trainable parameters are packed, in reverse order of
+// registration (roughly the order backward finishes them), into buckets of about bucket_bytes.
+// A parameter's gradient-ready hook copies (and casts) its gradient into its bucket; the bucket
+// whose last gradient arrives starts a non-blocking allreduce while backward goes on.
+//
+// Collectives must start in the same order on every rank, so buckets start strictly in index
+// order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
+// this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/comm/communicator.hpp"
+#include "ptrain/core/half.hpp"
+
+namespace ptrain::detail {
+
+// The scalar type is known only at setup; the policy holds its synchroniser through this.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  // false during the micro-steps of gradient accumulation that do not end in an optimizer step.
+  virtual void set_sync(bool on) = 0;
+  // Starts what is left, waits for everything and leaves the averaged gradients in .grad.
+  virtual void finish() = 0;
+  virtual std::size_t bucket_count() const = 0;
+};
+
+template <class T, Communicator Comm, class Wire>
+class BucketedAllreduce final : public GradientSync {
+ public:
+  BucketedAllreduce(Comm& comm, std::vector<Var<T>> params, std::size_t bucket_bytes) : comm_(comm) {
+    std::int64_t in_bucket = 0;
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+      const std::int64_t n = it->numel();
+      if (buckets_.empty() || (in_bucket > 0 && static_cast<std::size_t>(in_bucket + n) * sizeof(T) > bucket_bytes)) {
+        buckets_.emplace_back();
+        in_bucket = 0;
+      }
+      Bucket& b = buckets_.back();
+      slots_.push_back({*it, buckets_.size() - 1, in_bucket, n, false});
+      b.slots.push_back(slots_.size() - 1);
+      in_bucket += n;
+      b.buffer.resize(static_cast<std::size_t>(in_bucket));
+    }
+    for (auto& b : buckets_) b.pending = b.slots.size();
+    for (std::size_t s = 0; s < slots_.size(); ++s)
+      slots_[s].param.on_grad_ready([this, s](Node<T>& node) { gradient_ready(s, node); });
+  }
+  ~BucketedAllreduce() override {
+    for (auto& slot : slots_) slot.param.on_grad_ready(nullptr);
+  }
+  BucketedAllreduce(const BucketedAllreduce&) = delete;
+  BucketedAllreduce& operator=(const BucketedAllreduce&) = delete;
+
+  void set_sync(bool on) override { sync_ = on; }
+  std::size_t bucket_count() const override { return buckets_.size(); }
+
+  void finish() override {
+    for (std::size_t b = next_; b < buckets_.size(); ++b) {
+      Bucket& bucket = buckets_[b];
+      for (std::size_t s : bucket.slots)
+        if (!slots_[s].ready) {
+          std::fill_n(bucket.buffer.begin() + slots_[s].offset, slots_[s].numel, Wire(0.0f));
+          slots_[s].ready = true;
+        }
+      bucket.pending = 0;
+    }
+    start_ready_buckets();
+    const T inverse_world = T(1) / static_cast<T>(comm_.size());
+    for (auto& bucket : buckets_) {
+      bucket.request->wait();
+      bucket.request.reset();
+      for (std::size_t s : bucket.slots) {
+        Slot& slot = slots_[s];
+        Tensor<T>& grad = slot.param.grad();
+        if (!grad.defined()) grad = Tensor<T>(slot.param.shape());
+        convert(std::span<const Wire>(bucket.buffer.data() + slot.offset, static_cast<std::size_t>(slot.numel)),
+                std::span<T>(grad.data(), static_cast<std::size_t>(slot.numel)));
+        grad.array() *= inverse_world;
+        slot.ready = false;
+      }
+      bucket.pending = bucket.slots.size();
+    }
+    next_ = 0;
+  }
+
+ private:
+  struct Slot {
+    Var<T> param;
+    std::size_t bucket;
+    std::int64_t offset, numel;
+    bool ready;
+  };
+  struct Bucket {
+    std::vector<std::size_t> slots;
+    std::vector<Wire> buffer;
+    std::size_t pending = 0;
+    std::optional<typename Comm::Request> request;
+  };
+
+  void gradient_ready(std::size_t s, Node<T>& node) {
+    Slot& slot = slots_[s];
+    if (!sync_ || slot.ready || !node.grad.defined()) return;
+    Bucket& bucket = buckets_[slot.bucket];
+    convert(std::span<const T>(node.grad.data(), static_cast<std::size_t>(slot.numel)),
+            std::span<Wire>(bucket.buffer.data() + slot.offset, static_cast<std::size_t>(slot.numel)));
+    slot.ready = true;
+    if (--bucket.pending == 0) start_ready_buckets();
+    // MPI moves a non-blocking collective only while the process is inside MPI: poke the
+    // reductions in flight each time backward hands over a gradient.
+    for (std::size_t b = 0; b < next_; ++b)
+      if (buckets_[b].request) buckets_[b].request->test();
+  }
+
+  void start_ready_buckets() {
+    while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
+      Bucket& bucket = buckets_[next_++];
+      bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer)));
+    }
+  }
+
+  Comm& comm_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  std::size_t next_ = 0;  // buckets [0, next_) have started
+  bool sync_ = true;
+};
+
+}  // namespace ptrain::detail

@@ -1,0 +1,281 @@
+// DataParallel under mpiexec -n 2 and -n 3: N ranks each training on B/N of every batch end with
+// the weights of one process training on all B, whatever the bucket size, with gradient
+// accumulation, with fp16/bf16 on the wire (within a stated tolerance); fp16 moves half the bytes;
+// a parameter unused on some ranks does not hang the step; a mismatched model is reported on
+// every rank.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/data/sampler.hpp>
+#include <ptrain/nn/conv.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "mpi_test_main.hpp"
+
+using namespace ptrain;
+
+namespace {
+
+constexpr std::int64_t global_batch = 12;  // divisible by 1, 2, 3 ranks and by 2 micro-batches
+constexpr int steps = 3;
+
+template <class T>
+std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
+  manual_seed(seed);
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
+      make<Conv2d<T>>(2, 4, 3, same), make<ReLU<T>>(), make<MaxPool2d<T>>(2), make<Flatten<T>>(),
+      make<Linear<T>>(4 * 4 * 4, 8), make<ReLU<T>>(), make<Linear<T>>(8, 3)});
+}
+
+template <class T>
+struct Batches {
+  std::vector<Tensor<T>> inputs;
+  std::vector<std::vector<std::int64_t>> targets;
+};
+
+template <class T>
+Batches<T> make_batches() {
+  Rng rng(99);
+  Batches<T> b;
+  for (int s = 0; s < steps; ++s) {
+    Tensor<T> x({global_batch, 2, 8, 8});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<T>(rng.normal());
+    std::vector<std::int64_t> y;
+    for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
+    b.inputs.push_back(x);
+    b.targets.push_back(y);
+  }
+  return b;
+}
+
+template <class T>
+std::shared_ptr<Sgd<T>> make_sgd(Sequential<T>& net) {
+  return std::make_shared<Sgd<T>>(net.parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+}
+
+// The serial run: one process, the whole batch each step.
+template <class T>
+std::vector<Tensor<T>> serial_weights(const Batches<T>& data) {
+  auto net = make_net<T>(1);
+  Trainer<Sequential<T>> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false});
+  for (int s = 0; s < steps; ++s) trainer.train_step(data.inputs[s], data.targets[s]);
+  std::vector<Tensor<T>> out;
+  for (auto& p : net->parameters()) out.push_back(p.value().clone());
+  return out;
+}
+
+// The same run data-parallel: this rank trains on its rows of every batch, in `micro` micro-batches.
+template <class T, class Compression>
+std::vector<Tensor<T>> parallel_weights(MpiComm& comm, const Batches<T>& data, std::size_t bucket_bytes, int micro,
+                                        std::uint64_t* bytes = nullptr) {
+  // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
+  auto net = make_net<T>(comm.rank() == 0 ? 1 : 100 + static_cast<std::uint64_t>(comm.rank()));
+  using DP = DataParallel<MpiAllreduce, Compression>;
+  Trainer<Sequential<T>, DP> trainer(net, make_sgd(*net),
+                                     {.progress_bar = false, .print_epochs = false, .accumulation_steps = micro},
+                                     DP(comm, {.bucket_bytes = bucket_bytes}));
+  const std::int64_t local = global_batch / comm.size(), part = local / micro;
+  const std::uint64_t before = comm.bytes_sent();
+  for (int s = 0; s < steps; ++s)
+    for (int m = 0; m < micro; ++m) {
+      const std::int64_t begin = comm.rank() * local + m * part;
+      const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + part);
+      trainer.train_step(data.inputs[s].slice(begin, begin + part).clone(), y);
+    }
+  if (bytes) *bytes = comm.bytes_sent() - before;
+  std::vector<Tensor<T>> out;
+  for (auto& p : net->parameters()) out.push_back(p.value().clone());
+  return out;
+}
+
+template <class T>
+double max_difference(const std::vector<Tensor<T>>& a, const std::vector<Tensor<T>>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, static_cast<double>((a[i].array() - b[i].array()).abs().maxCoeff()));
+  return worst;
+}
+
+// How far training moved the weights from their start (the scale of the fp16/bf16 tolerances).
+template <class T>
+double largest_update(const std::vector<Tensor<T>>& trained) {
+  auto start = make_net<T>(1)->parameters();
+  double worst = 0;
+  for (std::size_t i = 0; i < trained.size(); ++i)
+    worst = std::max(worst, static_cast<double>((trained[i].array() - start[i].value().array()).abs().maxCoeff()));
+  return worst;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(data_parallel_test)
+
+BOOST_AUTO_TEST_CASE(equals_the_serial_run_in_double_whatever_the_bucket_size) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<double>();
+  const auto reference = serial_weights(data);
+  for (std::size_t bucket_bytes : {std::size_t{256}, std::size_t{4096}, std::size_t{25} << 20}) {
+    const auto parallel = parallel_weights<double, Fp32>(comm, data, bucket_bytes, 1);
+    BOOST_TEST(max_difference(parallel, reference) < 1e-12, "bucket_bytes " << bucket_bytes);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(equals_the_serial_run_in_float_within_1e_5_relative) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<float>();
+  const auto reference = serial_weights(data);
+  for (std::size_t bucket_bytes : {std::size_t{512}, std::size_t{25} << 20}) {
+    const auto parallel = parallel_weights<float, Fp32>(comm, data, bucket_bytes, 1);
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+      const double scale = std::max(1.0, static_cast<double>(reference[i].array().abs().maxCoeff()));
+      BOOST_TEST(max_difference<float>({parallel[i]}, {reference[i]}) <= 1e-5 * scale, "parameter " << i);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gradient_accumulation_synchronises_only_on_the_last_micro_step) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<double>();
+  const auto reference = serial_weights(data);
+  std::uint64_t accumulated = 0, plain = 0;
+  const auto parallel = parallel_weights<double, Fp32>(comm, data, 4096, 2, &accumulated);
+  parallel_weights<double, Fp32>(comm, data, 4096, 1, &plain);
+  BOOST_TEST(max_difference(parallel, reference) < 1e-12);
+  // Two micro-steps per optimizer step, and the same bytes as one: the first kept its gradients local.
+  BOOST_TEST(accumulated == plain);
+}
+
+BOOST_AUTO_TEST_CASE(fp16_and_bf16_on_the_wire_stay_within_their_precision) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<float>();
+  const auto reference = serial_weights(data);
+  const double moved = largest_update(reference);
+  std::uint64_t fp32_bytes = 0, fp16_bytes = 0, bf16_bytes = 0;
+  parallel_weights<float, Fp32>(comm, data, 1024, 1, &fp32_bytes);
+  const auto fp16 = parallel_weights<float, Fp16>(comm, data, 1024, 1, &fp16_bytes);
+  const auto bf16 = parallel_weights<float, Bf16>(comm, data, 1024, 1, &bf16_bytes);
+  // Stated tolerances: the largest weight error stays below 1% (fp16, 11-bit mantissa) and 5%
+  // (bf16, 8-bit mantissa) of the largest weight update the serial run made.
+  BOOST_TEST(max_difference(fp16, reference) <= 0.01 * moved);
+  BOOST_TEST(max_difference(bf16, reference) <= 0.05 * moved);
+  BOOST_TEST(fp16_bytes * 2 == fp32_bytes);
+  BOOST_TEST(bf16_bytes * 2 == fp32_bytes);
+  // Fp32 reduces every gradient once: the parameters' element count times 4 bytes per step.
+  std::uint64_t elements = 0;
+  for (auto& p : make_net<float>(1)->parameters()) elements += static_cast<std::uint64_t>(p.numel());
+  BOOST_TEST(fp32_bytes == elements * sizeof(float) * steps);
+}
+
+namespace {
+// Two heads; the second is used only on rank 0, so on the other ranks its gradient never comes.
+class TwoHeads : public Module<double> {
+ public:
+  explicit TwoHeads(bool use_b) : use_b_(use_b) {
+    manual_seed(5);
+    a = register_module("a", make<Linear<double>>(4, 2));
+    b = register_module("b", make<Linear<double>>(4, 2));
+  }
+  Var<double> forward(const Var<double>& x) override {
+    return use_b_ ? add(a->forward(x), b->forward(x)) : a->forward(x);
+  }
+  std::shared_ptr<Linear<double>> a, b;
+
+ private:
+  bool use_b_;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_parameter_without_gradient_on_some_ranks_does_not_hang) {
+  MpiComm comm(test::session());
+  Tensor<double> x({2, 4});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = 0.1 * static_cast<double>(i + 1);
+  const std::vector<std::int64_t> y{0, 1};
+  // Rank 0's local gradient of head b, computed here on every rank.
+  TwoHeads alone(true);
+  backward(cross_entropy(alone.forward(Var<double>(x)), y));
+  const Tensor<double> rank0_grad = alone.b->weight.grad().clone();
+
+  auto net = std::make_shared<TwoHeads>(comm.rank() == 0);
+  DataParallel<MpiAllreduce, Fp32> dp(comm, {.bucket_bytes = 64});
+  dp.setup(*net);
+  dp.before_backward(*net, true);
+  backward(cross_entropy(net->forward(Var<double>(x)), y));
+  dp.before_optimizer_step(*net);
+  // Rank 0's contribution averaged with zeros from the others.
+  const auto expected = rank0_grad.array() / static_cast<double>(comm.size());
+  BOOST_TEST((net->b->weight.grad().array() - expected).abs().maxCoeff() < 1e-14);
+}
+
+BOOST_AUTO_TEST_CASE(frozen_parameters_are_not_reduced_and_stay_put) {
+  MpiComm comm(test::session());
+  auto net = make_net<double>(1);
+  (*net)[0]->set_requires_grad(false);
+  const Tensor<double> frozen = (*net)[0]->parameters()[0].value().clone();
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                          DP(comm));
+  const auto data = make_batches<double>();
+  const std::uint64_t before = comm.bytes_sent();
+  trainer.train_step(data.inputs[0], data.targets[0]);
+  std::uint64_t trainable = 0;
+  for (auto& p : net->parameters())
+    if (p.requires_grad()) trainable += static_cast<std::uint64_t>(p.numel());
+  BOOST_TEST(comm.bytes_sent() - before == trainable * sizeof(double));
+  BOOST_TEST(((*net)[0]->parameters()[0].value().array() == frozen.array()).all());
+}
+
+BOOST_AUTO_TEST_CASE(a_mismatched_model_is_reported_on_every_rank) {
+  MpiComm comm(test::session());
+  // Rank 1 builds a wider hidden layer: every rank must get the same error naming it.
+  manual_seed(1);
+  Sequential<double> net{make<Linear<double>>(4, comm.rank() == 1 ? 9 : 8), make<Linear<double>>(8, 2)};
+  DataParallel<MpiAllreduce, Fp32> dp(comm);
+  try {
+    dp.setup(net);
+    BOOST_FAIL("expected the model check to fail");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("the model differs between ranks") != std::string::npos, what);
+    BOOST_TEST(what.find("'parameter 0.weight [8, 4]' on rank 0 but 'parameter 0.weight [9, 4]' on rank 1") !=
+                   std::string::npos,
+               what);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_distributed_sampler_covers_the_dataset_once_per_epoch_across_ranks) {
+  MpiComm comm(test::session());
+  constexpr std::int64_t n = 13;
+  DistributedSampler sampler(n, comm.size(), comm.rank(), true, 7, false);
+  std::vector<std::vector<double>> epochs;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const auto mine = sampler.indices(epoch);
+    std::vector<double> local(mine.begin(), mine.end()), all(local.size() * static_cast<std::size_t>(comm.size()));
+    comm.allgather(std::span<const double>(local), std::span<double>(all));
+    std::vector<int> seen(n, 0);
+    for (double i : all) ++seen[static_cast<std::size_t>(i)];
+    // Padding repeats the head of the permutation so every rank gets the same count.
+    const std::int64_t padded = static_cast<std::int64_t>(all.size()) - n;
+    std::int64_t extra = 0;
+    for (int s : seen) {
+      BOOST_TEST(s >= 1);
+      extra += s - 1;
+    }
+    BOOST_TEST(extra == padded);
+    epochs.push_back(all);
+  }
+  BOOST_TEST(epochs[0] != epochs[1]);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
