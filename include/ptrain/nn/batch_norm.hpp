@@ -1,11 +1,15 @@
 #pragma once
+#include <utility>
+
 #include "ptrain/autograd/ops/batch_norm.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
 
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
-// buffers named as torchvision's state_dict names them.
+// buffers named as torchvision's state_dict names them. With a sync hook (set_sync, or
+// convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
+// statistics of the global batch, as torch.nn.SyncBatchNorm.
 template <class T = float>
 class BatchNorm2d : public Module<T> {
  public:
@@ -22,14 +26,20 @@ class BatchNorm2d : public Module<T> {
   }
   Var<T> forward(const Var<T>& x) override {
     if (this->is_training()) num_batches_tracked[0] += T(1);
-    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_);
+    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
   }
+
+  // An empty hook makes the layer local again. Forward's graph keeps a copy of the hook: what it
+  // refers to (a communicator) must live until that graph's backward has run.
+  void set_sync(BatchNormSync sync) { sync_ = std::move(sync); }
+  bool synchronised() const { return static_cast<bool>(sync_); }
 
   Var<T> weight, bias;
   Tensor<T> running_mean, running_var, num_batches_tracked;
 
  private:
   double eps_, momentum_;
+  BatchNormSync sync_;
 };
 
 }  // namespace ptrain

@@ -2,6 +2,8 @@
 // batch_norm, as torch.nn.functional.batch_norm on [N, C] or [N, C, H, W].
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
@@ -9,14 +11,57 @@
 
 namespace ptrain {
 
+// Sums a small vector over the replicas of a data-parallel group, in place: how SyncBatchNorm's
+// replicas share statistics (ptrain/parallel/sync_batch_norm.hpp makes one from a Communicator).
+// Every replica calls it at the same points with the same sizes; an empty one means no replicas.
+using BatchNormSync = std::function<void(std::span<double>)>;
+
+namespace detail {
+// The statistics of the union of every replica's x: writes the global mean and biased variance
+// per channel and returns the global count per channel. Two sums over the replicas: counts and
+// sums, then each replica's squared deviations from the global mean (M2 + n * (mean - global)^2),
+// where one sum of sum(x^2) would cancel the variance away when the mean is large. An empty x
+// takes part with a count of 0.
+template <class T>
+double global_moments(const T* x, const kernels::ChannelLayout& l, const BatchNormSync& sync, std::vector<double>& mean,
+                      std::vector<double>& var) {
+  const auto channels = static_cast<std::size_t>(l.channels);
+  const double n = static_cast<double>(l.count());
+  if (l.count() > 0) kernels::batch_norm_moments(x, l, mean.data(), var.data());
+  std::vector<double> buffer(channels + 1);
+  buffer[0] = n;
+  for (std::size_t c = 0; c < channels; ++c) buffer[c + 1] = n * mean[c];
+  sync(buffer);
+  const double total = buffer[0];
+  if (total <= 1) return total;  // the same on every replica: all skip the second sum, all fail
+  for (std::size_t c = 0; c < channels; ++c) {
+    const double global_mean = buffer[c + 1] / total, d = mean[c] - global_mean;
+    buffer[c] = n * (var[c] + d * d);
+    mean[c] = global_mean;
+  }
+  sync(std::span(buffer.data(), channels));
+  for (std::size_t c = 0; c < channels; ++c) var[c] = buffer[c] / total;
+  return total;
+}
+}  // namespace detail
+
 // training: normalise by the batch mean and biased variance of each channel and move the running
 // statistics towards them (running = (1 - momentum) * running + momentum * batch, the variance
 // unbiased), in place, whether or not gradients are recorded. Not training: normalise by the
 // running statistics. weight and bias (each [C]) may be undefined, as with affine=False; running
 // statistics may be undefined in training (track_running_stats=False), when nothing is updated.
+// With a sync hook, training is torch.nn.SyncBatchNorm's: the statistics are those of the global
+// batch (the union of every replica's x, whose batch sizes may differ), and backward sums the
+// per-channel sums of the gradient over the replicas before computing x's gradient; weight and
+// bias gradients stay local (data parallelism sums or averages them like any other). The hook is
+// called twice in forward (count and sums, then squared deviations from the global mean: Chan's
+// parallel variance, no cancellation with a large mean) and once in backward when x needs a
+// gradient.
+// Evaluation never calls it.
 template <class T>
 Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Tensor<T>& running_mean,
-                  Tensor<T>& running_var, bool training, double momentum = 0.1, double eps = 1e-5) {
+                  Tensor<T>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+                  const BatchNormSync& sync = {}) {
   const Shape& s = x.shape();
   check(s.rank() == 2 || s.rank() == 4, "batch_norm: input must be [N, C] or [N, C, H, W], got ", s);
   const kernels::ChannelLayout layout{s[0], s[1], s.rank() == 4 ? s[2] * s[3] : 1};
@@ -42,15 +87,25 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
   const T* b = has_bias ? bias.value().data() : nullptr;
   std::vector<double> mean(static_cast<std::size_t>(C)), invstd(static_cast<std::size_t>(C));
   Tensor<T> y(s);
+  const bool synced = training && sync;
+  double count = static_cast<double>(M);  // elements per channel the statistics are taken over
   if (training) {
-    check(M > 1, "batch_norm: expected more than 1 value per channel when training, got input ", s);
     std::vector<double> var(static_cast<std::size_t>(C));
-    kernels::batch_norm_forward_training(x.value().data(), layout, w, b, eps, y.data(), mean.data(), var.data());
-    const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
-    for (std::int64_t c = 0; c < C; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      invstd[i] = 1.0 / std::sqrt(var[i] + eps);
-      if (tracked) {
+    if (synced) {
+      count = detail::global_moments(x.value().data(), layout, sync, mean, var);
+      check(count > 1, "batch_norm: expected more than 1 value per channel when training, got ", count,
+            " over all replicas (input here ", s, ")");
+      for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
+      kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
+    } else {
+      check(M > 1, "batch_norm: expected more than 1 value per channel when training, got input ", s);
+      kernels::batch_norm_forward_training(x.value().data(), layout, w, b, eps, y.data(), mean.data(), var.data());
+      for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
+    }
+    if (tracked) {
+      const double unbias = count / (count - 1);
+      for (std::int64_t c = 0; c < C; ++c) {
+        const auto i = static_cast<std::size_t>(c);
         running_mean[c] = static_cast<T>((1 - momentum) * running_mean[c] + momentum * mean[i]);
         running_var[c] = static_cast<T>((1 - momentum) * running_var[c] + momentum * var[i] * unbias);
       }
@@ -70,29 +125,41 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
   const std::size_t bias_at = has_bias ? inputs.size() : 0;
   if (has_bias) inputs.push_back(bias);
   return make_var<T>(std::move(y), std::move(inputs), "batch_norm",
-                     [layout, training, weight_at, bias_at, mean = std::move(mean), invstd = std::move(invstd)](Node<T>& self) {
+                     [layout, training, weight_at, bias_at, mean = std::move(mean), invstd = std::move(invstd),
+                      sync = synced ? sync : BatchNormSync(), count](Node<T>& self) {
     const std::int64_t C = layout.channels;
+    const auto n = static_cast<std::size_t>(C);
     const bool need_x = self.input_needs_grad(0);
     const bool need_w = weight_at && self.input_needs_grad(weight_at);
     const bool need_b = bias_at && self.input_needs_grad(bias_at);
-    std::vector<double> sum_gy(static_cast<std::size_t>(C)), sum_gy_xhat(static_cast<std::size_t>(C));
+    const T* x = self.inputs[0]->value.data();
+    const T* w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
+    // [sum(gy) | sum(gy * xhat)] per channel: the bias and weight gradients.
+    std::vector<double> sums(2 * n);
     Tensor<T> gx;
     if (need_x) gx = Tensor<T>(self.inputs[0]->value.shape());
-    kernels::batch_norm_backward(self.inputs[0]->value.data(), self.grad.data(), layout,
-                                 weight_at ? self.inputs[weight_at]->value.data() : nullptr, mean.data(),
-                                 invstd.data(), training, need_x ? gx.data() : nullptr, sum_gy.data(),
-                                 sum_gy_xhat.data());
-    if (need_x) self.inputs[0]->accumulate(std::move(gx));
+    if (sync) {
+      kernels::batch_norm_backward_sums(x, self.grad.data(), layout, mean.data(), sums.data(), sums.data() + n);
+    } else {
+      kernels::batch_norm_backward(x, self.grad.data(), layout, w, mean.data(), invstd.data(), training,
+                                   need_x ? gx.data() : nullptr, sums.data(), sums.data() + n);
+    }
     if (need_w) {
       Tensor<T> gw({C});
-      for (std::int64_t c = 0; c < C; ++c) gw[c] = static_cast<T>(sum_gy_xhat[static_cast<std::size_t>(c)]);
+      for (std::size_t c = 0; c < n; ++c) gw[c] = static_cast<T>(sums[n + c] * (sync ? invstd[c] : 1.0));
       self.inputs[weight_at]->accumulate(std::move(gw));
     }
     if (need_b) {
       Tensor<T> gb({C});
-      for (std::int64_t c = 0; c < C; ++c) gb[c] = static_cast<T>(sum_gy[static_cast<std::size_t>(c)]);
+      for (std::size_t c = 0; c < n; ++c) gb[c] = static_cast<T>(sums[c]);
       self.inputs[bias_at]->accumulate(std::move(gb));
     }
+    if (need_x && sync) {
+      sync(sums);  // now sum(gy) and sum(gy * (x - mean)) over the global batch
+      kernels::batch_norm_backward_input(x, self.grad.data(), layout, w, mean.data(), invstd.data(), sums.data(),
+                                         sums.data() + n, count, gx.data());
+    }
+    if (need_x) self.inputs[0]->accumulate(std::move(gx));
   });
 }
 

@@ -98,6 +98,36 @@ void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* w
   }
 }
 
+namespace detail {
+// s1 = sum(gy), s2 = sum(gy * (x - mean)) over channel c.
+template <class T>
+void channel_backward_sums(const T* x, const T* gy, const ChannelLayout& l, std::int64_t c, double mean, double& s1,
+                           double& s2) {
+  const T mu = static_cast<T>(mean);
+  s1 = 0;
+  s2 = 0;
+  for_each_run(l, c, [&](auto view) {
+    const auto g = view(gy);
+    s1 += static_cast<double>(g.sum());
+    s2 += static_cast<double>((g * (view(x) - mu)).sum());
+  });
+}
+
+// gx = w * invstd * (gy - [s1 / m + xhat * invstd * s2 / m]) over channel c, the bracket only in
+// training (where the statistics depend on x); s1 and s2 as channel_backward_sums, m the count
+// they were summed over.
+template <class T>
+void channel_backward_input(const T* x, const T* gy, const ChannelLayout& l, std::int64_t c, double weight,
+                            double mean, double invstd, bool training, double s1, double s2, double m, T* gx) {
+  // gx = on_gy * gy + on_x * x + constant
+  const double on_gy = weight * invstd;
+  const double on_x = training ? -on_gy * invstd * invstd * s2 / m : 0.0;
+  const double constant = training ? -on_gy * s1 / m - on_x * mean : 0.0;
+  const T a = static_cast<T>(on_gy), b = static_cast<T>(on_x), d = static_cast<T>(constant);
+  for_each_run(l, c, [&](auto view) { view(gx) = view(gy) * a + view(x) * b + d; });
+}
+}  // namespace detail
+
 // Backward given the statistics the forward normalised with. Writes sum_gy[c] = sum(gy) and
 // sum_gy_xhat[c] = sum(gy * (x - mean) * invstd) (the bias and weight gradients), and, when gx is
 // not null, gx = w * invstd * (gy - [mean(gy) + xhat * mean(gy * xhat)]), the bracket only in
@@ -108,23 +138,46 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
   const double m = static_cast<double>(l.count());
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
-    const T mu = static_cast<T>(mean[c]);
-    double s1 = 0, s2 = 0;
-    detail::for_each_run(l, c, [&](auto view) {
-      const auto g = view(gy);
-      s1 += static_cast<double>(g.sum());
-      s2 += static_cast<double>((g * (view(x) - mu)).sum());
-    });
+    double s1, s2;
+    detail::channel_backward_sums(x, gy, l, c, mean[c], s1, s2);
     sum_gy[c] = s1;
     sum_gy_xhat[c] = s2 * invstd[c];
-    if (!gx) continue;
-    // gx = on_gy * gy + on_x * x + constant
-    const double on_gy = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd[c];
-    const double on_x = training ? -on_gy * invstd[c] * invstd[c] * s2 / m : 0.0;
-    const double constant = training ? -on_gy * s1 / m - on_x * mean[c] : 0.0;
-    const T a = static_cast<T>(on_gy), b = static_cast<T>(on_x), d = static_cast<T>(constant);
-    detail::for_each_run(l, c, [&](auto view) { view(gx) = view(gy) * a + view(x) * b + d; });
+    if (gx)
+      detail::channel_backward_input(x, gy, l, c, weight ? static_cast<double>(weight[c]) : 1.0, mean[c], invstd[c],
+                                     training, s1, s2, m, gx);
   }
+}
+
+// The halves of the fused training forward and backward, apart, for sums over replicas in between
+// (SyncBatchNorm). Apart, each pass reads a channel twice from memory where the fused form finds
+// it in cache the second time.
+
+// Per channel, the mean and biased variance of x.
+template <class T>
+void batch_norm_moments(const T* x, const ChannelLayout& l, double* mean, double* var) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+  for (std::int64_t c = 0; c < l.channels; ++c) detail::channel_moments(x, l, c, mean[c], var[c]);
+}
+
+// Per channel, sum_gy[c] = sum(gy) and sum_gy_xmu[c] = sum(gy * (x - mean)).
+template <class T>
+void batch_norm_backward_sums(const T* x, const T* gy, const ChannelLayout& l, const double* mean, double* sum_gy,
+                              double* sum_gy_xmu) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+  for (std::int64_t c = 0; c < l.channels; ++c)
+    detail::channel_backward_sums(x, gy, l, c, mean[c], sum_gy[c], sum_gy_xmu[c]);
+}
+
+// Training gx from sums taken over `count` elements per channel (possibly more than x holds):
+// gx = w * invstd * (gy - sum_gy / count - (x - mean) * invstd^2 * sum_gy_xmu / count).
+template <class T>
+void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+                               const double* invstd, const double* sum_gy, const double* sum_gy_xmu, double count,
+                               T* gx) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+  for (std::int64_t c = 0; c < l.channels; ++c)
+    detail::channel_backward_input(x, gy, l, c, weight ? static_cast<double>(weight[c]) : 1.0, mean[c], invstd[c],
+                                   true, sum_gy[c], sum_gy_xmu[c], count, gx);
 }
 
 }  // namespace ptrain::kernels
