@@ -57,6 +57,7 @@
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/data_parallel.hpp"
+#include "ptrain/parallel/sync_batch_norm.hpp"
 
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
