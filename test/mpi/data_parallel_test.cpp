@@ -17,7 +17,9 @@
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/sync_batch_norm.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "mpi_test_main.hpp"
@@ -276,6 +278,43 @@ BOOST_AUTO_TEST_CASE(the_distributed_sampler_covers_the_dataset_once_per_epoch_a
     epochs.push_back(all);
   }
   BOOST_TEST(epochs[0] != epochs[1]);
+}
+
+BOOST_AUTO_TEST_CASE(sync_batch_norm_makes_a_batch_norm_model_equal_the_serial_run) {
+  MpiComm comm(test::session());
+  MpiComm bn_comm = comm.split(0, comm.rank());  // the blocking statistics sums get their own communicator
+  const auto data = make_batches<double>();
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  auto make_bn_net = [&](std::uint64_t seed) {
+    manual_seed(seed);
+    return std::make_shared<Sequential<double>>(std::initializer_list<std::shared_ptr<Module<double>>>{
+        make<Conv2d<double>>(2, 4, 3, same), make<BatchNorm2d<double>>(4), make<ReLU<double>>(), make<MaxPool2d<double>>(2),
+        make<Flatten<double>>(), make<Linear<double>>(4 * 4 * 4, 3)});
+  };
+  auto serial = make_bn_net(1);
+  Trainer<Sequential<double>> reference(serial, make_sgd(*serial), {.progress_bar = false, .print_epochs = false});
+  for (int s = 0; s < steps; ++s) reference.train_step(data.inputs[s], data.targets[s]);
+
+  auto net = make_bn_net(comm.rank() == 0 ? 1 : 7);
+  BOOST_TEST(convert_sync_batchnorm(*net, bn_comm) == (comm.size() > 1 ? 1u : 0u));
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false}, DP(comm));
+  const std::int64_t local = global_batch / comm.size();
+  for (int s = 0; s < steps; ++s) {
+    const std::int64_t begin = comm.rank() * local;
+    trainer.train_step(data.inputs[s].slice(begin, begin + local).clone(),
+                       {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local});
+  }
+  const auto expected = serial->parameters();
+  const auto got = net->parameters();
+  for (std::size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST((got[i].value().array() - expected[i].value().array()).abs().maxCoeff() < 1e-10, "parameter " << i);
+  const auto expected_buffers = serial->named_buffers();
+  const auto got_buffers = net->named_buffers();
+  for (std::size_t i = 0; i < got_buffers.size(); ++i)
+    BOOST_TEST((got_buffers[i].second->array() - expected_buffers[i].second->array()).abs().maxCoeff() < 1e-10,
+               got_buffers[i].first);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
