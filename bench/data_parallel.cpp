@@ -15,11 +15,13 @@
 //     non-blocking barrier every 2 ms, so it leaves rank 0 the machine; MPICH's blocking calls
 //     would spin on a core). The two take turns step by step, so that they share the machine's
 //     noise: PTRAIN_BENCH_STEPS timed steps (default 4) after one warm-up each.
-//     efficiency = (2-rank images/s) / (2 x 1-rank images/s).
+//     efficiency = (2-rank images/s) / (2 x 1-rank images/s). A third case, both ranks training
+//     at once without synchronising (impl=ptrain_independent), separates what the machine loses
+//     to two busy processes (shared cores, memory bandwidth, other users' load) from what
+//     DataParallel costs: efficiency_vs_independent = DataParallel images/s / independent's.
 //
-// (c) When /usr/bin/python3 imports torch, bench/torch_ddp_peer.py runs PyTorch's DDP over gloo
-//     on the same model, batch, threads and steps (2 processes, and 1 process without DDP) while
-//     both ranks here sleep, and the ratio of ptrain's 2-rank images/s to DDP's is printed.
+// PyTorch's DDP over gloo on the same work: bench/torch_ddp_peer.py; bench/run_data_parallel.sh
+// runs both and prints the ratios.
 //
 // Under `mpiexec -n 1` it prints the 1-rank training figure alone (a cross-check of (b)).
 #include <algorithm>
@@ -46,6 +48,13 @@ double median(std::vector<double> v) {
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::max(1, std::atoi(v)) : fallback;
+}
+
+// PTRAIN_BENCH_BUCKET_KIB sets DataParallel's bucket size (default: DataParallel's own).
+ptrain::DataParallelOptions bucket_options() {
+  ptrain::DataParallelOptions options;
+  if (const char* v = std::getenv("PTRAIN_BENCH_BUCKET_KIB")) options.bucket_bytes = std::strtoull(v, nullptr, 10) << 10;
+  return options;
 }
 
 std::shared_ptr<Net> make_net() { return ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true}); }
@@ -88,7 +97,7 @@ struct DpSync {
   ptrain::DataParallel<ptrain::MpiAllreduce, Compression> dp;
   std::vector<ptrain::Var<float>> params;
 
-  explicit DpSync(ptrain::MpiComm& world) : dp(world) {
+  explicit DpSync(ptrain::MpiComm& world) : dp(world, bucket_options()) {
     dp.setup(*net);
     params = net->parameters();
   }
@@ -201,11 +210,7 @@ double time_step(Step&& step) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-struct WeakScaling {
-  double one_rank_images_per_sec = 0, two_rank_images_per_sec = 0;
-};
-
-WeakScaling bench_weak_scaling(ptrain::MpiSession& session, ptrain::MpiComm& world) {
+void bench_weak_scaling(ptrain::MpiSession& session, ptrain::MpiComm& world) {
   const MPI_Comm raw = session.world_handle();
   const int warmup = 1, steps = env_int("PTRAIN_BENCH_STEPS", 4);
   const RandomBatch data(99 + static_cast<std::uint64_t>(world.rank()));
@@ -213,7 +218,9 @@ WeakScaling bench_weak_scaling(ptrain::MpiSession& session, ptrain::MpiComm& wor
   auto alone = make_trainer(make_net());  // rank 0's 1-rank run, no policy
   auto parallel = make_trainer(make_net(), ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp32>(world));
 
-  std::vector<double> alone_seconds, parallel_seconds;
+  auto independent = make_trainer(make_net());  // both ranks at once, no synchronisation
+
+  std::vector<double> alone_seconds, independent_seconds, parallel_seconds;
   for (int i = 0; i < warmup + steps; ++i) {
     // 1 rank: rank 0 trains alone, rank 1 sleeps.
     sleep_at_barrier(raw);
@@ -221,69 +228,33 @@ WeakScaling bench_weak_scaling(ptrain::MpiSession& session, ptrain::MpiComm& wor
     if (world.rank() == 0) s = time_step([&] { alone->train_step(data.x, data.y); });
     sleep_at_barrier(raw);
     if (i >= warmup) alone_seconds.push_back(s);
+    // 2 ranks, each training on its own: what the machine allows two processes at once.
+    MPI_Barrier(raw);
+    s = slowest(time_step([&] { independent->train_step(data.x, data.y); }), raw);
+    if (i >= warmup) independent_seconds.push_back(s);
     // 2 ranks: both train data-parallel.
     MPI_Barrier(raw);
     s = slowest(time_step([&] { parallel->train_step(data.x, data.y); }), raw);
     if (i >= warmup) parallel_seconds.push_back(s);
   }
-  WeakScaling r;
-  r.one_rank_images_per_sec = batch / median(alone_seconds);
-  r.two_rank_images_per_sec = world.size() * batch / median(parallel_seconds);
   if (world.rank() == 0) {
+    const double one_rank_images_per_sec = batch / median(alone_seconds);
+    const double two_rank_images_per_sec = world.size() * batch / median(parallel_seconds);
     std::printf("bench=weak_scaling impl=ptrain ranks=1 threads=1 batch_per_rank=%lld steps=%d median_ms=%.1f "
                 "images_per_sec=%.2f\n",
-                static_cast<long long>(batch), steps, 1e3 * median(alone_seconds), r.one_rank_images_per_sec);
-    std::printf("bench=weak_scaling impl=ptrain_data_parallel_fp32 ranks=%d threads=1 batch_per_rank=%lld steps=%d "
+                static_cast<long long>(batch), steps, 1e3 * median(alone_seconds), one_rank_images_per_sec);
+    const double independent_images_per_sec = world.size() * batch / median(independent_seconds);
+    std::printf("bench=weak_scaling impl=ptrain_independent ranks=%d threads=1 batch_per_rank=%lld steps=%d "
                 "median_ms=%.1f images_per_sec=%.2f efficiency=%.3f\n",
+                world.size(), static_cast<long long>(batch), steps, 1e3 * median(independent_seconds),
+                independent_images_per_sec, independent_images_per_sec / (world.size() * one_rank_images_per_sec));
+    std::printf("bench=weak_scaling impl=ptrain_data_parallel_fp32 ranks=%d threads=1 batch_per_rank=%lld steps=%d "
+                "median_ms=%.1f images_per_sec=%.2f efficiency=%.3f efficiency_vs_independent=%.3f\n",
                 world.size(), static_cast<long long>(batch), steps, 1e3 * median(parallel_seconds),
-                r.two_rank_images_per_sec, r.two_rank_images_per_sec / (world.size() * r.one_rank_images_per_sec));
+                two_rank_images_per_sec, two_rank_images_per_sec / (world.size() * one_rank_images_per_sec),
+                two_rank_images_per_sec / independent_images_per_sec);
     std::fflush(stdout);
   }
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// (c) PyTorch DDP over gloo
-
-// JSON lines {"impl": ..., "ranks": ..., "images_per_sec": ...} from the peer, by ranks.
-std::vector<std::pair<int, double>> run_torch_ddp(int steps) {
-  std::vector<std::pair<int, double>> out;
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return out;
-  const std::string cmd = "/usr/bin/python3 " PTRAIN_BENCH_DIR "/torch_ddp_peer.py --batch " + std::to_string(batch) +
-                          " --warmup 1 --steps " + std::to_string(steps) + " 2>/dev/null";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return out;
-  char line[1024];
-  while (std::fgets(line, sizeof line, pipe)) {
-    const std::string s = line;
-    const auto ranks = s.find("\"ranks\": "), ips = s.find("\"images_per_sec\": ");
-    if (ranks == std::string::npos || ips == std::string::npos) continue;
-    out.emplace_back(std::atoi(s.c_str() + ranks + 9), std::atof(s.c_str() + ips + 18));
-  }
-  ::pclose(pipe);
-  return out;
-}
-
-void bench_torch_ddp(ptrain::MpiSession& session, ptrain::MpiComm& world, const WeakScaling& ours) {
-  if (world.rank() != 0) return sleep_at_barrier(session.world_handle());
-  const auto torch = run_torch_ddp(env_int("PTRAIN_BENCH_STEPS", 4));
-  sleep_at_barrier(session.world_handle());
-  if (torch.empty()) {
-    std::printf("bench=weak_scaling impl=pytorch_ddp_gloo status=skipped reason=\"/usr/bin/python3 cannot import "
-                "torch (or bench/torch_ddp_peer.py failed)\"\n");
-    return;
-  }
-  double one = 0, two = 0;
-  for (auto [ranks, ips] : torch) (ranks == 1 ? one : two) = ips;
-  std::printf("bench=weak_scaling impl=pytorch ranks=1 threads=1 batch_per_rank=%lld images_per_sec=%.2f\n",
-              static_cast<long long>(batch), one);
-  std::printf("bench=weak_scaling impl=pytorch_ddp_gloo ranks=2 threads=1 batch_per_rank=%lld images_per_sec=%.2f "
-              "efficiency=%.3f\n",
-              static_cast<long long>(batch), two, one > 0 ? two / (2 * one) : 0.0);
-  if (two > 0)
-    std::printf("bench=weak_scaling ratio_ptrain_dp_over_pytorch_ddp=%.3f ratio_ptrain_1rank_over_pytorch_1rank=%.3f\n",
-                ours.two_rank_images_per_sec / two, one > 0 ? ours.one_rank_images_per_sec / one : 0.0);
-  std::fflush(stdout);
 }
 
 }  // namespace
@@ -308,10 +279,8 @@ int main(int argc, char** argv) {
                   static_cast<long long>(batch), steps, 1e3 * median(seconds), batch / median(seconds));
       return;
     }
-    const std::string only = argc > 1 ? argv[1] : "sync,weak,torch";
+    const std::string only = argc > 1 ? argv[1] : "sync,weak";
     if (only.find("sync") != std::string::npos) bench_sync(session, world);
-    WeakScaling ours;
-    if (only.find("weak") != std::string::npos) ours = bench_weak_scaling(session, world);
-    if (only.find("torch") != std::string::npos) bench_torch_ddp(session, world, ours);
+    if (only.find("weak") != std::string::npos) bench_weak_scaling(session, world);
   });
 }
