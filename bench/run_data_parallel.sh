@@ -33,7 +33,7 @@ awk '
   /"impl": "pytorch_ddp_gloo"/ { torch2 = field($0, "\"images_per_sec\": ") }
   END {
     printf "bench=weak_scaling impl=pytorch ranks=1 threads=1 batch_per_rank=64 images_per_sec=%.2f\n", torch1
-    printf "bench=weak_scaling impl=pytorch_ddp_gloo ranks=2 threads=1 batch_per_rank=64 images_per_sec=%.2f efficiency=%.3f\n", torch2, torch1 > 0 ? torch2 / (2 * torch1) : 0
+    printf "bench=weak_scaling impl=pytorch_ddp_gloo ranks=2 threads=1 batch_per_rank=64 images_per_sec=%.2f efficiency=%.3f\n", torch2, (torch1 > 0 ? torch2 / (2 * torch1) : 0)
     if (torch2 > 0 && ours2 > 0) printf "bench=weak_scaling ratio_ptrain_dp_over_pytorch_ddp=%.3f\n", ours2 / torch2
     if (torch1 > 0 && ours1 > 0) printf "bench=weak_scaling ratio_ptrain_1rank_over_pytorch_1rank=%.3f\n", ours1 / torch1
   }' "$out"
