@@ -7,10 +7,12 @@
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
 // this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
@@ -72,16 +74,17 @@ class BucketedAllreduce final : public GradientSync {
     }
     start_ready_buckets();
     const T inverse_world = T(1) / static_cast<T>(comm_.size());
-    for (auto& bucket : buckets_) {
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& bucket = buckets_[b];
       bucket.request->wait();
       bucket.request.reset();
       for (std::size_t s : bucket.slots) {
+        // The later buckets' reductions move on only inside MPI: poke them between the copies.
+        poke(b + 1, buckets_.size());
         Slot& slot = slots_[s];
         Tensor<T>& grad = slot.param.grad();
         if (!grad.defined()) grad = Tensor<T>(slot.param.shape());
-        convert(std::span<const Wire>(bucket.buffer.data() + slot.offset, static_cast<std::size_t>(slot.numel)),
-                std::span<T>(grad.data(), static_cast<std::size_t>(slot.numel)));
-        grad.array() *= inverse_world;
+        average_into(bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
         slot.ready = false;
       }
       bucket.pending = bucket.slots.size();
@@ -113,8 +116,28 @@ class BucketedAllreduce final : public GradientSync {
     if (--bucket.pending == 0) start_ready_buckets();
     // MPI moves a non-blocking collective only while the process is inside MPI: poke the
     // reductions in flight each time backward hands over a gradient.
-    for (std::size_t b = 0; b < next_; ++b)
+    poke(0, next_);
+  }
+
+  void poke(std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b)
       if (buckets_[b].request) buckets_[b].request->test();
+  }
+
+  // grad = sum * inverse_world in one pass over memory: cast and scale a cache-sized chunk at a
+  // time (a whole-tensor cast followed by a whole-tensor scale reads and writes it twice).
+  static void average_into(const Wire* sum, T* grad, std::int64_t numel, T inverse_world) {
+    const auto n = static_cast<std::size_t>(numel);
+    if constexpr (std::is_same_v<Wire, T>) {
+      for (std::size_t i = 0; i < n; ++i) grad[i] = sum[i] * inverse_world;
+    } else {
+      constexpr std::size_t chunk = 4096;
+      for (std::size_t at = 0; at < n; at += chunk) {
+        const std::size_t m = std::min(chunk, n - at);
+        convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
+        for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
+      }
+    }
   }
 
   void start_ready_buckets() {
