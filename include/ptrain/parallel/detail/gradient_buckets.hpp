@@ -47,9 +47,12 @@ class BucketedAllreduce final : public GradientSync {
       slots_.push_back({*it, buckets_.size() - 1, in_bucket, n, false});
       b.slots.push_back(slots_.size() - 1);
       in_bucket += n;
-      b.buffer.resize(static_cast<std::size_t>(in_bucket));
+      b.size = in_bucket;
     }
-    for (auto& b : buckets_) b.pending = b.slots.size();
+    for (auto& b : buckets_) {
+      b.buffer = Tensor<Wire>({b.size});
+      b.pending = b.slots.size();
+    }
     for (std::size_t s = 0; s < slots_.size(); ++s)
       slots_[s].param.on_grad_ready([this, s](Node<T>& node) { gradient_ready(s, node); });
   }
@@ -67,7 +70,7 @@ class BucketedAllreduce final : public GradientSync {
       Bucket& bucket = buckets_[b];
       for (std::size_t s : bucket.slots)
         if (!slots_[s].ready) {
-          std::fill_n(bucket.buffer.begin() + slots_[s].offset, slots_[s].numel, Wire(0.0f));
+          std::fill_n(bucket.buffer.data() + slots_[s].offset, slots_[s].numel, Wire(0.0f));
           slots_[s].ready = true;
         }
       bucket.pending = 0;
@@ -83,8 +86,14 @@ class BucketedAllreduce final : public GradientSync {
         poke(b + 1, buckets_.size());
         Slot& slot = slots_[s];
         Tensor<T>& grad = slot.param.grad();
-        if (!grad.defined()) grad = Tensor<T>(slot.param.shape());
-        average_into(bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
+        if constexpr (std::is_same_v<Wire, T>) {
+          // Averaged on the way in: the gradient becomes a view of the reduced bucket, no copy back
+          // (DDP's gradient_as_bucket_view). The next step's zero_grad lets go of it.
+          grad = bucket.buffer.slice(slot.offset, slot.offset + slot.numel).reshape(slot.param.shape());
+        } else {
+          if (!grad.defined()) grad = Tensor<T>(slot.param.shape());
+          average_into(bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
+        }
         slot.ready = false;
       }
       bucket.pending = bucket.slots.size();
@@ -101,7 +110,8 @@ class BucketedAllreduce final : public GradientSync {
   };
   struct Bucket {
     std::vector<std::size_t> slots;
-    std::vector<Wire> buffer;
+    std::int64_t size = 0;
+    Tensor<Wire> buffer;
     std::size_t pending = 0;
     std::optional<typename Comm::Request> request;
   };
@@ -110,8 +120,17 @@ class BucketedAllreduce final : public GradientSync {
     Slot& slot = slots_[s];
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
-    convert(std::span<const T>(node.grad.data(), static_cast<std::size_t>(slot.numel)),
-            std::span<Wire>(bucket.buffer.data() + slot.offset, static_cast<std::size_t>(slot.numel)));
+    Wire* dst = bucket.buffer.data() + slot.offset;
+    if constexpr (std::is_same_v<Wire, T>) {
+      // Scaled by 1/world here, so the reduced bucket is already the average. The gradient may
+      // itself be last step's view of this very range (accumulation without zero_grad): in place.
+      const T inverse_world = T(1) / static_cast<T>(comm_.size());
+      const T* src = node.grad.data();
+      for (std::int64_t i = 0; i < slot.numel; ++i) dst[i] = src[i] * inverse_world;
+    } else {
+      convert(std::span<const T>(node.grad.data(), static_cast<std::size_t>(slot.numel)),
+              std::span<Wire>(dst, static_cast<std::size_t>(slot.numel)));
+    }
     slot.ready = true;
     if (--bucket.pending == 0) start_ready_buckets();
     // MPI moves a non-blocking collective only while the process is inside MPI: poke the
@@ -128,22 +147,18 @@ class BucketedAllreduce final : public GradientSync {
   // time (a whole-tensor cast followed by a whole-tensor scale reads and writes it twice).
   static void average_into(const Wire* sum, T* grad, std::int64_t numel, T inverse_world) {
     const auto n = static_cast<std::size_t>(numel);
-    if constexpr (std::is_same_v<Wire, T>) {
-      for (std::size_t i = 0; i < n; ++i) grad[i] = sum[i] * inverse_world;
-    } else {
-      constexpr std::size_t chunk = 4096;
-      for (std::size_t at = 0; at < n; at += chunk) {
-        const std::size_t m = std::min(chunk, n - at);
-        convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
-        for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
-      }
+    constexpr std::size_t chunk = 4096;
+    for (std::size_t at = 0; at < n; at += chunk) {
+      const std::size_t m = std::min(chunk, n - at);
+      convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
+      for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
     }
   }
 
   void start_ready_buckets() {
     while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
       Bucket& bucket = buckets_[next_++];
-      bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer)));
+      bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer.data(), static_cast<std::size_t>(bucket.size))));
     }
   }
 
