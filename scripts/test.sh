@@ -11,7 +11,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD
 cmake --build build -j "$jobs"
 
 failed=()
-ctest --test-dir build --output-on-failure || failed+=("ctest")
+ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
+ctest --test-dir build --output-on-failure 2>&1 | tee "$ctest_console" || failed+=("ctest")
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 package_log=build/package_test.log
@@ -27,7 +28,7 @@ if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
     echo "  compiled: test/cuda/$program${archs:+ (GPU code for $archs)}"
   done
   grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
-  not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | sed 's/^package test: //' | awk '!seen[$0]++' || true)
+  not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | grep -v "Slurm" | sed 's/^package test: //' | awk '!seen[$0]++' || true)
   if [ -n "$not_run" ]; then
     echo "CUDA device tests NOT RUN: no CUDA device. These were compiled but could not run here (no GPU):"
     printf '%s\n' "$not_run" | sed 's/^/  /'
@@ -40,6 +41,17 @@ else
   else
     echo "CUDA compile checks SKIPPED: no CUDA toolkit found (no working nvcc on PATH or in /usr/local/cuda/bin)"
   fi
+fi
+# test/slurm (label slurm): MPI under a real Slurm and across two network-namespace hosts.
+slurm_failed=$(sed -nE 's/^[[:space:]]+[0-9]+ - (slurm\/[^ ]+) \((.*)\)$/\1 (\2)/p' "$ctest_console" | grep -v '(Skipped)' | paste -sd' ' || true)
+if [ "$(ctest --test-dir build -N -L slurm | grep -c 'slurm/' || true)" = 0 ]; then
+  echo "Slurm tests: not built (they need MPI, which CMake did not find)"
+elif [ -n "$slurm_failed" ]; then
+  echo "Slurm tests FAILED: $slurm_failed"
+elif grep -q "NOT RUN: the Slurm and multi-host tests need root" "$ctest_log"; then
+  echo "Slurm tests SKIPPED (NOT RUN): they need root (network namespaces, daemons)"
+else
+  echo "Slurm tests: ran and passed (srun and sbatch on one node; srun across two network-namespace hosts over TCP)"
 fi
 if [ ${#failed[@]} -eq 0 ]; then
   echo "ALL PASSED: ctest and the installed-package test"
