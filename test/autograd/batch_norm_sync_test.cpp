@@ -11,6 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "../common/compare.hpp"
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/batch_norm.hpp>
 
@@ -49,17 +50,7 @@ Tensor<T> convert(const Tensor<double>& t) {
   return out;
 }
 
-// Worst |got - expected| / max(1, |expected|).
-template <class T>
-double worst_error(const Tensor<T>& got, const Tensor<T>& expected) {
-  BOOST_REQUIRE(got.shape() == expected.shape());
-  double worst = 0;
-  for (std::int64_t i = 0; i < got.numel(); ++i) {
-    const double e = static_cast<double>(expected[i]);
-    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - e) / std::max(1.0, std::abs(e)));
-  }
-  return worst;
-}
+using ptrain::test::worst_error;
 
 struct Result {
   std::vector<Tensor<double>> y, gx;  // per replica, as double

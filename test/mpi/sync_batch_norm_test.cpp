@@ -11,6 +11,7 @@
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include "../common/compare.hpp"
 #include <ptrain/autograd/backward.hpp>
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/nn/batch_norm.hpp>
@@ -56,17 +57,7 @@ Tensor<T> sequence(const Shape& shape, double phase, double offset) {
   return t;
 }
 
-// Worst |got - expected| / max(1, |expected|).
-template <class T>
-double worst_error(const Tensor<T>& got, const Tensor<T>& expected) {
-  BOOST_REQUIRE(got.shape() == expected.shape());
-  double worst = 0;
-  for (std::int64_t i = 0; i < got.numel(); ++i) {
-    const double e = static_cast<double>(expected[i]);
-    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - e) / std::max(1.0, std::abs(e)));
-  }
-  return worst;
-}
+using ptrain::test::worst_error;
 
 // Rows [bounds[r], bounds[r + 1]) of the global batch belong to rank r.
 std::vector<std::int64_t> even_bounds(int ranks) {

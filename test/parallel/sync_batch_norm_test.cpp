@@ -9,6 +9,7 @@
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include "../common/compare.hpp"
 #include <ptrain/autograd/backward.hpp>
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/comm/self_comm.hpp>
@@ -118,16 +119,7 @@ Tensor<T> repeat_rows(const Tensor<T>& t, int times) {
   return out;
 }
 
-template <class T>
-double worst_error(const Tensor<T>& got, const Tensor<T>& expected) {
-  BOOST_REQUIRE(got.shape() == expected.shape());
-  double worst = 0;
-  for (std::int64_t i = 0; i < got.numel(); ++i) {
-    const double e = static_cast<double>(expected[i]);
-    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - e) / std::max(1.0, std::abs(e)));
-  }
-  return worst;
-}
+using ptrain::test::worst_error;
 
 }  // namespace
 
