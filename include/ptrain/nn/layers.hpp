@@ -37,27 +37,27 @@ class Dropout : public Module<T> {
   Rng* rng_;
 };
 
-template <class T = float>
-class MaxPool2d : public Module<T> {
+enum class PoolKind { max, average };
+
+// nn.MaxPool2d / nn.AvgPool2d: square windows, stride defaulting to the kernel size.
+template <class T, PoolKind kind>
+class Pool2d : public Module<T> {
  public:
-  explicit MaxPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+  explicit Pool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
       : kernel_(kernel), stride_(stride ? stride : kernel), padding_(padding) {}
-  Var<T> forward(const Var<T>& x) override { return max_pool2d(x, kernel_, stride_, padding_); }
+  Var<T> forward(const Var<T>& x) override {
+    if constexpr (kind == PoolKind::max) return max_pool2d(x, kernel_, stride_, padding_);
+    else return avg_pool2d(x, kernel_, stride_, padding_);
+  }
 
  private:
   std::int64_t kernel_, stride_, padding_;
 };
 
 template <class T = float>
-class AvgPool2d : public Module<T> {
- public:
-  explicit AvgPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
-      : kernel_(kernel), stride_(stride ? stride : kernel), padding_(padding) {}
-  Var<T> forward(const Var<T>& x) override { return avg_pool2d(x, kernel_, stride_, padding_); }
-
- private:
-  std::int64_t kernel_, stride_, padding_;
-};
+using MaxPool2d = Pool2d<T, PoolKind::max>;
+template <class T = float>
+using AvgPool2d = Pool2d<T, PoolKind::average>;
 
 template <class T = float>
 class AdaptiveAvgPool2d : public Module<T> {
