@@ -1,6 +1,9 @@
 #pragma once
-// The host device: 64-byte aligned allocations (full AVX-512 lines), memcpy copies.
+// The host device: 64-byte aligned allocations (full AVX-512 lines), memcpy copies, and a count
+// of the bytes of tensor storage alive (what a pipeline stage's activations are measured with).
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -19,12 +22,15 @@ struct Cpu {
     const std::size_t bytes = (count * sizeof(T) + alignment - 1) / alignment * alignment;
     void* p = std::aligned_alloc(alignment, bytes);
     if (!p) throw std::bad_alloc();
+    live_bytes_.fetch_add(static_cast<std::int64_t>(count * sizeof(T)), std::memory_order_relaxed);
     return static_cast<T*>(p);
   }
   template <class T>
-  static void deallocate(T* p, std::size_t) {
+  static void deallocate(T* p, std::size_t count) {
+    if (p) live_bytes_.fetch_sub(static_cast<std::int64_t>(count * sizeof(T)), std::memory_order_relaxed);
     std::free(p);
   }
+  static std::int64_t live_bytes() { return live_bytes_.load(std::memory_order_relaxed); }
   template <class T>
   static void copy_to_host(T* host_dst, const T* src, std::size_t count) {
     if (count) std::memcpy(host_dst, src, count * sizeof(T));
@@ -42,6 +48,9 @@ struct Cpu {
     for (std::size_t i = 0; i < count; ++i) dst[i] = value;
   }
   static int threads() { return num_threads(); }
+
+ private:
+  static inline std::atomic<std::int64_t> live_bytes_{0};
 };
 
 }  // namespace ptrain

@@ -47,6 +47,16 @@ class DataParallel {
   const DataParallelOptions& options() const { return options_; }
   std::size_t bucket_count() const { return sync_ ? sync_->bucket_count() : 0; }
 
+  // Trainer point: with a pipeline in the same Trainer, average over the ranks that hold the same
+  // stage (the grid's data-parallel group) instead of the whole world.
+  template <class Grid>
+    requires requires(const Grid& g) { { g.stage_of(0) } -> std::convertible_to<int>; }
+  void join_pipeline_grid(const Grid& grid) {
+    const int rank = comm_->rank();
+    data_group_ = std::make_shared<Comm>(comm_->split(grid.stage_of(rank), rank));
+    comm_ = data_group_.get();
+  }
+
   // Trainer point: same model on every rank, rank 0's weights everywhere, hooks installed.
   template <class T>
   void setup(Module<T>& model) {
@@ -98,6 +108,7 @@ class DataParallel {
 
  private:
   Comm* comm_;
+  std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
 };

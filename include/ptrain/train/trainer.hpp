@@ -1,9 +1,14 @@
 #pragma once
 // Trainer<Model, Policies...>: the training loop. A step is cut into named points where the
 // parallel policies plug in (see docs/policies.md):
-//   setup(model)                        once, at construction (broadcast, split the grid)
-//   before_backward(model, ends_in_step) each micro-step; false while accumulating gradients
+//   pipeline_grid(), join_pipeline_grid(grid)  once: a pipeline lays out the world, data
+//                                       parallelism then averages over one stage's ranks
+//   partition(model, data_parallel)     once: the part of the model this rank runs (pipeline);
+//                                       every later point gets that part
+//   setup(model)                        once, at construction (broadcast, hooks)
+//   before_backward(model, ends_in_step) before each backward; false while accumulating gradients
 //   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
+//   evaluate_batch(model, inputs, targets) optional: replaces an evaluation forward (pipeline)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
 //   reduce(totals)                      sum an epoch's loss/correct/count over ranks
@@ -28,6 +33,7 @@
 #include "ptrain/io/csv_log.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/optim/optimizer.hpp"
+#include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/progress.hpp"
 
 namespace ptrain {
@@ -38,15 +44,6 @@ struct TrainerOptions {
   bool print_epochs = true;   // one line per epoch
   double label_smoothing = 0.0;
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
-};
-
-// Sums over an epoch; policies reduce these across ranks.
-struct EpochTotals {
-  double loss_sum = 0;  // sum over samples of the per-sample loss
-  double correct = 0;
-  double samples = 0;
-  double loss() const { return samples > 0 ? loss_sum / samples : std::nan(""); }
-  double accuracy() const { return samples > 0 ? correct / samples : std::nan(""); }
 };
 
 struct EpochResult {
@@ -73,8 +70,24 @@ class Trainer {
           options_.accumulation_steps);
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
+    bool data_parallel = false;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.setup(*model_); }) p.setup(*model_);
+      if constexpr (requires { p.pipeline_grid(); }) {
+        const auto grid = p.pipeline_grid();
+        for_each_policy([&](auto& q) {
+          if constexpr (requires { q.join_pipeline_grid(grid); }) {
+            q.join_pipeline_grid(grid);
+            data_parallel = true;
+          }
+        });
+      }
+    });
+    local_ = model_.get();
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.partition(*model_, data_parallel); }) local_ = &p.partition(*model_, data_parallel);
+    });
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.setup(*local_); }) p.setup(*local_);
     });
     if (!options_.csv_log.empty() && is_main())
       csv_.emplace(options_.csv_log, std::vector<std::string>{"epoch", "train_loss", "train_accuracy", "val_loss",
@@ -85,6 +98,8 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   Model& model() { return *model_; }
+  // The layers this rank runs: the whole model, or its pipeline stage.
+  Module<T>& local_model() { return *local_; }
   template <class P>
   P& policy() { return std::get<P>(policies_); }
   std::int64_t global_step() const { return step_; }
@@ -100,23 +115,26 @@ class Trainer {
     const int k = options_.accumulation_steps;
     if (micro_step_ == 0) model_->zero_grad();
     const bool ends_in_step = ++micro_step_ == k;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.before_backward(*model_, ends_in_step); }) p.before_backward(*model_, ends_in_step);
-    });
-    EpochTotals batch = forward_backward(inputs, targets, 1.0 / k);
+    const auto before_backward = [&](bool last_backward_of_batch) {
+      for_each_policy([&](auto& p) {
+        if constexpr (requires { p.before_backward(*local_, ends_in_step); })
+          p.before_backward(*local_, ends_in_step && last_backward_of_batch);
+      });
+    };
+    EpochTotals batch = forward_backward(inputs, targets, 1.0 / k, before_backward);
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.before_optimizer_step(*model_) } -> std::convertible_to<bool>; })
-        proceed = p.before_optimizer_step(*model_) && proceed;
+      if constexpr (requires { { p.before_optimizer_step(*local_) } -> std::convertible_to<bool>; })
+        proceed = p.before_optimizer_step(*local_) && proceed;
     });
     if (proceed) {
       NoGradGuard no_grad;
       step_optimizer_();
     }
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.after_optimizer_step(*model_); }) p.after_optimizer_step(*model_);
+      if constexpr (requires { p.after_optimizer_step(*local_); }) p.after_optimizer_step(*local_);
     });
     ++step_;
     for (auto& callback : step_callbacks_) callback(step_);
@@ -133,9 +151,7 @@ class Trainer {
     std::int64_t done = 0;
     for (const auto& batch : loader) {
       const EpochTotals b = train_step(batch.inputs, batch.targets);
-      totals.loss_sum += b.loss_sum;
-      totals.correct += b.correct;
-      totals.samples += b.samples;
+      totals += b;
       bar.update(++done, b.loss());
     }
     bar.finish();
@@ -148,12 +164,7 @@ class Trainer {
     model_->eval();
     NoGradGuard no_grad;
     EpochTotals totals;
-    for (const auto& batch : loader) {
-      const Var<T> logits = model_->forward(Var<T>(batch.inputs));
-      totals.loss_sum += cross_entropy(logits, batch.targets).value()[0] * static_cast<double>(batch.targets.size());
-      totals.correct += static_cast<double>(top1_correct(logits.value(), batch.targets));
-      totals.samples += static_cast<double>(batch.targets.size());
-    }
+    for (const auto& batch : loader) totals += evaluate_batch(batch.inputs, batch.targets);
     reduce(totals);
     model_->train();
     return totals;
@@ -205,18 +216,35 @@ class Trainer {
   }
 
   // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient.
-  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale) {
+  template <class BeforeBackward>
+  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale,
+                               const BeforeBackward& before_backward) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.forward_backward(*model_, inputs, targets, options_.label_smoothing, loss_scale); })
-        replaced = p.forward_backward(*model_, inputs, targets, options_.label_smoothing, loss_scale);
+      if constexpr (requires {
+                      p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
+                    })
+        replaced = p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
     });
     if (replaced) return *replaced;
     const Var<T> logits = model_->forward(Var<T>(inputs));
     const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing);
+    before_backward(true);
     backward(loss_scale == 1.0 ? loss : scale(loss, loss_scale));
     const double n = static_cast<double>(targets.size());
     return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
+  }
+
+  EpochTotals evaluate_batch(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+    std::optional<EpochTotals> replaced;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets); })
+        replaced = p.evaluate_batch(*local_, inputs, targets);
+    });
+    if (replaced) return *replaced;
+    const Var<T> logits = model_->forward(Var<T>(inputs));
+    const double n = static_cast<double>(targets.size());
+    return {cross_entropy(logits, targets).value()[0] * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
   }
 
   void reduce(EpochTotals& totals) {
@@ -245,6 +273,7 @@ class Trainer {
   }
 
   std::shared_ptr<Model> model_;
+  Module<T>* local_ = nullptr;
   TrainerOptions options_;
   std::tuple<Policies...> policies_;
   std::function<void()> step_optimizer_;

@@ -1,0 +1,370 @@
+#pragma once
+// Pipeline<M, Schedule>: the model, a Sequential, is cut into S stages on S ranks and every batch
+// into M micro-batches; activations flow forward and gradients back with non-blocking messages,
+// the loss is computed on the last stage, and gradients add up over the micro-batches so that a
+// step equals the full batch's step (as torchgpipe, FairScale Pipe and DeepSpeed do).
+//
+//   MpiComm world(session);
+//   Trainer<Net, Pipeline<4, OneFOneB>> t(model, sgd, {}, Pipeline<4, OneFOneB>(world));
+//   Trainer<Net, DataParallel<MpiAllreduce>, Pipeline<4>> h(model, sgd, {},
+//       DataParallel<MpiAllreduce>(world), Pipeline<4>(world, {.stages = 2}));
+//
+// With more ranks than stages the world is a grid: stage = rank % S, replica = rank / S; the S
+// consecutive ranks of a replica form one pipeline and DataParallel averages each stage's
+// gradients over the ranks that hold that stage (docs/policies.md, "pipeline grid").
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptrain/autograd/backward.hpp"
+#include "ptrain/autograd/ops/accuracy.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
+#include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/comm/any_comm.hpp"
+#include "ptrain/core/log.hpp"
+#include "ptrain/nn/sequential.hpp"
+#include "ptrain/parallel/detail/pipeline_partition.hpp"
+#include "ptrain/parallel/detail/pipeline_schedule.hpp"
+#include "ptrain/train/epoch_totals.hpp"
+
+namespace ptrain {
+
+struct PipelineOptions {
+  int stages = 0;                       // 0: one stage per rank of the world
+  std::vector<std::size_t> cut_points;  // first layer of stages 1..S-1; empty: balance parameters
+  bool checkpoint = false;              // keep only each micro-batch's input; recompute in backward
+  bool print_plan = true;               // rank 0 prints the grid and the split at setup
+};
+
+// How the world is laid out; DataParallel splits its communicator by stage_of(rank).
+struct PipelineGrid {
+  int stages = 1, replicas = 1;
+  int stage_of(int world_rank) const { return world_rank % stages; }
+  int replica_of(int world_rank) const { return world_rank / stages; }
+};
+
+// What the last step measured on this stage.
+struct PipelineStepStats {
+  int peak_live_micro_batches = 0;       // micro-batches whose activations were held at once
+  std::int64_t peak_activation_bytes = 0;  // host tensor bytes above the step's start, less gradients
+  double wait_seconds = 0;               // blocked on messages from the neighbouring stages
+  double step_seconds = 0;
+};
+
+template <int MicroBatches, class Schedule = GPipe>
+class Pipeline {
+  static_assert(MicroBatches >= 1, "Pipeline<M>: M, the number of micro-batches per batch, must be at least 1");
+  static_assert(PipelineSchedule<Schedule>, "Pipeline<M, Schedule>: Schedule must be ptrain::GPipe or ptrain::OneFOneB");
+
+ public:
+  static constexpr int micro_batches = MicroBatches;
+  using schedule = Schedule;
+
+  template <Communicator C>
+  explicit Pipeline(C& world, PipelineOptions options = {}) : Pipeline(AnyComm::borrow(world), std::move(options)) {}
+
+  // Every rank checks the grid before the collective split, so a bad one fails everywhere.
+  Pipeline(AnyComm world, PipelineOptions options)
+      : options_(std::move(options)),
+        world_rank_(world.rank()),
+        grid_(make_grid(world.size(), options_.stages)),
+        pipe_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))) {}
+
+  int stage() const { return grid_.stage_of(world_rank_); }
+  int stages() const { return grid_.stages; }
+  int replica() const { return grid_.replica_of(world_rank_); }
+  int replicas() const { return grid_.replicas; }
+  bool is_first_stage() const { return stage() == 0; }
+  bool is_last_stage() const { return stage() == stages() - 1; }
+  const PipelineStepStats& last_step() const { return stats_; }
+
+  // Trainer point: the grid, for the data-parallel policy to split its communicator by stage.
+  PipelineGrid pipeline_grid() const { return grid_; }
+
+  // Trainer point: this rank's stage of the model (its layers, under their names in the whole
+  // model); the other points and the other policies work on it.
+  template <class Model>
+  Module<typename Model::scalar_type>& partition(Model& model, bool data_parallel) {
+    using T = typename Model::scalar_type;
+    static_assert(std::derived_from<Model, Sequential<T>>,
+                  "Pipeline: the model must be a ptrain::Sequential (or derive from one); a pipeline cuts it "
+                  "between its top-level layers");
+    check(grid_.replicas == 1 || data_parallel, "Pipeline: ", grid_.replicas * grid_.stages, " ranks make ",
+          grid_.replicas, " copies of the ", grid_.stages,
+          "-stage pipeline; add DataParallel to the Trainer to average their gradients, or use as many stages as ranks");
+    std::vector<std::int64_t> parameters;
+    for (const auto& [name, layer] : model.children()) parameters.push_back(layer->parameter_count());
+    ranges_ = options_.cut_points.empty() ? detail::balanced_stages(parameters, grid_.stages)
+                                          : detail::stages_at(options_.cut_points, model.size(), grid_.stages);
+    auto local = std::make_shared<Sequential<T>>();
+    const auto [begin, end] = ranges_[static_cast<std::size_t>(stage())];
+    for (std::size_t i = begin; i < end; ++i) local->push_back(model.children()[i].first, model.children()[i].second);
+    if (options_.print_plan && world_rank_ == 0) print_plan(model, parameters);
+    stage_module_ = local;
+    return *local;
+  }
+
+  const std::vector<detail::StageRange>& stage_ranges() const { return ranges_; }
+
+  // Trainer point: the step's forwards and backwards in the schedule's order. before_backward(last)
+  // runs before each backward; last is true for the one that ends the step (gradient reductions).
+  template <class T, class BeforeBackward>
+  EpochTotals forward_backward(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
+                               double label_smoothing, double loss_scale, BeforeBackward&& before_backward) {
+    const auto start = Clock::now();
+    Run<T> run(*this, local, inputs, targets, MicroBatches, label_smoothing);
+    const auto actions = detail::stage_actions<Schedule>(stage(), stages(), MicroBatches);
+    int backwards_left = MicroBatches;
+    for (const auto& action : actions) {
+      if (action.kind == detail::PipelineAction::forward) {
+        run.forward(action.micro_batch, true);
+      } else {
+        before_backward(--backwards_left == 0);
+        run.backward(action.micro_batch, loss_scale);
+      }
+    }
+    run.finish();
+    stats_ = run.stats;
+    stats_.step_seconds = seconds_since(start);
+    return run.totals;
+  }
+
+  // Trainer point: an evaluation batch through the stages, forward only, in one piece.
+  template <class T>
+  EpochTotals evaluate_batch(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+    NoGradGuard no_grad;
+    Run<T> run(*this, local, inputs, targets, 1, 0.0);
+    run.forward(0, false);
+    run.finish();
+    return run.totals;
+  }
+
+  // Trainer point: only the last stage computes the loss; the sums come to every stage.
+  void reduce(EpochTotals& totals) {
+    double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
+    pipe_.allreduce_sum(std::span<double>(sums));
+    totals = {sums[0], sums[1], sums[2]};
+  }
+
+  bool is_main() const { return world_rank_ == 0; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static PipelineGrid make_grid(int world_size, int stages) {
+    PipelineGrid grid;
+    grid.stages = stages == 0 ? world_size : stages;
+    check(grid.stages >= 1, "Pipeline: stages must be at least 1, got ", grid.stages);
+    check(world_size % grid.stages == 0, "Pipeline: a world of ", world_size, " ranks cannot be cut into ",
+          grid.stages, "-stage pipelines; the world size must be a multiple of the number of stages");
+    grid.replicas = world_size / grid.stages;
+    return grid;
+  }
+  static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+  // Message tags per micro-batch: its activation's shape, the activation, the gradient.
+  static constexpr int shape_tag(int i) { return 3 * i; }
+  static constexpr int activation_tag(int i) { return 3 * i + 1; }
+  static constexpr int gradient_tag(int i) { return 3 * i + 2; }
+  static constexpr std::size_t max_rank = 8;
+
+  // One step (or evaluation batch) on this stage.
+  template <class T>
+  struct Run {
+    struct MicroBatch {
+      Var<T> input, output, loss;
+      bool live = false;
+    };
+    struct Outgoing {
+      AnyRequest request;
+      Tensor<T> tensor;
+      std::vector<double> shape;
+    };
+
+    Run(Pipeline& p, Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
+        double label_smoothing)
+        : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing),
+          baseline_bytes(held_bytes()), micro(static_cast<std::size_t>(pieces)) {
+      const auto batch = static_cast<std::int64_t>(targets.size());
+      check(batch >= pieces, "Pipeline<", pieces, ">: a batch of ", batch, " sample(s) cannot be cut into ", pieces,
+            " micro-batches");
+      if (p.is_first_stage())
+        check(inputs.rank() >= 1 && inputs.size(0) == batch, "Pipeline: the batch has ", targets.size(),
+              " targets but inputs of shape ", inputs.shape());
+      for (int i = 0; i <= pieces; ++i) bounds.push_back(batch * i / pieces);
+    }
+
+    std::int64_t size_of(int i) const { return bounds[i + 1] - bounds[i]; }
+    std::span<const std::int64_t> targets_of(int i) const {
+      return std::span<const std::int64_t>(targets).subspan(static_cast<std::size_t>(bounds[i]),
+                                                            static_cast<std::size_t>(size_of(i)));
+    }
+
+    void forward(int i, bool training) {
+      progress_sends();
+      MicroBatch& m = micro[static_cast<std::size_t>(i)];
+      m.input = p.is_first_stage() ? Var<T>(inputs.slice(bounds[i], bounds[i + 1]))
+                                   : Var<T>(receive_activation(i), training);
+      Var<T> output;
+      if (p.options_.checkpoint && training) {
+        NoGradGuard no_grad;
+        output = local.forward(m.input);
+      } else {
+        output = local.forward(m.input);
+      }
+      const bool keep_graph = training && !p.options_.checkpoint;
+      if (p.is_last_stage()) {
+        const Var<T> loss = cross_entropy(output, targets_of(i), smoothing);
+        const auto n = static_cast<double>(size_of(i));
+        totals.loss_sum += static_cast<double>(loss.value()[0]) * n;
+        totals.correct += static_cast<double>(top1_correct(output, targets_of(i)));
+        totals.samples += n;
+        if (keep_graph) m.loss = loss;
+      } else {
+        send(output.value(), i);
+        if (keep_graph) m.output = output;
+      }
+      if (!training) m.input = {};
+      m.live = training;
+      int live = 0;
+      for (const auto& mb : micro) live += mb.live ? 1 : 0;
+      stats.peak_live_micro_batches = std::max(stats.peak_live_micro_batches, live);
+      stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, held_bytes() - baseline_bytes);
+    }
+
+    // Host tensor bytes alive but for the parameters' gradients (allocated by the first backward
+    // and kept): what the step's micro-batches and messages hold.
+    std::int64_t held_bytes() const {
+      std::int64_t gradients = 0;
+      for (const auto& param : local.parameters())
+        if (param.grad().defined()) gradients += param.grad().numel() * static_cast<std::int64_t>(sizeof(T));
+      return Cpu::live_bytes() - gradients;
+    }
+
+    void backward(int i, double loss_scale) {
+      progress_sends();
+      MicroBatch& m = micro[static_cast<std::size_t>(i)];
+      check(m.live, "Pipeline: backward of micro-batch ", i, " before its forward (schedule error)");
+      if (p.options_.checkpoint) {  // recompute this stage's forward, now recording the graph
+        const Var<T> output = local.forward(m.input);
+        if (p.is_last_stage())
+          m.loss = cross_entropy(output, targets_of(i), smoothing);
+        else
+          m.output = output;
+      }
+      if (p.is_last_stage()) {
+        const double weight = static_cast<double>(size_of(i)) / static_cast<double>(targets.size()) * loss_scale;
+        if (m.loss.requires_grad()) ptrain::backward(scale(m.loss, static_cast<T>(weight)));
+      } else {
+        Tensor<T> grad = receive(m.output.shape(), p.stage() + 1, gradient_tag(i));
+        if (m.output.requires_grad()) ptrain::backward(m.output, std::move(grad));
+      }
+      if (!p.is_first_stage())
+        send_gradient(m.input.grad().defined() ? m.input.grad() : Tensor<T>::zeros(m.input.shape()), i);
+      m = MicroBatch{};
+    }
+
+    // Waits for every message this stage sent.
+    void finish() {
+      const auto start = Clock::now();
+      for (auto& o : outgoing) o.request.wait();
+      outgoing.clear();
+      stats.wait_seconds += seconds_since(start);
+    }
+
+    Tensor<T> receive_activation(int i) {
+      std::vector<double> header(max_rank + 1);
+      wait(p.pipe_.irecv(std::span<double>(header), p.stage() - 1, shape_tag(i)));
+      std::vector<std::int64_t> dims;
+      for (std::size_t d = 0; d < static_cast<std::size_t>(header[0]); ++d)
+        dims.push_back(static_cast<std::int64_t>(header[d + 1]));
+      return receive(Shape(dims.begin(), dims.end()), p.stage() - 1, activation_tag(i));
+    }
+    Tensor<T> receive(const Shape& shape, int source, int tag) {
+      Tensor<T> t(shape);
+      wait(p.pipe_.irecv(std::span<T>(t.data(), static_cast<std::size_t>(t.numel())), source, tag));
+      return t;
+    }
+    void send(const Tensor<T>& activation, int i) {
+      check(activation.rank() <= static_cast<int>(max_rank), "Pipeline: stage ", p.stage(),
+            " outputs a tensor of shape ", activation.shape(), "; at most ", max_rank, " dimensions can be sent");
+      Outgoing& header = outgoing.emplace_back();
+      header.shape.assign(max_rank + 1, 0.0);
+      header.shape[0] = activation.rank();
+      for (int d = 0; d < activation.rank(); ++d)
+        header.shape[static_cast<std::size_t>(d) + 1] = static_cast<double>(activation.size(d));
+      header.request = p.pipe_.isend(std::span<const double>(header.shape), p.stage() + 1, shape_tag(i));
+      Outgoing& data = outgoing.emplace_back();
+      data.tensor = activation;
+      data.request = p.pipe_.isend(span_of(data.tensor), p.stage() + 1, activation_tag(i));
+    }
+    void send_gradient(const Tensor<T>& grad, int i) {
+      Outgoing& o = outgoing.emplace_back();
+      o.tensor = grad;
+      o.request = p.pipe_.isend(span_of(o.tensor), p.stage() - 1, gradient_tag(i));
+    }
+    static std::span<const T> span_of(const Tensor<T>& t) { return {t.data(), static_cast<std::size_t>(t.numel())}; }
+
+    void wait(AnyRequest request) {
+      const auto start = Clock::now();
+      request.wait();
+      stats.wait_seconds += seconds_since(start);
+    }
+    // MPI moves a large message only while either side is inside an MPI call: nudge the sends,
+    // and free the buffers of those that are done.
+    void progress_sends() {
+      std::erase_if(outgoing, [](Outgoing& o) { return o.request.test(); });
+    }
+
+    Pipeline& p;
+    Module<T>& local;
+    const Tensor<T>& inputs;
+    const std::vector<std::int64_t>& targets;
+    double smoothing;
+    std::int64_t baseline_bytes;
+    std::vector<MicroBatch> micro;
+    std::vector<std::int64_t> bounds;
+    std::deque<Outgoing> outgoing;
+    EpochTotals totals;
+    PipelineStepStats stats;
+  };
+
+  template <class Model>
+  void print_plan(const Model& model, const std::vector<std::int64_t>& parameters) const {
+    char line[256];
+    std::snprintf(line, sizeof line, "pipeline: %d rank(s) = %d stage(s) x %d data-parallel replica(s); %s, %d micro-batches%s",
+                  grid_.stages * grid_.replicas, grid_.stages, grid_.replicas, Schedule::name, MicroBatches,
+                  options_.checkpoint ? ", activation checkpointing" : "");
+    log_line(line);
+    for (int s = 0; s < grid_.stages; ++s) {
+      const auto [begin, end] = ranges_[static_cast<std::size_t>(s)];
+      std::string names;
+      std::int64_t count = 0;
+      for (std::size_t i = begin; i < end; ++i) {
+        names += (i == begin ? "" : " ") + model.children()[i].first;
+        count += parameters[i];
+      }
+      std::string ranks;
+      for (int r = 0; r < grid_.replicas; ++r) ranks += (r ? "," : "") + std::to_string(r * grid_.stages + s);
+      std::snprintf(line, sizeof line, "  stage %d (ranks %s): layers %zu-%zu [%s], %lld parameters", s,
+                    ranks.c_str(), begin, end - 1, names.c_str(), static_cast<long long>(count));
+      log_line(line);
+    }
+  }
+
+  PipelineOptions options_;
+  int world_rank_ = 0;
+  PipelineGrid grid_;
+  AnyComm pipe_;  // this replica's stages, ranked by stage
+  std::vector<detail::StageRange> ranges_;
+  std::shared_ptr<void> stage_module_;
+  PipelineStepStats stats_;
+};
+
+}  // namespace ptrain

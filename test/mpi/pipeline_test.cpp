@@ -1,0 +1,209 @@
+// Pipeline under mpiexec -n 2, 3 and 4: the world as S = N stages, and (on an even world) as a
+// grid of N/2 data-parallel replicas x 2 stages; both schedules, with and without activation
+// checkpointing, end with the serial run's weights. 1F1B holds at most S - stage micro-batches of
+// activations where GPipe holds M; bad grids and too-short models fail on every rank.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/nn/conv.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "../common/compare.hpp"
+#include "mpi_test_main.hpp"
+
+using namespace ptrain;
+
+namespace {
+
+constexpr std::int64_t global_batch = 12;
+constexpr int steps = 3;
+constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
+
+// Inputs of 2 x height x height.
+std::shared_ptr<Sequential<float>> make_net(std::int64_t height = 8) {
+  manual_seed(7);
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  return std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Conv2d<float>>(2, 4, 3, same), make<ReLU<float>>(), make<Conv2d<float>>(4, 4, 3, same),
+      make<MaxPool2d<float>>(2), make<Flatten<float>>(), make<Linear<float>>(4 * (height / 2) * (height / 2), 8), make<ReLU<float>>(),
+      make<Linear<float>>(8, 3)});
+}
+
+std::shared_ptr<Sgd<float>> make_sgd(Module<float>& net) {
+  return std::make_shared<Sgd<float>>(net.parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+}
+
+struct Batches {
+  std::vector<Tensor<float>> inputs;
+  std::vector<std::vector<std::int64_t>> targets;
+};
+
+Batches make_batches(std::int64_t height = 8) {
+  Rng rng(99);
+  Batches b;
+  for (int s = 0; s < steps; ++s) {
+    Tensor<float> x({global_batch, 2, height, height});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
+    std::vector<std::int64_t> y;
+    for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
+    b.inputs.push_back(x);
+    b.targets.push_back(y);
+  }
+  return b;
+}
+
+using Weights = std::map<std::string, Tensor<float>>;
+
+Weights weights_of(Module<float>& m) {
+  Weights out;
+  for (auto& [name, p] : m.named_parameters()) out[name] = p.value().clone();
+  return out;
+}
+
+Weights serial_weights(const Batches& data) {
+  auto net = make_net();
+  Trainer<Sequential<float>> trainer(net, make_sgd(*net), quiet);
+  for (int s = 0; s < steps; ++s) trainer.train_step(data.inputs[s], data.targets[s]);
+  return weights_of(*net);
+}
+
+// Every parameter this rank's stage trained equals the serial run's within 1e-5 (relative to the
+// weight's size, at least 1): fp32 sums in another order.
+void check_stage(const Weights& stage, const Weights& serial, const std::string& what) {
+  BOOST_TEST(!stage.empty(), what << ": the stage has no parameters");
+  for (const auto& [name, w] : stage)
+    BOOST_TEST(test::worst_error(w, serial.at(name)) <= 1e-5, what << ": " << name);
+}
+
+template <class Schedule>
+Weights pipelined_weights(MpiComm& world, const Batches& data, bool checkpoint) {
+  auto net = make_net();
+  using P = Pipeline<4, Schedule>;
+  Trainer<Sequential<float>, P> trainer(net, make_sgd(*net), quiet,
+                                        P(world, {.checkpoint = checkpoint, .print_plan = false}));
+  for (int s = 0; s < steps; ++s) trainer.train_step(data.inputs[s], data.targets[s]);
+  return weights_of(trainer.local_model());
+}
+
+// stages x (world / stages) grid: replica r trains on its rows of every batch.
+template <class Schedule>
+Weights grid_weights(MpiComm& world, const Batches& data, bool checkpoint) {
+  auto net = make_net();
+  using P = Pipeline<4, Schedule>;
+  using DP = DataParallel<MpiAllreduce>;
+  P pipeline(world, {.stages = 2, .checkpoint = checkpoint, .print_plan = false});
+  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  Trainer<Sequential<float>, DP, P> trainer(net, make_sgd(*net), quiet, DP(world), pipeline);
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + rows);
+    trainer.train_step(data.inputs[s].slice(begin, begin + rows).clone(), y);
+  }
+  return weights_of(trainer.local_model());
+}
+
+bool says(const Error& e, const std::string& part) {
+  const bool found = std::string(e.what()).find(part) != std::string::npos;
+  if (!found) BOOST_TEST_MESSAGE("message was: " << e.what());
+  return found;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(pipeline_test)
+
+BOOST_AUTO_TEST_CASE(every_rank_a_stage_equals_the_serial_run) {
+  MpiComm world(test::session());
+  const auto data = make_batches();
+  const auto serial = serial_weights(data);
+  for (bool checkpoint : {false, true}) {
+    const std::string with = checkpoint ? " with checkpointing" : "";
+    check_stage(pipelined_weights<GPipe>(world, data, checkpoint), serial, "GPipe" + with);
+    check_stage(pipelined_weights<OneFOneB>(world, data, checkpoint), serial, "1F1B" + with);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(data_by_pipeline_grid_equals_the_serial_run_or_fails_on_an_odd_world) {
+  MpiComm world(test::session());
+  const auto data = make_batches();
+  if (world.size() % 2 != 0) {
+    // Every rank refuses before any message is sent, so none waits for another.
+    BOOST_CHECK_EXCEPTION(Pipeline<4>(world, {.stages = 2}), Error,
+                          [](const Error& e) { return says(e, "cannot be cut into 2-stage pipelines"); });
+    return;
+  }
+  const auto serial = serial_weights(data);
+  for (bool checkpoint : {false, true}) {
+    const std::string with = checkpoint ? " with checkpointing" : "";
+    check_stage(grid_weights<GPipe>(world, data, checkpoint), serial, "grid GPipe" + with);
+    check_stage(grid_weights<OneFOneB>(world, data, checkpoint), serial, "grid 1F1B" + with);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_holds_at_most_s_micro_batches_where_gpipe_holds_m) {
+  MpiComm world(test::session());
+  const auto data = make_batches(32);
+  const auto stats = [&]<class Schedule>(Schedule) {
+    // Convolutions that keep the 32x32 size: every stage's activations are far above its weights.
+    manual_seed(3);
+    Conv2dOptions same;
+    same.pad_h = same.pad_w = 1;
+    auto net = std::make_shared<Sequential<float>>();
+    net->push_back(make<Conv2d<float>>(2, 4, 3, same));
+    for (int i = 0; i < 3; ++i) {
+      net->push_back(make<ReLU<float>>());
+      net->push_back(make<Conv2d<float>>(4, 4, 3, same));
+    }
+    net->push_back(make<AdaptiveAvgPool2d<float>>(1));
+    net->push_back(make<Flatten<float>>());
+    net->push_back(make<Linear<float>>(4, 3));
+    using P = Pipeline<8, Schedule>;
+    Trainer<Sequential<float>, P> trainer(net, make_sgd(*net), quiet, P(world, {.print_plan = false}));
+    trainer.train_step(data.inputs[0], data.targets[0]);
+    return trainer.template policy<P>().last_step();
+  };
+  const PipelineStepStats gpipe = stats(GPipe{}), one_f_one_b = stats(OneFOneB{});
+  const int stage = world.rank(), in_flight = world.size() - stage;
+  BOOST_TEST(gpipe.peak_live_micro_batches == 8);
+  BOOST_TEST(one_f_one_b.peak_live_micro_batches == in_flight);
+  // Live bytes, measured: GPipe's peak holds 8 micro-batches, 1F1B's at most S - stage of them
+  // (plus gradients and messages in flight), so the ratio is at least 8 / (S - stage) / 2.
+  BOOST_TEST_MESSAGE("stage " << stage << ": peak activation bytes GPipe " << gpipe.peak_activation_bytes << ", 1F1B "
+                              << one_f_one_b.peak_activation_bytes);
+  BOOST_TEST(gpipe.peak_activation_bytes > 0);
+  BOOST_TEST(static_cast<double>(gpipe.peak_activation_bytes) >=
+             8.0 / in_flight / 2 * static_cast<double>(one_f_one_b.peak_activation_bytes));
+}
+
+BOOST_AUTO_TEST_CASE(fewer_layers_than_stages_fails_on_every_rank) {
+  MpiComm world(test::session());
+  auto net = std::make_shared<Sequential<float>>();
+  for (int i = 0; i + 1 < world.size(); ++i) net->push_back(make<Linear<float>>(4, 4));
+  BOOST_CHECK_EXCEPTION((Trainer<Sequential<float>, Pipeline<2>>(net, make_sgd(*net), quiet, Pipeline<2>(world))),
+                        Error, [&](const Error& e) {
+                          return says(e, "has " + std::to_string(world.size() - 1) + " layer(s) for " +
+                                             std::to_string(world.size()) + " stages");
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(more_ranks_than_stages_without_data_parallel_is_refused) {
+  MpiComm world(test::session());
+  if (world.size() < 4 || world.size() % 2 != 0) return;  // needs at least 2 replicas of 2 stages
+  auto net = make_net();
+  BOOST_CHECK_EXCEPTION(
+      (Trainer<Sequential<float>, Pipeline<2>>(net, make_sgd(*net), quiet, Pipeline<2>(world, {.stages = 2}))), Error,
+      [](const Error& e) { return says(e, "add DataParallel"); });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
