@@ -1,6 +1,7 @@
 #pragma once
 // The umbrella header: the CPU library. CUDA comes in through ptrain/cuda.hpp, MPI through
 // ptrain/mpi.hpp, so that a CPU-only user needs neither toolkit.
+#include "ptrain/comm/any_comm.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/comm/self_comm.hpp"
 #include "ptrain/core/error.hpp"
@@ -57,10 +58,12 @@
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/data_parallel.hpp"
+#include "ptrain/parallel/pipeline.hpp"
 #include "ptrain/parallel/sync_batch_norm.hpp"
 
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
 
+#include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/trainer.hpp"

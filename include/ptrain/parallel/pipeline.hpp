@@ -120,8 +120,8 @@ class Pipeline {
                                double label_smoothing, double loss_scale, BeforeBackward&& before_backward) {
     const auto start = Clock::now();
     Run<T> run(*this, local, inputs, targets, MicroBatches, label_smoothing);
-    const auto actions = detail::stage_actions<Schedule>(stage(), stages(), MicroBatches);
-    int backwards_left = MicroBatches;
+    const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
+    int backwards_left = run.pieces();
     for (const auto& action : actions) {
       if (action.kind == detail::PipelineAction::forward) {
         run.forward(action.micro_batch, true);
@@ -190,16 +190,19 @@ class Pipeline {
     Run(Pipeline& p, Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
         double label_smoothing)
         : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing),
-          baseline_bytes(held_bytes()), micro(static_cast<std::size_t>(pieces)) {
+          baseline_bytes(held_bytes()) {
+      // As torch.chunk: a batch smaller than M makes fewer micro-batches (every stage sees the same targets).
       const auto batch = static_cast<std::int64_t>(targets.size());
-      check(batch >= pieces, "Pipeline<", pieces, ">: a batch of ", batch, " sample(s) cannot be cut into ", pieces,
-            " micro-batches");
+      check(batch > 0, "Pipeline: an empty batch");
+      pieces = static_cast<int>(std::min<std::int64_t>(pieces, batch));
+      micro.resize(static_cast<std::size_t>(pieces));
       if (p.is_first_stage())
         check(inputs.rank() >= 1 && inputs.size(0) == batch, "Pipeline: the batch has ", targets.size(),
               " targets but inputs of shape ", inputs.shape());
       for (int i = 0; i <= pieces; ++i) bounds.push_back(batch * i / pieces);
     }
 
+    int pieces() const { return static_cast<int>(micro.size()); }
     std::int64_t size_of(int i) const { return bounds[i + 1] - bounds[i]; }
     std::span<const std::int64_t> targets_of(int i) const {
       return std::span<const std::int64_t>(targets).subspan(static_cast<std::size_t>(bounds[i]),

@@ -1,0 +1,57 @@
+#pragma once
+// The parallel strategy of an example, chosen by flags among compiled-in instantiations:
+//   one process                      no policy
+//   mpiexec -n N                     DataParallel<MpiAllreduce, --compression>
+//   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
+//                                    DataParallel over the N/S replicas of each stage
+// train(shard, policies...) is called with the matching policies; shard says which part of each
+// global batch this rank loads (its data-parallel replica).
+#include <string>
+
+#include <ptrain/mpi.hpp>
+
+#include "cli.hpp"
+
+namespace examples {
+
+struct DataShard {
+  int index = 0, count = 1;
+};
+
+inline void add_strategy_options(Cli& cli) {
+  cli.option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16")
+      .option("--stages", "0", "pipeline stages (0: no pipeline); the world must be a multiple of it")
+      .option("--schedule", "1f1b", "pipeline schedule: gpipe or 1f1b (4 micro-batches per batch)")
+      .option("--checkpoint", "0", "1: recompute each pipeline stage's activations in backward");
+}
+
+template <class Train>
+int with_data_parallel(const Cli& cli, ptrain::MpiComm& world, DataShard shard, Train&& train, auto... others) {
+  using ptrain::DataParallel, ptrain::MpiAllreduce;
+  const std::string wire = cli.str("--compression");
+  if (wire == "fp32") return train(shard, DataParallel<MpiAllreduce, ptrain::Fp32>(world), others...);
+  if (wire == "fp16") return train(shard, DataParallel<MpiAllreduce, ptrain::Fp16>(world), others...);
+  if (wire == "bf16") return train(shard, DataParallel<MpiAllreduce, ptrain::Bf16>(world), others...);
+  ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
+}
+
+template <class Train>
+int with_strategy(const Cli& cli, ptrain::MpiComm& world, Train&& train) {
+  const int stages = static_cast<int>(cli.integer("--stages"));
+  if (stages == 0) {
+    if (world.size() == 1) return train(DataShard{});
+    return with_data_parallel(cli, world, DataShard{world.rank(), world.size()}, train);
+  }
+  const auto pipelined = [&]<class Schedule>(Schedule) {
+    ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
+    const DataShard shard{pipeline.replica(), pipeline.replicas()};
+    if (pipeline.replicas() == 1) return train(shard, pipeline);
+    return with_data_parallel(cli, world, shard, train, pipeline);
+  };
+  const std::string schedule = cli.str("--schedule");
+  if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
+  if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
+  ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+}
+
+}  // namespace examples
