@@ -20,7 +20,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torchvision_free_resnet as resnet  # noqa: E402  (beside this file)
+import torchvision_free_models as resnet  # noqa: E402  (beside this file)
 
 
 def step_times(model, batch, warmup, steps, seed, barrier=None):
