@@ -7,37 +7,21 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <ptrain/data/idx.hpp>
+
+#include "../common/files.hpp"
 
 using namespace ptrain;
 namespace fs = std::filesystem;
 
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-
-// A directory of this process's own under PTRAIN_TEST_DATA (or the system temp directory),
-// removed when the test program exits.
-const fs::path& test_dir() {
-  struct Dir {
-    fs::path path;
-    Dir() {
-      const char* env = std::getenv("PTRAIN_TEST_DATA");
-      const fs::path base = env && *env ? fs::path(env) : fs::temp_directory_path();
-      path = base / ("idx_test_" + std::to_string(::getpid()));
-      fs::create_directories(path);
-    }
-    ~Dir() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
+using test::Bytes;
+using test::contains;
+using test::error_of;
+using test::test_dir;
 
 void put32(Bytes& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(v >> shift));
@@ -65,13 +49,6 @@ Bytes idx_labels(const std::vector<unsigned char>& labels) {
   return out;
 }
 
-fs::path write_plain(const fs::path& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  BOOST_REQUIRE(out.good());
-  return path;
-}
-
 fs::path write_gzip(const fs::path& path, const Bytes& bytes) {
   gzFile gz = gzopen(path.string().c_str(), "wb");
   BOOST_REQUIRE(gz != nullptr);
@@ -79,22 +56,6 @@ fs::path write_gzip(const fs::path& path, const Bytes& bytes) {
                 static_cast<int>(bytes.size()));
   BOOST_REQUIRE(gzclose(gz) == Z_OK);
   return path;
-}
-
-// The message of the Error that f throws; fails the test if it throws nothing.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  BOOST_FAIL("expected a ptrain::Error");
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 void check_images(const Tensor<float>& images, std::int64_t n, std::int64_t rows, std::int64_t cols) {
@@ -112,7 +73,7 @@ void check_images(const Tensor<float>& images, std::int64_t n, std::int64_t rows
 BOOST_AUTO_TEST_SUITE(idx_test)
 
 BOOST_AUTO_TEST_CASE(plain_images_read_back_scaled_to_unit_range) {
-  const auto path = write_plain(test_dir() / "plain-images-idx3-ubyte", idx_images(5, 3, 4));
+  const auto path = test::write_bytes(test_dir() / "plain-images-idx3-ubyte", idx_images(5, 3, 4));
   const auto images = read_idx_images(path);
   check_images(images, 5, 3, 4);
   BOOST_TEST(images.array().minCoeff() >= 0.0f);
@@ -134,7 +95,7 @@ BOOST_AUTO_TEST_CASE(pixel_extremes_map_to_zero_and_one) {
   put32(bytes, 1);
   put32(bytes, 3);
   bytes.insert(bytes.end(), {0, 128, 255});
-  const auto images = read_idx_images(write_plain(test_dir() / "extremes", bytes));
+  const auto images = read_idx_images(test::write_bytes(test_dir() / "extremes", bytes));
   BOOST_TEST(images[0] == 0.0f);
   BOOST_TEST(images[1] == 128.0f / 255.0f);
   BOOST_TEST(images[2] == 1.0f);
@@ -143,7 +104,7 @@ BOOST_AUTO_TEST_CASE(pixel_extremes_map_to_zero_and_one) {
 BOOST_AUTO_TEST_CASE(labels_and_dataset_read_back) {
   const auto dir = test_dir();
   const auto images = write_gzip(dir / "ds-images.gz", idx_images(4, 2, 2));
-  const auto labels = write_plain(dir / "ds-labels", idx_labels({3, 0, 9, 1}));
+  const auto labels = test::write_bytes(dir / "ds-labels", idx_labels({3, 0, 9, 1}));
   BOOST_TEST(read_idx_labels(labels, 10) == (std::vector<std::int64_t>{3, 0, 9, 1}));
   const TensorDataset ds = read_idx_dataset(images, labels, 10);
   BOOST_TEST(ds.size() == 4);
@@ -162,11 +123,11 @@ BOOST_AUTO_TEST_CASE(wrong_magic_names_file_offset_and_expected_magic) {
                       "t10k-labels-idx1-ubyte.gz: offset 0: expected IDX magic 0x00000803 "
                       "(unsigned byte, 3 dims), got 0x00000801 (unsigned byte, 1 dim)"),
              msg);
-  const auto images = write_plain(dir / "magic-images", idx_images(1, 2, 2));
+  const auto images = test::write_bytes(dir / "magic-images", idx_images(1, 2, 2));
   const auto msg2 = error_of([&] { read_idx_labels(images); });
   BOOST_TEST(contains(msg2, "magic-images: offset 0: expected IDX magic 0x00000801"), msg2);
   BOOST_TEST(contains(msg2, "got 0x00000803"), msg2);
-  const auto text = write_plain(dir / "not-idx.txt", Bytes{'h', 'e', 'l', 'l', 'o', '\n'});
+  const auto text = test::write_bytes(dir / "not-idx.txt", Bytes{'h', 'e', 'l', 'l', 'o', '\n'});
   const auto msg3 = error_of([&] { read_idx_images(text); });
   BOOST_TEST(contains(msg3, "not-idx.txt: offset 0: expected IDX magic 0x00000803"), msg3);
   BOOST_TEST(contains(msg3, "(not an IDX file)"), msg3);
@@ -176,14 +137,14 @@ BOOST_AUTO_TEST_CASE(truncated_header_names_file_offset_and_expected_size) {
   const auto dir = test_dir();
   Bytes bytes = idx_images(1, 2, 2);
   bytes.resize(10);  // magic, the image count and half the row count
-  const auto msg = error_of([&] { read_idx_images(write_plain(dir / "short-header", bytes)); });
+  const auto msg = error_of([&] { read_idx_images(test::write_bytes(dir / "short-header", bytes)); });
   BOOST_TEST(contains(msg, "short-header: truncated at offset 10: expected 12 bytes of header"), msg);
   BOOST_TEST(contains(msg, "got 6"), msg);
   const auto msg2 = error_of([&] { read_idx_images(write_gzip(dir / "short-magic.gz", Bytes{0, 0})); });
   BOOST_TEST(
       contains(msg2, "short-magic.gz: truncated at offset 2: expected the 4-byte IDX magic 0x00000803"),
       msg2);
-  const auto msg3 = error_of([&] { read_idx_labels(write_plain(dir / "empty", Bytes{})); });
+  const auto msg3 = error_of([&] { read_idx_labels(test::write_bytes(dir / "empty", Bytes{})); });
   BOOST_TEST(contains(msg3, "empty: truncated at offset 0: expected the 4-byte IDX magic 0x00000801"), msg3);
 }
 
@@ -193,7 +154,7 @@ BOOST_AUTO_TEST_CASE(truncated_data_names_file_offset_and_expected_size) {
   bytes.resize(16 + 16000);
   for (bool gz : {false, true}) {
     const auto name = std::string("t10k-images-idx3-ubyte") + (gz ? ".gz" : "");
-    const auto path = gz ? write_gzip(dir / name, bytes) : write_plain(dir / name, bytes);
+    const auto path = gz ? write_gzip(dir / name, bytes) : test::write_bytes(dir / name, bytes);
     const auto msg = error_of([&] { read_idx_images(path); });
     BOOST_TEST(contains(msg, name + ": truncated at offset 16016: expected 7840000 bytes of image data "
                                     "(10000 images of 28x28), got 16000"),
@@ -201,7 +162,7 @@ BOOST_AUTO_TEST_CASE(truncated_data_names_file_offset_and_expected_size) {
   }
   Bytes labels = idx_labels({1, 2, 3, 4, 5});
   labels.pop_back();
-  const auto msg = error_of([&] { read_idx_labels(write_plain(dir / "short-labels", labels)); });
+  const auto msg = error_of([&] { read_idx_labels(test::write_bytes(dir / "short-labels", labels)); });
   BOOST_TEST(
       contains(msg, "short-labels: truncated at offset 12: expected 5 bytes of label data (5 labels), got 4"),
       msg);
@@ -209,7 +170,7 @@ BOOST_AUTO_TEST_CASE(truncated_data_names_file_offset_and_expected_size) {
 
 BOOST_AUTO_TEST_CASE(zero_image_extent_is_an_error) {
   const auto msg =
-      error_of([&] { read_idx_images(write_plain(test_dir() / "zero-cols", idx_images(2, 3, 0))); });
+      error_of([&] { read_idx_images(test::write_bytes(test_dir() / "zero-cols", idx_images(2, 3, 0))); });
   BOOST_TEST(contains(msg, "zero-cols: offset 12: expected positive image extents, got 3 x 0"), msg);
 }
 
@@ -219,7 +180,7 @@ BOOST_AUTO_TEST_CASE(cut_gzip_stream_is_reported_as_truncated) {
   std::ifstream in(full, std::ios::binary);
   Bytes compressed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   compressed.resize(compressed.size() / 2);
-  const auto msg = error_of([&] { read_idx_images(write_plain(dir / "cut.gz", compressed)); });
+  const auto msg = error_of([&] { read_idx_images(test::write_bytes(dir / "cut.gz", compressed)); });
   BOOST_TEST(contains(msg, "cut.gz: "), msg);
   BOOST_TEST((contains(msg, "truncated at offset") || contains(msg, "corrupt gzip")), msg);
   BOOST_TEST(contains(msg, "expected 39200 bytes of image data"), msg);
@@ -228,13 +189,13 @@ BOOST_AUTO_TEST_CASE(cut_gzip_stream_is_reported_as_truncated) {
 BOOST_AUTO_TEST_CASE(trailing_bytes_are_an_error) {
   Bytes bytes = idx_labels({1, 2});
   bytes.push_back(7);
-  const auto msg = error_of([&] { read_idx_labels(write_plain(test_dir() / "long-labels", bytes)); });
+  const auto msg = error_of([&] { read_idx_labels(test::write_bytes(test_dir() / "long-labels", bytes)); });
   BOOST_TEST(contains(msg, "long-labels: offset 10: expected the end of the file after 2 labels"), msg);
 }
 
 BOOST_AUTO_TEST_CASE(label_count_mismatch_names_both_files) {
   const auto dir = test_dir();
-  const auto images = write_plain(dir / "mismatch-images", idx_images(3, 2, 2));
+  const auto images = test::write_bytes(dir / "mismatch-images", idx_images(3, 2, 2));
   const auto labels = write_gzip(dir / "mismatch-labels.gz", idx_labels({1, 2}));
   const auto msg = error_of([&] { read_idx_dataset(images, labels, 10); });
   BOOST_TEST(contains(msg, "mismatch-labels.gz: offset 4: expected 3 labels (the image count of "), msg);
@@ -242,7 +203,7 @@ BOOST_AUTO_TEST_CASE(label_count_mismatch_names_both_files) {
 }
 
 BOOST_AUTO_TEST_CASE(label_out_of_range_names_offset_and_range) {
-  const auto path = write_plain(test_dir() / "range-labels", idx_labels({0, 9, 12, 3}));
+  const auto path = test::write_bytes(test_dir() / "range-labels", idx_labels({0, 9, 12, 3}));
   const auto msg = error_of([&] { read_idx_labels(path, 10); });
   BOOST_TEST(contains(msg, "range-labels: offset 10: label 12 out of range: expected 0..9"), msg);
   BOOST_TEST(read_idx_labels(path, 13).at(2) == 12);
@@ -258,8 +219,8 @@ BOOST_AUTO_TEST_CASE(mnist_layout_under_any_root) {
   fs::create_directories(root);
   write_gzip(root / "t10k-images-idx3-ubyte.gz", idx_images(3, 28, 28));
   write_gzip(root / "t10k-labels-idx1-ubyte.gz", idx_labels({4, 5, 6}));
-  write_plain(root / "train-images-idx3-ubyte", idx_images(2, 28, 28));
-  write_plain(root / "train-labels-idx1-ubyte", idx_labels({7, 8}));
+  test::write_bytes(root / "train-images-idx3-ubyte", idx_images(2, 28, 28));
+  test::write_bytes(root / "train-labels-idx1-ubyte", idx_labels({7, 8}));
   const FashionMnist test(Split::test, root);
   BOOST_TEST(test.size() == 3);
   BOOST_TEST(test.get(1).target == 5);

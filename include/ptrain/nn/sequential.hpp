@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,9 +37,42 @@ class Sequential : public Module<T> {
     return h;
   }
 
+  // Puts a new module in place of the child `name`, at the same position (a new head for
+  // transfer learning). forward runs the children as registered, so it uses the new one.
+  void replace(const std::string& name, ModulePtr layer) {
+    check(layer != nullptr, "Sequential::replace: the new module for '", name, "' is null");
+    this->replace_module(name, std::move(layer));
+  }
+
   std::size_t size() const { return this->children().size(); }
   const ModulePtr& operator[](std::size_t i) const { return this->children().at(i).second; }
 };
+
+// replace_child(*model, "fc", make<Linear<float>>(2048, 5)): replaces the child at a dotted path
+// ("fc", "layer4.1"). Its parent must be a Sequential; other modules call their children through
+// members of their own, which would go on running the old child.
+template <class T>
+void replace_child(Module<T>& root, const std::string& path, std::shared_ptr<Module<std::type_identity_t<T>>> module) {
+  Module<T>* parent = &root;
+  std::string parent_path, name = path;
+  for (std::size_t dot; (dot = name.find('.')) != std::string::npos;) {
+    const std::string step = name.substr(0, dot);
+    Module<T>* next = nullptr;
+    for (const auto& [child_name, child] : parent->children())
+      if (child_name == step) next = child.get();
+    check(next != nullptr, "replace_child('", path, "'): ", parent_path.empty() ? "the model" : "'" + parent_path + "'",
+          " has no child named '", step, "'");
+    parent = next;
+    parent_path += (parent_path.empty() ? "" : ".") + step;
+    name = name.substr(dot + 1);
+  }
+  auto* sequential = dynamic_cast<Sequential<T>*>(parent);
+  check(sequential != nullptr, "replace_child('", path, "'): ",
+        parent_path.empty() ? "the model" : "'" + parent_path + "'",
+        " is not a Sequential; its forward calls its children through its own members, so a replaced child "
+        "would not be used");
+  sequential->replace(name, std::move(module));
+}
 
 template <class M, class... Args>
 std::shared_ptr<M> make(Args&&... args) {
