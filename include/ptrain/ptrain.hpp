@@ -38,6 +38,7 @@
 #include "ptrain/nn/linear.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/nn/sequential.hpp"
+#include "ptrain/nn/state_dict.hpp"
 
 #include "ptrain/models/resnet.hpp"
 #include "ptrain/models/small_cnn.hpp"
@@ -62,8 +63,10 @@
 #include "ptrain/parallel/sync_batch_norm.hpp"
 
 #include "ptrain/io/atomic_file.hpp"
+#include "ptrain/io/safetensors.hpp"
 #include "ptrain/io/csv_log.hpp"
 
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/metrics.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/trainer.hpp"

@@ -1,0 +1,92 @@
+// ResNet-18 or ResNet-50 (CIFAR stem) on CIFAR-10's binary files, as the Horovod CIFAR-10
+// projects trained it: SGD with momentum, random crop + flip, fp16 gradients on the wire when
+// data-parallel, and images/s per epoch in the style of Horovod's benchmark table. One process,
+// data-parallel under mpiexec, or pipelined with --stages (see common/strategy.hpp).
+#include <cstdio>
+
+#include <ptrain/data/cifar10.hpp>
+#include <ptrain/mpi.hpp>
+
+#include "common/cli.hpp"
+#include "common/strategy.hpp"
+
+namespace {
+
+template <class Net, class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net> model, examples::DataShard shard,
+          Policies... policies) {
+  const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  const ptrain::Cifar10 train_set(cli.str("--data"), ptrain::Split::train);
+  const ptrain::Cifar10 test_set(cli.str("--data"), ptrain::Split::test);
+  ptrain::TensorDataset train_data = train_set;
+  if (const long limit = cli.integer("--limit"); limit > 0 && limit < train_set.size())
+    train_data = ptrain::TensorDataset(train_set.inputs().slice(0, limit).clone(),
+                                       {train_set.targets().begin(), train_set.targets().begin() + limit});
+  const long batch = cli.integer("--batch");
+  ptrain::check(batch % shard.count == 0, "--batch ", batch, " (the global batch) must divide by the ", shard.count,
+                " data-parallel replicas");
+
+  const ptrain::Normalize normalize({0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f});
+  const ptrain::Compose augment(ptrain::RandomCrop(32, 4), ptrain::RandomHorizontalFlip(), normalize);
+  ptrain::DataLoader train_loader(
+      train_data, ptrain::DistributedSampler(train_data.size(), shard.count, shard.index, true, seed),
+      {.batch_size = batch / shard.count, .seed = seed}, augment);
+  ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), shard.count, shard.index, false),
+                                 {.batch_size = 500}, normalize);
+
+  auto sgd = std::make_shared<ptrain::Sgd<float>>(
+      model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
+  ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
+  const int epochs = static_cast<int>(cli.integer("--epochs"));
+  ptrain::Scheduler schedule(*sgd, ptrain::CosineAnnealingLR{
+                                       .base_lr = cli.real("--lr"),
+                                       .t_max = std::max<std::int64_t>(1, epochs * static_cast<std::int64_t>(train_loader.size()))});
+  trainer.on_step_end([&](std::int64_t) { schedule.step(); });
+  trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
+    if (trainer.is_main())
+      std::printf("Epoch #%d: %.1f img/sec per rank, total %.1f img/sec on %d rank(s)\n", r.epoch,
+                  r.images_per_second / world.size(), r.images_per_second, world.size());
+  });
+  if (trainer.is_main())
+    std::printf("resnet_cifar10: %s, %lld parameters, %lld training and %lld test images, batch %ld, %d rank(s) x %d "
+                "thread(s)\n",
+                cli.str("--model").c_str(), static_cast<long long>(model->parameter_count()),
+                static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
+                ptrain::num_threads());
+  const auto results = trainer.fit(train_loader, &test_loader, epochs);
+  return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::Cli cli("resnet_cifar10", "Trains ResNet-18/50 (CIFAR stem) on CIFAR-10's binary files; data-parallel "
+                                      "under mpiexec, pipelined with --stages.");
+  cli.option("--data", "cifar-10-batches-bin", "directory holding data_batch_1..5.bin and test_batch.bin")
+      .option("--model", "resnet18", "resnet18 or resnet50")
+      .option("--epochs", "1", "training epochs")
+      .option("--batch", "128", "global batch size (split over the data-parallel replicas)")
+      .option("--lr", "0.1", "initial SGD learning rate (cosine annealed)")
+      .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
+      .option("--limit", "0", "train on the first N training images only (0: all)")
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
+      .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
+  examples::add_strategy_options(cli);
+  int code = 0;
+  if (!cli.parse(argc, argv, code)) return code;
+
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
+    const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
+    const std::string name = cli.str("--model");
+    const auto run = [&](auto model) {
+      return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+        return train(cli, world, model, shard, policies...);
+      });
+    };
+    if (name == "resnet18") return run(ptrain::resnet18<float>(options));
+    if (name == "resnet50") return run(ptrain::resnet50<float>(options));
+    ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+  });
+}
