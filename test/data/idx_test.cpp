@@ -12,6 +12,8 @@
 
 #include <ptrain/data/idx.hpp>
 
+#include "../common/files.hpp"
+
 using namespace ptrain;
 namespace fs = std::filesystem;
 
@@ -19,25 +21,7 @@ namespace {
 
 using Bytes = std::vector<unsigned char>;
 
-// A directory of this process's own under PTRAIN_TEST_DATA (or the system temp directory),
-// removed when the test program exits.
-const fs::path& test_dir() {
-  struct Dir {
-    fs::path path;
-    Dir() {
-      const char* env = std::getenv("PTRAIN_TEST_DATA");
-      const fs::path base = env && *env ? fs::path(env) : fs::temp_directory_path();
-      path = base / ("idx_test_" + std::to_string(::getpid()));
-      fs::create_directories(path);
-    }
-    ~Dir() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
+const fs::path& test_dir() { return test::temp_dir("idx_test"); }
 
 void put32(Bytes& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(v >> shift));
@@ -65,12 +49,7 @@ Bytes idx_labels(const std::vector<unsigned char>& labels) {
   return out;
 }
 
-fs::path write_plain(const fs::path& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  BOOST_REQUIRE(out.good());
-  return path;
-}
+fs::path write_plain(const fs::path& path, const Bytes& bytes) { return test::write_bytes(path, bytes); }
 
 fs::path write_gzip(const fs::path& path, const Bytes& bytes) {
   gzFile gz = gzopen(path.string().c_str(), "wb");
@@ -81,21 +60,8 @@ fs::path write_gzip(const fs::path& path, const Bytes& bytes) {
   return path;
 }
 
-// The message of the Error that f throws; fails the test if it throws nothing.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  BOOST_FAIL("expected a ptrain::Error");
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
+using test::error_of;
 
 void check_images(const Tensor<float>& images, std::int64_t n, std::int64_t rows, std::int64_t cols) {
   BOOST_TEST(images.shape() == (Shape{n, 1, rows, cols}));
