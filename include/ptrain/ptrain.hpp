@@ -50,11 +50,22 @@
 #include "ptrain/optim/scheduler.hpp"
 #include "ptrain/optim/sgd.hpp"
 
+#include "ptrain/data/cifar10.hpp"
+#include "ptrain/data/color_transforms.hpp"
 #include "ptrain/data/dataset.hpp"
+#include "ptrain/data/geometric_transforms.hpp"
 #include "ptrain/data/idx.hpp"
 #include "ptrain/data/loader.hpp"
 #include "ptrain/data/sampler.hpp"
+#include "ptrain/data/tensor_cache.hpp"
 #include "ptrain/data/transforms.hpp"
+#include "ptrain/io/pixels.hpp"
+#ifdef PTRAIN_HAS_IMAGE  // defined by ptrain::image (libpng + libjpeg-turbo)
+#include "ptrain/io/image.hpp"
+#include "ptrain/data/image_csv.hpp"
+#include "ptrain/data/image_folder.hpp"
+#include "ptrain/data/image_mask.hpp"
+#endif
 
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"

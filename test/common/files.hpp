@@ -1,10 +1,12 @@
 #pragma once
-// What tests that read and write files share: a temporary directory of the test program's own,
-// whole-file byte I/O, and the message of an expected error.
+// What tests that read and write files share: private temporary directories, whole-file byte
+// I/O, and the message of the Error a call throws.
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,15 +20,16 @@ namespace ptrain::test {
 
 using Bytes = std::vector<unsigned char>;
 
-// A directory of this process's own under PTRAIN_TEST_DATA (or the system temp directory),
-// removed when the test program exits.
-inline const std::filesystem::path& test_dir() {
+// A directory `name`_<pid> under PTRAIN_TEST_DATA (or the system temp directory), made on first
+// use and removed when the test program exits.
+inline const std::filesystem::path& temp_dir(const std::string& name) {
   struct Dir {
     std::filesystem::path path;
-    Dir() {
+    explicit Dir(const std::string& stem) {
       const char* env = std::getenv("PTRAIN_TEST_DATA");
-      const std::filesystem::path base = env && *env ? std::filesystem::path(env) : std::filesystem::temp_directory_path();
-      path = base / ("ptrain_test_" + std::to_string(::getpid()));
+      const std::filesystem::path base =
+          env && *env ? std::filesystem::path(env) : std::filesystem::temp_directory_path();
+      path = base / (stem + "_" + std::to_string(::getpid()));
       std::filesystem::create_directories(path);
     }
     ~Dir() {
@@ -34,11 +37,17 @@ inline const std::filesystem::path& test_dir() {
       std::filesystem::remove_all(path, ignored);
     }
   };
-  static const Dir dir;
-  return dir.path;
+  static std::map<std::string, Dir> dirs;
+  return dirs.try_emplace(name, name).first->second.path;
 }
 
-inline std::filesystem::path write_bytes(const std::filesystem::path& path, const Bytes& bytes) {
+// The test program's own directory.
+inline const std::filesystem::path& test_dir() { return temp_dir("ptrain_test"); }
+
+template <class Byte>
+std::filesystem::path write_bytes(const std::filesystem::path& path, const std::vector<Byte>& bytes) {
+  static_assert(sizeof(Byte) == 1);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   BOOST_REQUIRE(out.good());

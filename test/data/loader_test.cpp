@@ -60,6 +60,20 @@ struct FailingDataset {
 };
 
 // Each example's index as the first element tells which example a row came from.
+// Segmentation examples: input [1, 2, 2] filled with i, target map [2, 2] = 10 i + pixel; the
+// example `without_map` has none.
+struct MapDataset {
+  std::int64_t n;
+  std::int64_t without_map = -1;
+  std::int64_t size() const { return n; }
+  Example get(std::int64_t i) const {
+    Tensor<std::int64_t> map(Shape{2, 2});
+    for (std::int64_t p = 0; p < 4; ++p) map[p] = 10 * i + p;
+    if (i == without_map) map = {};
+    return {Tensor<float>::full(Shape{1, 2, 2}, static_cast<float>(i)), 0, map};
+  }
+};
+
 template <class L>
 void check_rows_match_indices(const Batch& batch, const L& loader) {
   const std::int64_t per = batch.size() ? batch.inputs.numel() / batch.size() : 0;
@@ -310,6 +324,34 @@ BOOST_AUTO_TEST_CASE(the_dataset_archetype_is_enough) {
   DataLoader loader(DatasetArchetype{}, {.batch_size = 4});
   BOOST_TEST(loader.size() == 0);
   BOOST_TEST(one_epoch(loader).empty());
+}
+
+BOOST_AUTO_TEST_CASE(target_maps_batch_as_per_pixel_targets) {
+  DataLoader loader(MapDataset{5}, {.batch_size = 2, .shuffle = true, .seed = 4}, RandomHorizontalFlip(1.0));
+  for (const Batch& b : loader) {
+    BOOST_TEST(b.target_shape == (Shape{b.size(), 2, 2}));
+    BOOST_REQUIRE(b.targets.size() == static_cast<std::size_t>(4 * b.size()));
+    for (std::int64_t r = 0; r < b.size(); ++r) {
+      const std::int64_t i = b.indices[static_cast<std::size_t>(r)];
+      // Flipped left-right, as its image.
+      const Indices expected{10 * i + 1, 10 * i, 10 * i + 3, 10 * i + 2};
+      BOOST_TEST(Indices(b.targets.begin() + 4 * r, b.targets.begin() + 4 * r + 4) == expected,
+                 boost::test_tools::per_element());
+    }
+  }
+  // Class targets keep their [B] shape.
+  DataLoader plain(ramp_dataset(3), {.batch_size = 3});
+  BOOST_TEST(plain.next()->target_shape == (Shape{3}));
+  // A batch mixing examples with and without target maps is an error.
+  DataLoader mixed(MapDataset{4, 1}, {.batch_size = 2, .num_workers = 0});
+  try {
+    mixed.next();
+    BOOST_ERROR("expected an error");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("example 1 has no target map, expected a target map of shape [2, 2]") !=
+                   std::string::npos,
+               e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

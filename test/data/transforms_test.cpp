@@ -7,18 +7,17 @@
 
 #include <ptrain/data/transforms.hpp>
 
+#include "../common/ramp.hpp"
+
 using namespace ptrain;
 using Values = std::vector<float>;
 
 namespace {
 // [C, H, W] with element (c, h, w) = 100 c + 10 h + w + 1 (so a zero is always padding).
 Tensor<float> ramp(std::int64_t c, std::int64_t h, std::int64_t w) {
-  Tensor<float> t(Shape{c, h, w});
-  for (std::int64_t i = 0; i < c; ++i)
-    for (std::int64_t j = 0; j < h; ++j)
-      for (std::int64_t k = 0; k < w; ++k)
-        t[(i * h + j) * w + k] = static_cast<float>(100 * i + 10 * j + k + 1);
-  return t;
+  return test::ramp_by(c, h, w, [](std::int64_t i, std::int64_t j, std::int64_t k) {
+    return static_cast<float>(100 * i + 10 * j + k + 1);
+  });
 }
 }  // namespace
 
@@ -151,6 +150,35 @@ BOOST_AUTO_TEST_CASE(compose_applies_in_order) {
     augment(q, b);
     BOOST_REQUIRE(p.to_vector() == q.to_vector());
   }
+}
+
+BOOST_AUTO_TEST_CASE(paired_forms_crop_and_flip_the_mask_with_the_image) {
+  // The image holds the class of each pixel (ramp: 1..4, 11..14, 21..24); padding is 0 in both.
+  const Tensor<float> image = ramp(1, 3, 4);
+  Tensor<std::int64_t> classes(Shape{3, 4});
+  for (std::int64_t i = 0; i < 12; ++i) classes[i] = static_cast<std::int64_t>(image[i]);
+  const Compose augment{RandomCrop(3, 4, 2), RandomHorizontalFlip()};
+  static_assert(PairedTransform<decltype(augment)>);
+  Rng rng(6);
+  std::set<std::vector<std::int64_t>> seen;
+  for (int i = 0; i < 500; ++i) {
+    Tensor<float> x = image.clone();
+    Tensor<std::int64_t> map = classes.clone();
+    augment(x, map, rng);
+    BOOST_REQUIRE(map.shape() == (Shape{3, 4}));
+    for (std::int64_t p = 0; p < 12; ++p) BOOST_REQUIRE(static_cast<float>(map[p]) == x[p]);
+    seen.insert(map.to_vector());
+  }
+  BOOST_TEST(seen.size() == 50u);  // 5 x 5 windows, flipped or not
+  // Steps without a paired form (Normalize, a lambda) change the image only.
+  const Compose photometric{Normalize({1.0f}, {2.0f}), [](Tensor<float>& t, Rng&) { t.array() += 1.0f; }};
+  Tensor<float> x = image.clone();
+  Tensor<std::int64_t> map = classes.clone();
+  photometric(x, map, rng);
+  BOOST_TEST(x[0] == 1.0f);  // (1 - 1) / 2 + 1
+  BOOST_TEST(map.to_vector() == classes.to_vector(), boost::test_tools::per_element());
+  Tensor<std::int64_t> wrong(Shape{4, 3});
+  BOOST_CHECK_THROW(RandomCrop(3)(x, wrong, rng), Error);
 }
 
 BOOST_AUTO_TEST_CASE(transforms_want_one_chw_example) {

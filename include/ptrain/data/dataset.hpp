@@ -1,6 +1,7 @@
 #pragma once
 // What a dataset is: a size and random access to examples. An example is one input tensor (no
-// batch dimension, e.g. [C, H, W]) and an integer class target.
+// batch dimension, e.g. [C, H, W]) and an integer class target, or for segmentation a target map
+// of one class per pixel.
 #include <concepts>
 #include <cstdint>
 #include <utility>
@@ -12,10 +13,19 @@
 
 namespace ptrain {
 
+// Which part of a dataset with a fixed train/test split to read.
+enum class Split { train, test };
+
 struct Example {
+  Example() = default;
+  Example(Tensor<float> x, std::int64_t y, Tensor<std::int64_t> map = {})
+      : input(std::move(x)), target(y), target_map(std::move(map)) {}
+
   // May be a view of the dataset's own storage: readers copy it, they never write into it.
   Tensor<float> input;
   std::int64_t target = 0;
+  // Segmentation: the class of each pixel, [H, W]; when defined it is the target (and `target` unused).
+  Tensor<std::int64_t> target_map;
 };
 
 // get(i) must be safe to call from the loader's worker threads while the dataset is not modified.

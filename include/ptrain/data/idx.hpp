@@ -143,8 +143,6 @@ inline TensorDataset read_idx_dataset(const std::filesystem::path& images_path,
   return TensorDataset(std::move(images), std::move(labels));
 }
 
-enum class Split { train, test };
-
 namespace detail {
 // The gzip file if present, else the uncompressed one.
 inline std::filesystem::path idx_file(const std::filesystem::path& root, const std::string& stem,

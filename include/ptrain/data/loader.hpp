@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -32,11 +33,14 @@
 namespace ptrain {
 
 struct Batch {
-  Tensor<float> inputs;               // [B, ...example shape]
-  std::vector<std::int64_t> targets;  // B targets
+  Tensor<float> inputs;  // [B, ...example shape]
+  // B targets, or with target maps B * H * W in row-major order, the layout cross_entropy takes
+  // for scores [B, classes, H, W]; target_shape says which ([B] or [B, H, W]).
+  std::vector<std::int64_t> targets;
+  Shape target_shape;
   std::vector<std::int64_t> indices;  // the dataset index of each row
   std::int64_t index = 0;             // the batch's position in its epoch
-  std::int64_t size() const { return static_cast<std::int64_t>(targets.size()); }
+  std::int64_t size() const { return static_cast<std::int64_t>(indices.size()); }
 };
 
 struct LoaderOptions {
@@ -51,9 +55,12 @@ struct LoaderOptions {
 template <Dataset D>
 class DataLoader {
  public:
-  // Visits the dataset in order, or shuffled by RandomSampler(seed) with options.shuffle.
-  DataLoader(D dataset, LoaderOptions options, AnyTransform transform = {})
-      : dataset_(std::move(dataset)), options_(options), transform_(std::move(transform)) {
+  // Visits the dataset in order, or shuffled by RandomSampler(seed) with options.shuffle. The
+  // transform is a Transform, or a PairedTransform, which also gets each example's target map.
+  template <class T = AnyTransform>
+    requires Transform<T> || PairedTransform<T>
+  DataLoader(D dataset, LoaderOptions options, T transform = {})
+      : dataset_(std::move(dataset)), options_(options), transform_(as_paired(std::move(transform))) {
     const auto n = static_cast<std::int64_t>(dataset_.size());
     if (options.shuffle)
       set_sampler(RandomSampler(n, options.seed));
@@ -62,9 +69,10 @@ class DataLoader {
   }
 
   // Visits the indices the sampler gives (a DistributedSampler for this rank's shard, say).
-  template <Sampler S>
-  DataLoader(D dataset, S sampler, LoaderOptions options, AnyTransform transform = {})
-      : dataset_(std::move(dataset)), options_(options), transform_(std::move(transform)) {
+  template <Sampler S, class T = AnyTransform>
+    requires Transform<T> || PairedTransform<T>
+  DataLoader(D dataset, S sampler, LoaderOptions options, T transform = {})
+      : dataset_(std::move(dataset)), options_(options), transform_(as_paired(std::move(transform))) {
     check(!options.shuffle,
           "DataLoader: shuffle = true with an explicit sampler: the sampler decides the order ",
           "(use a RandomSampler, or a DistributedSampler with shuffle = true)");
@@ -195,6 +203,17 @@ class DataLoader {
   };
   struct Stopped {};
 
+  template <class T>
+  static AnyPairedTransform as_paired(T transform) {
+    if constexpr (std::is_same_v<T, AnyTransform>) {
+      if (!transform) return {};
+    }
+    if constexpr (PairedTransform<T>)
+      return transform;
+    else
+      return [t = std::move(transform)](Tensor<float>& x, Tensor<std::int64_t>&, Rng& rng) { t(x, rng); };
+  }
+
   template <class S>
   void set_sampler(S sampler) {
     check(options_.batch_size > 0, "DataLoader: expected a positive batch_size, got ", options_.batch_size);
@@ -246,7 +265,7 @@ class DataLoader {
   }
 
   // Copies the examples of batch b (transformed in `scratch` when there is a transform) into one
-  // [B, ...] tensor.
+  // [B, ...] tensor, and their targets or target maps into one vector.
   Batch make_batch(EpochState& state, std::int64_t b, Tensor<float>& scratch) const {
     const std::int64_t begin = b * options_.batch_size;
     const std::int64_t end =
@@ -254,11 +273,10 @@ class DataLoader {
     const std::int64_t n = end - begin;
     Batch batch;
     batch.index = b;
-    batch.targets.reserve(static_cast<std::size_t>(n));
     batch.indices.reserve(static_cast<std::size_t>(n));
     Rng rng(detail::mix_seed(options_.seed, static_cast<std::uint64_t>(state.epoch),
                              static_cast<std::uint64_t>(b) + 1));
-    Shape example_shape;
+    Shape example_shape, map_shape;
     std::size_t example_numel = 0;
     const std::int64_t dataset_size = static_cast<std::int64_t>(dataset_.size());
     for (std::int64_t k = begin; k < end; ++k) {
@@ -268,12 +286,14 @@ class DataLoader {
             k, " of epoch ", state.epoch, ", expected 0..", dataset_size - 1);
       Example example = dataset_.get(index);
       Tensor<float> x = std::move(example.input);
+      Tensor<std::int64_t> map = std::move(example.target_map);
       if (transform_) {
-        // The transform gets a private copy: the example may be a view of the dataset.
+        // The transform gets private copies: the example may be a view of the dataset.
         if (!(scratch.defined() && scratch.shape() == x.shape())) scratch = Tensor<float>(x.shape());
         scratch.copy_from(x);
         x = scratch;
-        transform_(x, rng);
+        if (map.defined()) map = map.clone();
+        transform_(x, map, rng);
       }
       if (k == begin) {
         example_shape = x.shape();
@@ -281,14 +301,28 @@ class DataLoader {
         Shape shape{n};
         for (auto e : example_shape) shape.push_back(e);
         batch.inputs = Tensor<float>(shape);
+        batch.target_shape = Shape{n};
+        if (map.defined()) {
+          map_shape = map.shape();
+          for (auto e : map_shape) batch.target_shape.push_back(e);
+        }
+        batch.targets.reserve(static_cast<std::size_t>(batch.target_shape.numel()));
       } else {
         check(x.shape() == example_shape, "DataLoader: example ", index, " has shape ", x.shape(),
               ", expected ", example_shape, " like the first example of batch ", b);
       }
+      if (map.defined() != (map_shape.rank() > 0) || (map.defined() && map.shape() != map_shape))
+        fail("DataLoader: example ", index, map.defined() ? " has a target map of shape " : " has no target map",
+             map.defined() ? map.shape().str() : "", ", expected ",
+             map_shape.rank() > 0 ? "a target map of shape " + map_shape.str() : "none",
+             " like the first example of batch ", b);
       if (example_numel)
         std::memcpy(batch.inputs.data() + static_cast<std::size_t>(k - begin) * example_numel, x.data(),
                     example_numel * sizeof(float));
-      batch.targets.push_back(example.target);
+      if (map.defined())
+        batch.targets.insert(batch.targets.end(), map.data(), map.data() + map.numel());
+      else
+        batch.targets.push_back(example.target);
       batch.indices.push_back(index);
     }
     return batch;
@@ -296,7 +330,7 @@ class DataLoader {
 
   D dataset_;
   LoaderOptions options_;
-  AnyTransform transform_;
+  AnyPairedTransform transform_;
   std::int64_t sampler_size_ = 0;
   std::function<std::vector<std::int64_t>(std::int64_t)> sampler_;
   std::int64_t epoch_ = -1;

@@ -18,7 +18,14 @@ void write_atomically(const std::filesystem::path& path, Write&& write) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     check(out.good(), path.string(), ": cannot open ", tmp.string(), " for writing");
-    write(out);
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw;
+    }
     out.flush();
     if (!out.good()) {
       std::error_code ignored;

@@ -1,0 +1,121 @@
+#pragma once
+// Images listed in a CSV file with a header, one row per image: a column naming the image (its
+// file name in the image directory without the extension, e.g. Kaggle's trainLabels.csv
+// `image,level` with images/<image>.jpeg) and a column holding its integer class. Every image is
+// checked to exist when the dataset opens; each get() decodes one to [C, H, W] in [0, 1].
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/data/dataset.hpp"
+#include "ptrain/data/detail/image_files.hpp"
+#include "ptrain/io/image.hpp"
+
+namespace ptrain {
+
+struct ImageCsvOptions {
+  std::string image_column = "image";
+  std::string label_column = "level";
+  std::string extension = ".jpeg";  // appended to the image column's value
+  io::ColorMode mode = io::ColorMode::rgb;
+};
+
+namespace detail {
+// The fields of one CSV line: comma-separated, optionally double-quoted with "" for a quote.
+inline std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        fields.back() += line[++i];
+      else if (ch == '"')
+        quoted = false;
+      else
+        fields.back() += ch;
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      fields.emplace_back();
+    } else {
+      fields.back() += ch;
+    }
+  }
+  return fields;
+}
+
+inline std::size_t csv_column(const std::vector<std::string>& header, const std::string& name,
+                              const std::filesystem::path& csv, const std::string& header_line) {
+  for (std::size_t c = 0; c < header.size(); ++c)
+    if (header[c] == name) return c;
+  fail(csv.string(), ": line 1: expected a column '", name, "' in the header, found: ", header_line);
+}
+}  // namespace detail
+
+class ImageCsv {
+ public:
+  ImageCsv(const std::filesystem::path& csv, const std::filesystem::path& image_dir, ImageCsvOptions options = {})
+      : csv_(csv), options_(std::move(options)) {
+    detail::require_directory(image_dir, "ImageCsv", "the directory of the images the CSV lists");
+    std::ifstream in(csv);
+    check(in.good(), csv.string(), ": cannot open for reading");
+    std::string line;
+    check(static_cast<bool>(std::getline(in, line)), csv.string(),
+          ": empty: expected a header line naming the columns '", options_.image_column, "' and '",
+          options_.label_column, "'");
+    strip_cr(line);
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // the UTF-8 byte-order mark spreadsheets write
+    const auto header = detail::split_csv_line(line);
+    const std::size_t image_col = detail::csv_column(header, options_.image_column, csv, line);
+    const std::size_t label_col = detail::csv_column(header, options_.label_column, csv, line);
+    std::int64_t row = 0;
+    for (std::int64_t number = 2; std::getline(in, line); ++number) {
+      strip_cr(line);
+      if (line.empty()) continue;
+      ++row;
+      const auto fields = detail::split_csv_line(line);
+      const std::string where =
+          csv.string() + ": row " + std::to_string(row) + " (line " + std::to_string(number) + ")";
+      check(fields.size() == header.size(), where, ": expected ", header.size(), " fields as the header, found ",
+            fields.size());
+      const std::string& label = fields[label_col];
+      std::int64_t value = -1;
+      const auto [end, error] = std::from_chars(label.data(), label.data() + label.size(), value);
+      check(error == std::errc() && end == label.data() + label.size() && value >= 0, where, ": column '",
+            options_.label_column, "' holds '", label, "': expected a non-negative integer class");
+      const std::filesystem::path file = image_dir / (fields[image_col] + options_.extension);
+      check(std::filesystem::is_regular_file(file), where, ": image '", fields[image_col], "' is missing: expected ",
+            file.string());
+      files_.push_back(file);
+      targets_.push_back(value);
+    }
+  }
+
+  std::int64_t size() const { return static_cast<std::int64_t>(files_.size()); }
+  Example get(std::int64_t i) const {
+    check(i >= 0 && i < size(), "ImageCsv: index ", i, " out of range for the ", size(), " rows of ", csv_.string());
+    const auto k = static_cast<std::size_t>(i);
+    return {io::read_image_tensor(files_[k], options_.mode), targets_[k]};
+  }
+
+  const std::vector<std::filesystem::path>& files() const { return files_; }
+  const std::vector<std::int64_t>& targets() const { return targets_; }
+
+ private:
+  static void strip_cr(std::string& line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+  }
+
+  std::filesystem::path csv_;
+  ImageCsvOptions options_;
+  std::vector<std::filesystem::path> files_;
+  std::vector<std::int64_t> targets_;
+};
+
+}  // namespace ptrain

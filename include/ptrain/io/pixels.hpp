@@ -1,0 +1,114 @@
+#pragma once
+// Decoded images as 8-bit pixels (height x width x channels, interleaved), conversions between
+// gray and RGB, and the CHW float tensors in [0, 1] that models take. No codec needed here.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/shape.hpp"
+#include "ptrain/tensor/tensor.hpp"
+
+namespace ptrain::io {
+
+// channels: 1 gray, 2 gray + alpha, 3 RGB, 4 RGBA (as stored); pixels[(y * width + x) * channels + c].
+struct Image {
+  std::int64_t height = 0, width = 0, channels = 0;
+  std::vector<std::uint8_t> pixels;
+
+  Image() = default;
+  Image(std::int64_t h, std::int64_t w, std::int64_t c)
+      : height(h), width(w), channels(c), pixels(static_cast<std::size_t>(h * w * c)) {}
+  std::uint8_t& at(std::int64_t y, std::int64_t x, std::int64_t c) {
+    return pixels[static_cast<std::size_t>((y * width + x) * channels + c)];
+  }
+  std::uint8_t at(std::int64_t y, std::int64_t x, std::int64_t c) const {
+    return pixels[static_cast<std::size_t>((y * width + x) * channels + c)];
+  }
+  std::string size_text() const { return std::to_string(width) + "x" + std::to_string(height); }
+};
+
+// What to decode into: the channels as stored, or converted as PIL's convert("L") / ("RGB").
+enum class ColorMode { unchanged, gray, rgb };
+
+// PIL's ITU-R 601-2 luma in 16-bit fixed point: L = (19595 R + 38470 G + 7471 B + 2^15) >> 16.
+inline std::uint8_t luma(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  return static_cast<std::uint8_t>((19595u * r + 38470u * g + 7471u * b + 0x8000u) >> 16);
+}
+
+// Drops alpha, and converts gray <-> RGB, as the mode asks.
+inline Image convert_color(Image image, ColorMode mode) {
+  const std::int64_t from = image.channels;
+  check(from >= 1 && from <= 4, "convert_color: expected 1 to 4 channels, got ", from);
+  const std::int64_t to = mode == ColorMode::gray ? 1 : mode == ColorMode::rgb ? 3 : from;
+  if (to == from) return image;
+  Image out(image.height, image.width, to);
+  const std::int64_t n = image.height * image.width;
+  const std::uint8_t* src = image.pixels.data();
+  std::uint8_t* dst = out.pixels.data();
+  const bool color = from >= 3;
+  for (std::int64_t i = 0; i < n; ++i, src += from, dst += to) {
+    if (to == 1)
+      dst[0] = color ? luma(src[0], src[1], src[2]) : src[0];
+    else
+      for (int c = 0; c < 3; ++c) dst[c] = color ? src[c] : src[0];
+  }
+  return out;
+}
+
+namespace detail {
+inline const std::array<float, 256>& unit_scale() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[static_cast<std::size_t>(v)] = static_cast<float>(v) / 255.0f;
+    return t;
+  }();
+  return table;
+}
+
+// The first n bytes in hex ("89 50 4e 47"), for errors about a file's signature.
+inline std::string hex_bytes(std::span<const std::uint8_t> bytes, std::size_t n) {
+  std::string out;
+  char part[4];
+  for (std::size_t i = 0; i < std::min(n, bytes.size()); ++i) {
+    std::snprintf(part, sizeof part, "%s%02x", i ? " " : "", bytes[i]);
+    out += part;
+  }
+  return bytes.empty() ? "an empty file" : out;
+}
+
+}  // namespace detail
+
+// [C, H, W] floats v / 255, as torchvision's to_tensor.
+inline Tensor<float> to_tensor(const Image& image) {
+  const std::int64_t c = image.channels, plane = image.height * image.width;
+  Tensor<float> out(Shape{c, image.height, image.width});
+  const auto& scale = detail::unit_scale();
+  float* dst = out.data();
+  const std::uint8_t* src = image.pixels.data();
+  for (std::int64_t k = 0; k < c; ++k)
+    for (std::int64_t i = 0; i < plane; ++i) dst[k * plane + i] = scale[src[i * c + k]];
+  return out;
+}
+
+// The inverse of to_tensor: [C, H, W] in [0, 1] (clamped) to pixels round(255 v).
+inline Image to_image(const Tensor<float>& chw) {
+  check(chw.rank() == 3 && chw.size(0) >= 1 && chw.size(0) <= 4,
+        "to_image: expected [C, H, W] with 1 to 4 channels, got ", chw.shape());
+  const std::int64_t c = chw.size(0), plane = chw.size(1) * chw.size(2);
+  Image out(chw.size(1), chw.size(2), c);
+  const float* src = chw.data();
+  for (std::int64_t k = 0; k < c; ++k)
+    for (std::int64_t i = 0; i < plane; ++i) {
+      const float v = std::fmin(std::fmax(src[k * plane + i], 0.0f), 1.0f);
+      out.pixels[static_cast<std::size_t>(i * c + k)] = static_cast<std::uint8_t>(std::lround(v * 255.0f));
+    }
+  return out;
+}
+
+}  // namespace ptrain::io

@@ -1,0 +1,167 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <ptrain/data/geometric_transforms.hpp>
+#include <ptrain/data/tensor_cache.hpp>
+
+#include "../common/files.hpp"
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+using test::contains;
+using test::error_of;
+
+namespace {
+
+const fs::path& dir() { return test::temp_dir("tensor_cache_test"); }
+
+// n examples [c, h, w]; element j of example i is i * 100 + j; target 7 + i.
+TensorDataset ramp_dataset(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+  Tensor<float> inputs(Shape{n, c, h, w});
+  for (std::int64_t i = 0; i < inputs.numel(); ++i)
+    inputs[i] = static_cast<float>(i / (c * h * w) * 100 + i % (c * h * w));
+  std::vector<std::int64_t> targets;
+  for (std::int64_t i = 0; i < n; ++i) targets.push_back(7 + i);
+  return TensorDataset(inputs, targets);
+}
+
+// Segmentation examples: image [1, 4, 4] = i + pixel index, target map = (i + pixel) mod 3.
+struct MapDataset {
+  std::int64_t n;
+  std::int64_t size() const { return n; }
+  Example get(std::int64_t i) const {
+    Tensor<float> x(Shape{1, 4, 4});
+    Tensor<std::int64_t> map(Shape{4, 4});
+    for (std::int64_t p = 0; p < 16; ++p) {
+      x[p] = static_cast<float>(i + p);
+      map[p] = (i + p) % 3;
+    }
+    return {x, 0, map};
+  }
+};
+
+// Shapes differ from example 3 on.
+struct RaggedDataset {
+  std::int64_t size() const { return 6; }
+  Example get(std::int64_t i) const { return {Tensor<float>::zeros(Shape{1, 2, i < 3 ? 2 : 3}), 0}; }
+};
+
+std::vector<char> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tensor_cache_test)
+
+BOOST_AUTO_TEST_CASE(round_trip_of_transformed_examples) {
+  const TensorDataset data = ramp_dataset(10, 2, 4, 6);
+  const fs::path path = dir() / "resized.cache";
+  write_tensor_cache(path, data, Resize(2, 3), {.batch_size = 3, .num_workers = 2});
+  const TensorCache cache(path);
+  BOOST_TEST(cache.size() == 10);
+  BOOST_TEST(cache.example_shape() == (Shape{2, 2, 3}));
+  BOOST_TEST(cache.target_map_shape().rank() == 0);
+  Rng rng;
+  for (std::int64_t i = 0; i < 10; ++i) {
+    Tensor<float> expected = data.get(i).input.clone();
+    Resize(2, 3)(expected, rng);
+    const Example e = cache.get(i);
+    BOOST_TEST(e.target == 7 + i);
+    BOOST_TEST(e.input.to_vector() == expected.to_vector(), boost::test_tools::per_element());
+  }
+  // The file is exactly header + records: 8 + 3 * 4 + 8 + 3 * 8 bytes, then 10 x (12 floats + 1 int64).
+  BOOST_TEST(fs::file_size(path) == 52u + 10u * (12u * 4u + 8u));
+  // It serves a loader like any dataset.
+  DataLoader loader(cache, {.batch_size = 4});
+  std::int64_t rows = 0;
+  for (const Batch& b : loader) {
+    BOOST_TEST(b.inputs.shape() == (Shape{b.size(), 2, 2, 3}));
+    rows += b.size();
+  }
+  BOOST_TEST(rows == 10);
+  // A transform-free cache holds the examples as they are.
+  write_tensor_cache(dir() / "plain.cache", data);
+  BOOST_TEST(TensorCache(dir() / "plain.cache").inputs().to_vector() == data.inputs().to_vector(),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(target_maps_round_trip) {
+  const fs::path path = dir() / "maps.cache";
+  write_tensor_cache(path, MapDataset{5}, RandomVerticalFlip(1.0));
+  const TensorCache cache(path);
+  BOOST_TEST(cache.target_map_shape() == (Shape{4, 4}));
+  for (std::int64_t i = 0; i < 5; ++i) {
+    Example expected = MapDataset{5}.get(i);
+    vflip(expected.input);
+    Tensor<std::int64_t> map = expected.target_map.reshape(Shape{1, 4, 4});
+    vflip(map);
+    const Example e = cache.get(i);
+    BOOST_TEST(e.input.to_vector() == expected.input.to_vector(), boost::test_tools::per_element());
+    BOOST_TEST(e.target_map.to_vector() == expected.target_map.to_vector(), boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(truncated_cache_names_the_file_and_the_expected_size) {
+  const fs::path path = dir() / "truncated.cache";
+  write_tensor_cache(path, ramp_dataset(4, 1, 2, 2), AnyTransform{});
+  const std::vector<char> bytes = file_bytes(path);
+  BOOST_REQUIRE(bytes.size() == 52u + 4u * 24u);
+  test::write_bytes(path, std::vector<char>(bytes.begin(), bytes.end() - 10));
+  std::string message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(
+      contains(message, path.string() + ": truncated: expected 148 bytes (a 52-byte header and 4 examples of "
+                                        "input [1, 2, 2] float32 and one int64 target, 24 bytes each), found 138"),
+      message);
+  test::write_bytes(path, std::vector<char>(bytes.begin(), bytes.begin() + 20));
+  message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(contains(message, path.string() + ": truncated at offset 20: expected a 28-byte tensor cache header"),
+             message);
+  std::vector<char> longer = bytes;
+  longer.push_back(0);
+  test::write_bytes(path, longer);
+  message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(contains(message, path.string() + ": longer than its header says: expected 148 bytes"), message);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_shape_magic_or_version_is_an_error) {
+  const fs::path path = dir() / "shape.cache";
+  write_tensor_cache(path, ramp_dataset(3, 3, 2, 2));
+  BOOST_TEST(TensorCache(path, Shape{3, 2, 2}).size() == 3);
+  std::string message = error_of([&] { TensorCache cache(path, Shape{3, 4, 4}); });
+  BOOST_TEST(contains(message, path.string() + ": holds inputs of shape [3, 2, 2], expected [3, 4, 4]"), message);
+  std::vector<char> bytes = file_bytes(path);
+  bytes[8] = 2;  // version 2
+  test::write_bytes(path, bytes);
+  message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(contains(message, path.string() + ": offset 8: expected tensor cache version 1, found 2"), message);
+  bytes[0] = 'X';
+  test::write_bytes(path, bytes);
+  message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(
+      contains(message, path.string() + ": offset 0: expected the magic PTRCACHE of a tensor cache, found 'XTRCACHE'"),
+      message);
+}
+
+BOOST_AUTO_TEST_CASE(examples_of_several_shapes_leave_no_file) {
+  const fs::path path = dir() / "ragged.cache";
+  const std::string message =
+      error_of([&] { write_tensor_cache(path, RaggedDataset{}, AnyTransform{}, {.batch_size = 3}); });
+  BOOST_TEST(contains(message, path.string() + ": example 3 transforms to input [1, 2, 3]"), message);
+  BOOST_TEST(contains(message, "expected [1, 2, 2]"), message);
+  BOOST_TEST(!fs::exists(path));
+  std::int64_t left = 0;
+  for (const auto& entry : fs::directory_iterator(dir())) left += contains(entry.path().string(), "ragged");
+  BOOST_TEST(left == 0);  // no temporary file either
+  // Within one batch the loader reports the difference.
+  BOOST_CHECK_THROW(write_tensor_cache(path, RaggedDataset{}, AnyTransform{}, {.batch_size = 6}), Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
