@@ -79,6 +79,19 @@ BOOST_AUTO_TEST_CASE(default_init_follows_pytorch) {
   BOOST_TEST(bn.running_var.array().minCoeff() == 1.0f);
 }
 
+BOOST_AUTO_TEST_CASE(normal_and_trunc_normal_have_the_asked_moments) {
+  Rng rng(3);
+  Tensor<double> t({200001});  // odd: the last pair is cut in half
+  init::normal(t, 2.0, 0.5, rng);
+  BOOST_TEST(std::abs(t.array().mean() - 2.0) < 0.01);
+  BOOST_TEST(std::abs(std::sqrt((t.array() - 2.0).square().mean()) - 0.5) < 0.01);
+  // Cut at one standard deviation: the standard deviation shrinks to 0.5396 of the untruncated one.
+  init::trunc_normal(t, 0.0, 1.0, -1.0, 1.0, rng);
+  BOOST_TEST(t.array().abs().maxCoeff() <= 1.0);
+  BOOST_TEST(std::abs(std::sqrt(t.array().square().mean()) - 0.5396) < 0.01);
+  BOOST_CHECK_THROW(init::trunc_normal(t, 0.0, 1.0, 1.0, 2.0, rng), Error);
+}
+
 BOOST_AUTO_TEST_CASE(small_cnn_shapes) {
   SmallCnn<float> net;
   auto y = net.forward(Var<float>(Tensor<float>::zeros({2, 1, 28, 28})));
