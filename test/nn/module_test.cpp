@@ -8,6 +8,8 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 
+#include "../common/torchvision_models.hpp"
+
 using namespace ptrain;
 
 BOOST_AUTO_TEST_SUITE(module_test)
@@ -48,6 +50,7 @@ BOOST_AUTO_TEST_CASE(resnet18_matches_torchvision) {
     }
   BOOST_TEST(found_downsample);
   BOOST_TEST(named.back().first == "fc.bias");
+  test::expect_torchvision_parameters(*net, "resnet18_names.txt");
   BOOST_TEST(resnet50<float>()->parameter_count() == 25557032);
   BOOST_TEST(resnet34<float>()->parameter_count() == 21797672);
 }
