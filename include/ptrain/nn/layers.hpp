@@ -39,19 +39,21 @@ class Dropout : public Module<T> {
 
 enum class PoolKind { max, average };
 
-// nn.MaxPool2d / nn.AvgPool2d: square windows, stride defaulting to the kernel size.
+// nn.MaxPool2d / nn.AvgPool2d: square windows with stride defaulting to the kernel size, or any
+// Pool2dOptions (ceil_mode, rectangular windows).
 template <class T, PoolKind kind>
 class Pool2d : public Module<T> {
  public:
   explicit Pool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
-      : kernel_(kernel), stride_(stride ? stride : kernel), padding_(padding) {}
+      : Pool2d(Pool2dOptions::square(kernel, stride, padding)) {}
+  explicit Pool2d(const Pool2dOptions& options) : options_(options) {}
   Var<T> forward(const Var<T>& x) override {
-    if constexpr (kind == PoolKind::max) return max_pool2d(x, kernel_, stride_, padding_);
-    else return avg_pool2d(x, kernel_, stride_, padding_);
+    if constexpr (kind == PoolKind::max) return max_pool2d(x, options_);
+    else return avg_pool2d(x, options_);
   }
 
  private:
-  std::int64_t kernel_, stride_, padding_;
+  Pool2dOptions options_;
 };
 
 template <class T = float>
