@@ -40,7 +40,10 @@
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/nn/state_dict.hpp"
 
+#include "ptrain/models/inception.hpp"
 #include "ptrain/models/resnet.hpp"
+#include "ptrain/models/squeezenet.hpp"
+#include "ptrain/models/vgg.hpp"
 #include "ptrain/models/small_cnn.hpp"
 
 #include "ptrain/optim/adam.hpp"
