@@ -65,13 +65,13 @@ int main(int argc, char** argv) {
       .option("--limit", "0", "train on the first N training images only (0: all)")
       .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
-  examples::add_strategy_options(cli);
+  examples::add_strategy_options(cli, examples::Pipelines::with);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
-    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+    return examples::with_strategy<examples::Pipelines::with>(cli, world, [&](examples::DataShard shard, auto... policies) {
       return train(cli, world, shard, policies...);
     });
   });

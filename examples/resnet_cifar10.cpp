@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       .option("--limit", "0", "train on the first N training images only (0: all)")
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
-  examples::add_strategy_options(cli);
+  examples::add_strategy_options(cli, examples::Pipelines::with);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
 
@@ -80,13 +80,15 @@ int main(int argc, char** argv) {
     ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
     const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
     const std::string name = cli.str("--model");
-    const auto run = [&](auto model) {
-      return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-        return train(cli, world, model, shard, policies...);
-      });
-    };
-    if (name == "resnet18") return run(ptrain::resnet18<float>(options));
-    if (name == "resnet50") return run(ptrain::resnet50<float>(options));
-    ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+    // Both ResNets are Sequentials: one Trainer type serves them.
+    std::shared_ptr<ptrain::Sequential<float>> model;
+    if (name == "resnet18")
+      model = ptrain::resnet18<float>(options);
+    else if (name == "resnet50")
+      model = ptrain::resnet50<float>(options);
+    else
+      ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+    return examples::with_strategy<examples::Pipelines::with>(
+        cli, world, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
   });
 }

@@ -3,7 +3,8 @@
 //   one process                      no policy
 //   mpiexec -n N                     DataParallel<MpiAllreduce, --compression>
 //   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
-//                                    DataParallel over the N/S replicas of each stage
+//                                    DataParallel over the N/S replicas of each stage (only in
+//                                    examples that compile the pipelines in: with_pipelines)
 // train(shard, policies...) is called with the matching policies; shard says which part of each
 // global batch this rank loads (its data-parallel replica).
 #include <string>
@@ -18,11 +19,14 @@ struct DataShard {
   int index = 0, count = 1;
 };
 
-inline void add_strategy_options(Cli& cli) {
-  cli.option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16")
-      .option("--stages", "0", "pipeline stages (0: no pipeline); the world must be a multiple of it")
-      .option("--schedule", "1f1b", "pipeline schedule: gpipe or 1f1b (4 micro-batches per batch)")
-      .option("--checkpoint", "0", "1: recompute each pipeline stage's activations in backward");
+enum class Pipelines { without, with };
+
+inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::without) {
+  cli.option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16");
+  if (pipelines == Pipelines::with)
+    cli.option("--stages", "0", "pipeline stages (0: no pipeline); the world must be a multiple of it")
+        .option("--schedule", "1f1b", "pipeline schedule: gpipe or 1f1b (4 micro-batches per batch)")
+        .option("--checkpoint", "0", "1: recompute each pipeline stage's activations in backward");
 }
 
 template <class Train>
@@ -35,13 +39,14 @@ int with_data_parallel(const Cli& cli, ptrain::MpiComm& world, DataShard shard, 
   ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
 }
 
-template <class Train>
+template <Pipelines pipelines = Pipelines::without, class Train>
 int with_strategy(const Cli& cli, ptrain::MpiComm& world, Train&& train) {
-  const int stages = static_cast<int>(cli.integer("--stages"));
+  const int stages = pipelines == Pipelines::with ? static_cast<int>(cli.integer("--stages")) : 0;
   if (stages == 0) {
     if (world.size() == 1) return train(DataShard{});
     return with_data_parallel(cli, world, DataShard{world.rank(), world.size()}, train);
   }
+  if constexpr (pipelines == Pipelines::with) {
   const auto pipelined = [&]<class Schedule>(Schedule) {
     ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
     const DataShard shard{pipeline.replica(), pipeline.replicas()};
@@ -52,6 +57,8 @@ int with_strategy(const Cli& cli, ptrain::MpiComm& world, Train&& train) {
   if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
   if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
   ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+  }
+  return 1;
 }
 
 }  // namespace examples

@@ -1,0 +1,57 @@
+// Writes tiny datasets in the real formats of the projects the examples come from, for their
+// smoke tests: `make_example_data DIR` fills
+//   DIR/cifar10/   data_batch_1..5.bin, test_batch.bin (3,073-byte records)
+// Images are random but learnable: each class has its own mean colour.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <ptrain/core/error.hpp>
+#include <ptrain/core/rng.hpp>
+#include <ptrain/io/atomic_file.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::uint8_t pixel(ptrain::Rng& rng, int label, int channel) {
+  const double mean = 40.0 + 170.0 * ((label * 3 + channel) % 10) / 9.0;
+  const double v = mean + 25.0 * rng.normal();
+  return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+void cifar10(const fs::path& dir, ptrain::Rng& rng) {
+  fs::create_directories(dir);
+  const auto write_batch = [&](const std::string& name, int records) {
+    std::string bytes;
+    for (int r = 0; r < records; ++r) {
+      const int label = r % 10;
+      bytes.push_back(static_cast<char>(label));
+      for (int c = 0; c < 3; ++c)
+        for (int i = 0; i < 32 * 32; ++i) bytes.push_back(static_cast<char>(pixel(rng, label, c)));
+    }
+    ptrain::io::write_atomically(dir / name, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  };
+  for (int k = 1; k <= 5; ++k) write_batch("data_batch_" + std::to_string(k) + ".bin", 16);
+  write_batch("test_batch.bin", 16);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_example_data DIR\n");
+    return 2;
+  }
+  try {
+    const fs::path root = argv[1];
+    ptrain::Rng rng(2024);
+    cifar10(root / "cifar10", rng);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_example_data: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
