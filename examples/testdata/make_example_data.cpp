@@ -12,6 +12,8 @@
 #include <ptrain/core/rng.hpp>
 #include <ptrain/io/atomic_file.hpp>
 
+#include "retina_and_masks_data.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
     const fs::path root = argv[1];
     ptrain::Rng rng(2024);
     cifar10(root / "cifar10", rng);
+    testdata::write_retina_data(root / "retina");
+    testdata::write_cells_data(root / "cells");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_example_data: %s\n", e.what());
     return 1;
