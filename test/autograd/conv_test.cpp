@@ -7,25 +7,13 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/conv.hpp>
 
+#include "../common/compare.hpp"
+
 using namespace ptrain;
+using ptrain::test::check_close;
+using ptrain::test::sequence;
 
 namespace {
-
-// Deterministic inputs, the same formula as the PyTorch script that produced the references:
-// scale * f(a * i + b) over the flattened tensor.
-Tensor<double> sequence(const Shape& shape, double a, double b, double scale = 1.0, bool cosine = false) {
-  Tensor<double> t(shape);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t[i] = scale * (cosine ? std::cos(a * static_cast<double>(i) + b) : std::sin(a * static_cast<double>(i) + b));
-  return t;
-}
-
-void check_close(const Tensor<double>& got, const std::vector<double>& expected, double tol) {
-  BOOST_REQUIRE_EQUAL(got.numel(), static_cast<std::int64_t>(expected.size()));
-  for (std::int64_t i = 0; i < got.numel(); ++i)
-    BOOST_TEST(std::abs(got[i] - expected[static_cast<std::size_t>(i)]) <= tol,
-               "element " << i << ": got " << got[i] << ", expected " << expected[static_cast<std::size_t>(i)]);
-}
 
 // The definition, one multiply-add at a time.
 Tensor<double> reference_conv(const Tensor<double>& x, const Tensor<double>& w, const Conv2dOptions& o) {

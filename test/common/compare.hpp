@@ -1,7 +1,9 @@
 #pragma once
-// Comparisons the tests share.
+// Comparisons the tests share, and the deterministic inputs that PyTorch reference numbers are
+// computed from.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 
@@ -19,6 +21,23 @@ double worst_error(const Tensor<T>& got, const Tensor<T>& expected) {
     worst = std::max(worst, std::abs(static_cast<double>(got[i]) - e) / std::max(1.0, std::abs(e)));
   }
   return worst;
+}
+
+// scale * sin(a * i + b) (or cos) over the flattened tensor: in Python,
+// scale * torch.sin(a * torch.arange(n, dtype=torch.float64) + b).reshape(shape).
+inline Tensor<double> sequence(const Shape& shape, double a, double b, double scale = 1.0, bool cosine = false) {
+  Tensor<double> t(shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t[i] = scale * (cosine ? std::cos(a * static_cast<double>(i) + b) : std::sin(a * static_cast<double>(i) + b));
+  return t;
+}
+
+// Every element within tol of the reference, each failure named.
+inline void check_close(const Tensor<double>& got, const std::vector<double>& expected, double tol) {
+  BOOST_REQUIRE_EQUAL(got.numel(), static_cast<std::int64_t>(expected.size()));
+  for (std::int64_t i = 0; i < got.numel(); ++i)
+    BOOST_TEST(std::abs(got[i] - expected[static_cast<std::size_t>(i)]) <= tol,
+               "element " << i << ": got " << got[i] << ", expected " << expected[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace ptrain::test
