@@ -13,17 +13,19 @@ enum class ConvKind { direct, transposed };
 // Conv2d: weight [out, in/groups, kh, kw]. ConvTranspose2d: weight [in, out/groups, kh, kw]
 // (UNet's up-sampling is ConvTranspose2d(c, c / 2, 2, ConvTranspose2dOptions::square(2))).
 // Both draw weight and bias as _ConvNd.reset_parameters: fan_in = weight.size(1) * kh * kw.
+// Options come by reference: GCC 12.2 at -O2 -march=native (AVX-512) miscompiled the by-value
+// default `Conv2dOptions options = {}`, handing the constructor pad_h = 1.
 template <class T, ConvKind kind>
 class Convolution2d : public Module<T> {
  public:
   using Options = std::conditional_t<kind == ConvKind::direct, Conv2dOptions, ConvTranspose2dOptions>;
   static constexpr const char* name = kind == ConvKind::direct ? "Conv2d" : "ConvTranspose2d";
 
-  Convolution2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, Options options = {},
+  Convolution2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, const Options& options = {},
                 bool bias = true)
       : Convolution2d(in_channels, out_channels, kernel, kernel, options, bias) {}
   Convolution2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h, std::int64_t kernel_w,
-                Options options, bool bias = true)
+                const Options& options, bool bias = true)
       : options_(options) {
     const std::int64_t groups = options.groups;
     check(in_channels > 0 && out_channels > 0 && kernel_h > 0 && kernel_w > 0, name,
