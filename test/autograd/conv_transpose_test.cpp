@@ -11,6 +11,9 @@
 
 using namespace ptrain;
 using ptrain::test::check_close;
+using ptrain::test::error_message;
+using ptrain::test::to_float;
+using ptrain::test::worst_error;
 using ptrain::test::sequence;
 
 namespace {
@@ -65,15 +68,6 @@ const std::vector<Case>& cases() {
       {"16 output channels stride 1", {2, 3, 4, 3}, {3, 16, 3, 3}, ConvTranspose2dOptions::square(1, 1), true},
   };
   return all;
-}
-
-std::string message(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -224,11 +218,6 @@ BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
   // Large enough for the convolution kernels to split the batch over threads.
   const Shape xs{8, 32, 12, 12}, ws{32, 16, 2, 2};
   const Tensor<double> x = random_tensor(xs, 11), w = random_tensor(ws, 12), b = random_tensor({16}, 13);
-  auto to_float = [](const Tensor<double>& t) {
-    Tensor<float> f(t.shape());
-    for (std::int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t[i]);
-    return f;
-  };
   Var<double> xd(x, true), wd(w, true), bd(b, true);
   Var<float> xf(to_float(x), true), wf(to_float(w), true), bf(to_float(b), true);
   const auto o = ConvTranspose2dOptions::square(2);
@@ -237,37 +226,31 @@ BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
   const Tensor<double> gy = random_tensor(yd.shape(), 14);
   backward(yd, gy.clone());
   backward(yf, to_float(gy));
-  auto worst = [](const Tensor<float>& f, const Tensor<double>& d) {
-    double e = 0;
-    for (std::int64_t i = 0; i < d.numel(); ++i)
-      e = std::max(e, std::abs(static_cast<double>(f[i]) - d[i]) / std::max(1.0, std::abs(d[i])));
-    return e;
-  };
-  BOOST_TEST(worst(yf.value(), yd.value()) < 1e-5);
-  BOOST_TEST(worst(xf.grad(), xd.grad()) < 1e-5);
-  BOOST_TEST(worst(wf.grad(), wd.grad()) < 1e-4);  // sums of 8 * 144 products
-  BOOST_TEST(worst(bf.grad(), bd.grad()) < 1e-4);
+  BOOST_TEST(worst_error(yf.value(), yd.value()) < 1e-5);
+  BOOST_TEST(worst_error(xf.grad(), xd.grad()) < 1e-5);
+  BOOST_TEST(worst_error(wf.grad(), wd.grad()) < 1e-4);  // sums of 8 * 144 products
+  BOOST_TEST(worst_error(bf.grad(), bd.grad()) < 1e-4);
 }
 
 BOOST_AUTO_TEST_CASE(errors_say_what_was_expected) {
   const Var<double> x(random_tensor({2, 4, 3, 3}, 1));
-  const std::string channels = message([&] { conv_transpose2d(x, Var<double>(random_tensor({3, 2, 2, 2}, 2))); });
+  const std::string channels = error_message([&] { conv_transpose2d(x, Var<double>(random_tensor({3, 2, 2, 2}, 2))); });
   BOOST_TEST(channels.find("expects 3 input channels") != std::string::npos, channels);
-  const std::string output_pad = message([&] {
+  const std::string output_pad = error_message([&] {
     conv_transpose2d(x, Var<double>(random_tensor({4, 2, 3, 3}, 2)), {}, ConvTranspose2dOptions::square(2, 1, 2));
   });
   BOOST_TEST(output_pad.find("must be non-negative and smaller than the stride") != std::string::npos, output_pad);
-  const std::string groups = message([&] {
+  const std::string groups = error_message([&] {
     conv_transpose2d(Var<double>(random_tensor({2, 3, 3, 3}, 1)), Var<double>(random_tensor({3, 1, 2, 2}, 2)), {},
                      ConvTranspose2dOptions::square(1, 0, 0, 1, 2));
   });
   BOOST_TEST(groups.find("not divisible by groups=2") != std::string::npos, groups);
-  const std::string empty = message([&] {
+  const std::string empty = error_message([&] {
     conv_transpose2d(Var<double>(random_tensor({1, 4, 1, 1}, 1)), Var<double>(random_tensor({4, 2, 1, 1}, 2)), {},
                      ConvTranspose2dOptions::square(1, 1));
   });
   BOOST_TEST(empty.find("give an empty output") != std::string::npos, empty);
-  const std::string bias = message([&] {
+  const std::string bias = error_message([&] {
     conv_transpose2d(x, Var<double>(random_tensor({4, 2, 2, 2}, 2)), Var<double>(random_tensor({4}, 3)));
   });
   BOOST_TEST(bias.find("expected [2]") != std::string::npos, bias);

@@ -11,6 +11,9 @@
 
 using namespace ptrain;
 using ptrain::test::check_close;
+using ptrain::test::error_message;
+using ptrain::test::to_float;
+using ptrain::test::worst_error;
 using ptrain::test::sequence;
 
 namespace {
@@ -39,15 +42,6 @@ const std::vector<std::pair<const char*, UpsampleOptions>>& cases() {
       {"bilinear (2, 3)", UpsampleOptions{M::bilinear, 0, 0, 2.0, 3.0, false}},
   };
   return all;
-}
-
-std::string message(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -329,24 +323,15 @@ BOOST_AUTO_TEST_CASE(threaded_float_path_matches_double) {
   for (const auto& [name, o] : cases()) {
     BOOST_TEST_CONTEXT(name) {
       const Tensor<double> xd = random_tensor({4, 8, 24, 32}, 2);
-      Tensor<float> xf(xd.shape());
-      for (std::int64_t i = 0; i < xd.numel(); ++i) xf[i] = static_cast<float>(xd[i]);
       Var<double> vd(xd, true);
-      Var<float> vf(xf, true);
+      Var<float> vf(to_float(xd), true);
       const Var<double> yd = upsample(vd, o);
       const Var<float> yf = upsample(vf, o);
       const Tensor<double> gy = random_tensor(yd.shape(), 3);
-      Tensor<float> gyf(gy.shape());
-      for (std::int64_t i = 0; i < gy.numel(); ++i) gyf[i] = static_cast<float>(gy[i]);
       backward(yd, gy.clone());
-      backward(yf, gyf);
-      double worst_y = 0, worst_g = 0;
-      for (std::int64_t i = 0; i < yd.numel(); ++i)
-        worst_y = std::max(worst_y, std::abs(static_cast<double>(yf.value()[i]) - yd.value()[i]));
-      for (std::int64_t i = 0; i < xd.numel(); ++i)
-        worst_g = std::max(worst_g, std::abs(static_cast<double>(vf.grad()[i]) - vd.grad()[i]));
-      BOOST_TEST(worst_y < 1e-6);
-      BOOST_TEST(worst_g < 1e-5);
+      backward(yf, to_float(gy));
+      BOOST_TEST(worst_error(yf.value(), yd.value()) < 1e-6);
+      BOOST_TEST(worst_error(vf.grad(), vd.grad()) < 1e-5);
     }
   }
 }
@@ -362,17 +347,19 @@ BOOST_AUTO_TEST_CASE(nearest_by_an_integer_factor_repeats_pixels) {
 
 BOOST_AUTO_TEST_CASE(bad_options_are_errors) {
   const Var<double> x(random_tensor({1, 1, 3, 3}, 1));
-  const std::string both = message([&] { upsample(x, UpsampleOptions{UpsampleMode::nearest, 4, 4, 2.0, 2.0}); });
+  const std::string both = error_message([&] { upsample(x, UpsampleOptions{UpsampleMode::nearest, 4, 4, 2.0, 2.0}); });
   BOOST_TEST(both.find("either an output size or a scale factor") != std::string::npos, both);
-  const std::string neither = message([&] { upsample(x, UpsampleOptions{}); });
+  const std::string neither = error_message([&] { upsample(x, UpsampleOptions{}); });
   BOOST_TEST(neither.find("either an output size or a scale factor") != std::string::npos, neither);
-  const std::string corners = message([&] { upsample(x, UpsampleOptions::by_scale(2, UpsampleMode::nearest, true)); });
+  const std::string corners =
+      error_message([&] { upsample(x, UpsampleOptions::by_scale(2, UpsampleMode::nearest, true)); });
   BOOST_TEST(corners.find("align_corners applies to bilinear mode only") != std::string::npos, corners);
-  const std::string negative = message([&] { upsample(x, UpsampleOptions::by_scale(-2)); });
+  const std::string negative = error_message([&] { upsample(x, UpsampleOptions::by_scale(-2)); });
   BOOST_TEST(negative.find("must be positive") != std::string::npos, negative);
-  const std::string empty = message([&] { upsample(x, UpsampleOptions::by_scale(0.25)); });
+  const std::string empty = error_message([&] { upsample(x, UpsampleOptions::by_scale(0.25)); });
   BOOST_TEST(empty.find("output size must be positive, got 0 x 0") != std::string::npos, empty);
-  const std::string rank = message([&] { upsample(Var<double>(random_tensor({3, 3}, 1)), UpsampleOptions::by_scale(2)); });
+  const std::string rank =
+      error_message([&] { upsample(Var<double>(random_tensor({3, 3}, 1)), UpsampleOptions::by_scale(2)); });
   BOOST_TEST(rank.find("input must be [N, C, H, W]") != std::string::npos, rank);
 }
 

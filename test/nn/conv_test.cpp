@@ -6,7 +6,10 @@
 
 #include <ptrain/nn/conv.hpp>
 
+#include "../common/compare.hpp"
+
 using namespace ptrain;
+using ptrain::test::error_message;
 
 namespace {
 // The largest |element| of a tensor.
@@ -62,19 +65,12 @@ BOOST_AUTO_TEST_CASE(conv_transpose2d_initialises_as_pytorch) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_sizes_are_errors_naming_the_layer) {
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string groups = message([] { ConvTranspose2d<float>(4, 3, 2, ConvTranspose2dOptions::square(1, 0, 0, 1, 2)); });
+  const std::string groups =
+      error_message([] { ConvTranspose2d<float>(4, 3, 2, ConvTranspose2dOptions::square(1, 0, 0, 1, 2)); });
   BOOST_TEST(groups.find("ConvTranspose2d: in_channels 4 and out_channels 3 must divide by groups 2") !=
                  std::string::npos,
              groups);
-  const std::string empty = message([] { Conv2d<float>(0, 3, 3); });
+  const std::string empty = error_message([] { Conv2d<float>(0, 3, 3); });
   BOOST_TEST(empty.find("Conv2d: sizes must be positive") != std::string::npos, empty);
 }
 

@@ -38,7 +38,8 @@ inline void check_upsample_options(const UpsampleOptions& o) {
   const bool by_size = o.out_h != 0 || o.out_w != 0, by_scale = o.scale_h != 0 || o.scale_w != 0;
   check(by_size != by_scale, "upsample: give either an output size or a scale factor, got size (", o.out_h, ", ",
         o.out_w, ") and scale (", o.scale_h, ", ", o.scale_w, ")");
-  if (by_size) check(o.out_h > 0 && o.out_w > 0, "upsample: output size (", o.out_h, ", ", o.out_w, ") must be positive");
+  if (by_size)
+    check(o.out_h > 0 && o.out_w > 0, "upsample: output size (", o.out_h, ", ", o.out_w, ") must be positive");
   if (by_scale)
     check(o.scale_h > 0 && o.scale_w > 0 && std::isfinite(o.scale_h) && std::isfinite(o.scale_w),
           "upsample: scale factor (", o.scale_h, ", ", o.scale_w, ") must be positive and finite");
@@ -50,11 +51,12 @@ template <class T>
 Var<T> upsample(const Var<T>& x, const UpsampleOptions& options) {
   check_upsample_options(options);
   check(x.shape().rank() == 4, "upsample: input must be [N, C, H, W], got ", x.shape());
+  const auto scaled = [](std::int64_t extent, double scale) {
+    return static_cast<std::int64_t>(std::floor(static_cast<double>(extent) * scale));
+  };
   const bool by_scale = options.scale_h > 0;
-  const std::int64_t out_h =
-      by_scale ? static_cast<std::int64_t>(std::floor(static_cast<double>(x.size(2)) * options.scale_h)) : options.out_h;
-  const std::int64_t out_w =
-      by_scale ? static_cast<std::int64_t>(std::floor(static_cast<double>(x.size(3)) * options.scale_w)) : options.out_w;
+  const std::int64_t out_h = by_scale ? scaled(x.size(2), options.scale_h) : options.out_h;
+  const std::int64_t out_w = by_scale ? scaled(x.size(3), options.scale_w) : options.out_w;
   const kernels::Interpolation2d g =
       kernels::make_interpolation2d(x.shape(), options.mode == UpsampleMode::bilinear, options.align_corners, out_h,
                                     out_w, options.scale_h, options.scale_w);
