@@ -1,5 +1,7 @@
-// Times a training step (forward, backward, SGD with momentum) of the demo CNN (batch 128) and
-// of a CIFAR ResNet-18 (batch 64), and one large GEMM for this machine's attainable peak. When
+// Times a training step (forward, backward, SGD with momentum) of the demo CNN (batch 128), of
+// CIFAR ResNet-18 and ResNet-50 (batch 64), VGG-16 (128x128, 3 classes, batch 16) and a 5-level
+// UNet of widths 16..256 (128x128, 2 classes, per-pixel loss, batch 16), and one large GEMM for
+// this machine's attainable peak. When
 // /usr/bin/python3 has torch, runs bench/torch_peer.py on the same work in the same run and
 // prints the ratio. One machine-readable line per figure:
 //   bench=train_step model=... impl=ptrain|pytorch batch=... median_ms=... images_per_sec=...
@@ -33,13 +35,16 @@ double gemm_gflops(std::int64_t n, int repeats) {
   return 2.0 * double(n) * n * n / median(times) / 1e9;
 }
 
+// classes: of the targets; per_pixel: one target per output pixel (segmentation).
 template <class Model>
-double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, int steps) {
+double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
+                           bool per_pixel = false) {
   ptrain::Rng rng(0);
   ptrain::Tensor<float> x(input_shape);
   for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
-  std::vector<std::int64_t> y(static_cast<std::size_t>(input_shape[0]));
-  for (auto& t : y) t = static_cast<std::int64_t>(rng.below(10));
+  const std::int64_t targets = per_pixel ? input_shape[0] * input_shape[2] * input_shape[3] : input_shape[0];
+  std::vector<std::int64_t> y(static_cast<std::size_t>(targets));
+  for (auto& t : y) t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(classes)));
   ptrain::Sgd<float> sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
   std::vector<double> times;
   for (int i = 0; i < warmup + steps; ++i) {
@@ -60,6 +65,18 @@ const std::map<std::string, double> train_flops_per_image = {
     {"small_cnn", 3 * 2 * 4.2412e6},
     {"resnet18_cifar", 3 * 2 * 0.5562e9},
 };
+
+// One model of the comparison: its step time, printed, and kept for the ratio with PyTorch.
+void report(std::map<std::string, double>& ours, const std::string& name, int threads, std::int64_t batch,
+            double seconds, double peak) {
+  ours[name] = static_cast<double>(batch) / seconds;
+  std::printf("bench=train_step model=%s impl=ptrain threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f",
+              name.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ours[name]);
+  if (train_flops_per_image.count(name))
+    std::printf(" peak_fraction=%.3f", ours[name] * train_flops_per_image.at(name) / 1e9 / peak);
+  std::printf("\n");
+  std::fflush(stdout);
+}
 
 std::map<std::string, double> run_pytorch(int threads, const std::string& models) {
   std::map<std::string, double> images_per_sec;
@@ -85,7 +102,7 @@ std::map<std::string, double> run_pytorch(int threads, const std::string& models
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  const std::string only = argc > 2 ? argv[2] : "small_cnn,resnet18_cifar";
+  const std::string only = argc > 2 ? argv[2] : "small_cnn,resnet18_cifar,resnet50_cifar,vgg16_128,unet_128";
   ptrain::set_num_threads(threads);
   ptrain::manual_seed(0);
 
@@ -93,21 +110,27 @@ int main(int argc, char** argv) {
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f\n", threads, peak);
 
   std::map<std::string, double> ours;
-  if (only.find("small_cnn") != std::string::npos) {
+  const auto wanted = [&](const char* name) { return only.find(name) != std::string::npos; };
+  if (wanted("small_cnn")) {
     ptrain::SmallCnn<float> net;
-    const double s = median_step_seconds(net, {128, 1, 28, 28}, 3, 20);
-    ours["small_cnn"] = 128 / s;
-    std::printf("bench=train_step model=small_cnn impl=ptrain threads=%d batch=128 median_ms=%.2f images_per_sec=%.1f "
-                "peak_fraction=%.3f\n", threads, 1e3 * s, 128 / s, 128 / s * train_flops_per_image.at("small_cnn") / 1e9 / peak);
+    report(ours, "small_cnn", threads, 128, median_step_seconds(net, {128, 1, 28, 28}, 3, 20), peak);
   }
-  if (only.find("resnet18_cifar") != std::string::npos) {
+  if (wanted("resnet18_cifar")) {
     auto net = ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true});
-    const double s = median_step_seconds(*net, {64, 3, 32, 32}, 2, 8);
-    ours["resnet18_cifar"] = 64 / s;
-    std::printf("bench=train_step model=resnet18_cifar impl=ptrain threads=%d batch=64 median_ms=%.2f images_per_sec=%.1f "
-                "peak_fraction=%.3f\n", threads, 1e3 * s, 64 / s, 64 / s * train_flops_per_image.at("resnet18_cifar") / 1e9 / peak);
+    report(ours, "resnet18_cifar", threads, 64, median_step_seconds(*net, {64, 3, 32, 32}, 2, 8), peak);
   }
-  std::fflush(stdout);
+  if (wanted("resnet50_cifar")) {
+    auto net = ptrain::resnet50<float>({.num_classes = 10, .cifar_stem = true});
+    report(ours, "resnet50_cifar", threads, 64, median_step_seconds(*net, {64, 3, 32, 32}, 1, 4), peak);
+  }
+  if (wanted("vgg16_128")) {
+    auto net = ptrain::vgg16<float>({.num_classes = 3});
+    report(ours, "vgg16_128", threads, 16, median_step_seconds(*net, {16, 3, 128, 128}, 1, 4, 3), peak);
+  }
+  if (wanted("unet_128")) {
+    ptrain::UNet<float> net({.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
+    report(ours, "unet_128", threads, 16, median_step_seconds(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
+  }
 
   const auto torch = run_pytorch(threads, only);
   if (torch.empty()) {

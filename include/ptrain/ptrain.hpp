@@ -29,6 +29,7 @@
 #include "ptrain/autograd/ops/pool.hpp"
 #include "ptrain/autograd/ops/reduce.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/autograd/ops/upsample.hpp"
 #include "ptrain/autograd/variable.hpp"
 
 #include "ptrain/nn/batch_norm.hpp"
@@ -43,6 +44,7 @@
 #include "ptrain/models/inception.hpp"
 #include "ptrain/models/resnet.hpp"
 #include "ptrain/models/squeezenet.hpp"
+#include "ptrain/models/unet.hpp"
 #include "ptrain/models/vgg.hpp"
 #include "ptrain/models/small_cnn.hpp"
 

@@ -7,25 +7,16 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/conv.hpp>
 
+#include "../common/compare.hpp"
+
 using namespace ptrain;
+using ptrain::test::check_close;
+using ptrain::test::error_message;
+using ptrain::test::to_float;
+using ptrain::test::worst_error;
+using ptrain::test::sequence;
 
 namespace {
-
-// Deterministic inputs, the same formula as the PyTorch script that produced the references:
-// scale * f(a * i + b) over the flattened tensor.
-Tensor<double> sequence(const Shape& shape, double a, double b, double scale = 1.0, bool cosine = false) {
-  Tensor<double> t(shape);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t[i] = scale * (cosine ? std::cos(a * static_cast<double>(i) + b) : std::sin(a * static_cast<double>(i) + b));
-  return t;
-}
-
-void check_close(const Tensor<double>& got, const std::vector<double>& expected, double tol) {
-  BOOST_REQUIRE_EQUAL(got.numel(), static_cast<std::int64_t>(expected.size()));
-  for (std::int64_t i = 0; i < got.numel(); ++i)
-    BOOST_TEST(std::abs(got[i] - expected[static_cast<std::size_t>(i)]) <= tol,
-               "element " << i << ": got " << got[i] << ", expected " << expected[static_cast<std::size_t>(i)]);
-}
 
 // The definition, one multiply-add at a time.
 Tensor<double> reference_conv(const Tensor<double>& x, const Tensor<double>& w, const Conv2dOptions& o) {
@@ -268,11 +259,6 @@ BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
   for (const Case& c : cases()) {
     BOOST_TEST_CONTEXT(c.name) {
       const Tensor<double> x = random_tensor(c.x, 11), w = random_tensor(c.w, 12), b = random_tensor({c.w[0]}, 13);
-      auto to_float = [](const Tensor<double>& t) {
-        Tensor<float> f(t.shape());
-        for (std::int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t[i]);
-        return f;
-      };
       Var<double> xd(x, true), wd(w, true), bd(b, true);
       Var<float> xf(to_float(x), true), wf(to_float(w), true), bf(to_float(b), true);
       Var<double> yd = conv2d(xd, wd, c.bias ? bd : Var<double>{}, c.options);
@@ -280,16 +266,10 @@ BOOST_AUTO_TEST_CASE(float_path_agrees_with_double) {
       const Tensor<double> gy = random_tensor(yd.shape(), 14);
       backward(yd, gy.clone());
       backward(yf, to_float(gy));
-      auto close = [](const Tensor<float>& f, const Tensor<double>& d) {
-        double worst = 0;
-        for (std::int64_t i = 0; i < d.numel(); ++i)
-          worst = std::max(worst, std::abs(static_cast<double>(f[i]) - d[i]) / std::max(1.0, std::abs(d[i])));
-        return worst;
-      };
-      BOOST_TEST(close(yf.value(), yd.value()) < 1e-5);
-      BOOST_TEST(close(xf.grad(), xd.grad()) < 1e-5);
-      BOOST_TEST(close(wf.grad(), wd.grad()) < 1e-5);
-      if (c.bias) BOOST_TEST(close(bf.grad(), bd.grad()) < 1e-5);
+      BOOST_TEST(worst_error(yf.value(), yd.value()) < 1e-5);
+      BOOST_TEST(worst_error(xf.grad(), xd.grad()) < 1e-5);
+      BOOST_TEST(worst_error(wf.grad(), wd.grad()) < 1e-5);
+      if (c.bias) BOOST_TEST(worst_error(bf.grad(), bd.grad()) < 1e-5);
     }
   }
 }
@@ -308,25 +288,17 @@ BOOST_AUTO_TEST_CASE(input_without_grad_gets_none_and_weight_still_does) {
 }
 
 BOOST_AUTO_TEST_CASE(shape_errors_say_what_was_expected) {
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   Var<double> x(random_tensor({2, 3, 5, 5}, 1));
-  const std::string channels = message([&] { conv2d(x, Var<double>(random_tensor({4, 2, 3, 3}, 2))); });
+  const std::string channels = error_message([&] { conv2d(x, Var<double>(random_tensor({4, 2, 3, 3}, 2))); });
   BOOST_TEST(channels.find("expects 2 input channels") != std::string::npos, channels);
-  const std::string groups = message(
+  const std::string groups = error_message(
       [&] { conv2d(x, Var<double>(random_tensor({4, 1, 3, 3}, 2)), {}, Conv2dOptions::square(1, 0, 1, 2)); });
   BOOST_TEST(groups.find("not divisible by groups=2") != std::string::npos, groups);
-  const std::string rank = message([&] { conv2d(Var<double>(random_tensor({3, 5, 5}, 1)), x); });
+  const std::string rank = error_message([&] { conv2d(Var<double>(random_tensor({3, 5, 5}, 1)), x); });
   BOOST_TEST(rank.find("input must be [N, C, H, W]") != std::string::npos, rank);
-  const std::string small = message([&] { conv2d(x, Var<double>(random_tensor({4, 3, 7, 7}, 2))); });
+  const std::string small = error_message([&] { conv2d(x, Var<double>(random_tensor({4, 3, 7, 7}, 2))); });
   BOOST_TEST(small.find("smaller than the dilated kernel") != std::string::npos, small);
-  const std::string bias = message(
+  const std::string bias = error_message(
       [&] { conv2d(x, Var<double>(random_tensor({4, 3, 3, 3}, 2)), Var<double>(random_tensor({3}, 3))); });
   BOOST_TEST(bias.find("expected [4]") != std::string::npos, bias);
 }

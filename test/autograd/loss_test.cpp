@@ -7,8 +7,13 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/loss.hpp>
+#include <ptrain/device/threads.hpp>
+
+#include "../common/compare.hpp"
 
 using namespace ptrain;
+using ptrain::test::check_close;
+using ptrain::test::sequence;
 
 namespace {
 // ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.
@@ -149,6 +154,98 @@ BOOST_AUTO_TEST_CASE(mse_loss_of_different_shapes_is_an_error) {
       [](const Error& e) {
         return message_has(e, "mse_loss: prediction of shape [3, 4] and target of shape [4, 3] differ");
       });
+}
+
+// Logits 3 sin(1.3 i + 0.4) and targets (sin(0.8 i + 0.1) + 1) / 2, as in the PyTorch script.
+Tensor<double> bce_logits(const Shape& shape) { return sequence(shape, 1.3, 0.4, 3.0); }
+Tensor<double> bce_targets(const Shape& shape) {
+  Tensor<double> t = sequence(shape, 0.8, 0.1);
+  t.array() = (t.array() + 1) / 2;
+  return t;
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_matches_pytorch) {
+  const Var<double> x(bce_logits({3, 4})), t(bce_targets({3, 4}));
+  // F.binary_cross_entropy_with_logits(x, t) and with pos_weight=[0.5, 1, 2, 3]
+  const Var<double> plain = binary_cross_entropy_with_logits(x, t);
+  BOOST_TEST(plain.shape() == Shape{});
+  BOOST_TEST(std::abs(plain.value()[0] - 1.1889091032734627) < 1e-14);
+  const Tensor<double> pos_weight = Tensor<double>::from({4}, {0.5, 1.0, 2.0, 3.0});
+  BOOST_TEST(std::abs(binary_cross_entropy_with_logits(x, t, pos_weight).value()[0] - 1.5358295179782022) < 1e-14);
+  // pos_weight [3, 1, 1] weighs the channels of [N, C, H, W], against binary targets.
+  Tensor<double> pixels = sequence({2, 3, 2, 2}, 0.8, 0.1);
+  for (std::int64_t i = 0; i < pixels.numel(); ++i) pixels[i] = pixels[i] > 0 ? 1.0 : 0.0;
+  const Tensor<double> per_channel = Tensor<double>::from({3, 1, 1}, {0.5, 2.0, 4.0});
+  BOOST_TEST(std::abs(binary_cross_entropy_with_logits(Var<double>(bce_logits({2, 3, 2, 2})), Var<double>(pixels),
+                                                       per_channel)
+                          .value()[0] -
+                      1.904425151251892) < 1e-14);
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_gradients_match_pytorch) {
+  Var<double> x(bce_logits({3, 4}), true), t(bce_targets({3, 4}), true);
+  backward(binary_cross_entropy_with_logits(x, t, Tensor<double>::from({4}, {0.5, 1.0, 2.0, 3.0})));
+  check_close(x.grad(),
+              {0.02317706434646671, 0.004980677792695158, -0.06546743716137703, -0.18677951120317637,
+               -0.00894133058724189, 0.06326917565250507, 0.07788309050418488, -0.002554866574355561,
+               -0.022409586909396473, -0.05993124825198063, -0.014934155659090897,
+               0.005516152322904626},
+              1e-15);
+  check_close(t.grad(),
+              {-0.1086346183552242, -0.24791620261311711, 0.006695501185576297, 0.697467438279224,
+               0.07306684553501634, -0.14460994109705003, -0.23036814530351993, 0.15415679722322492,
+               0.12047640909203929, 0.11241186613364999, -0.17651099297269454, -0.1987512342159438},
+              1e-15);
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_gradients) {
+  const Tensor<double> x = random_tensor({2, 3, 2, 2}, 1, -4, 4), t = random_tensor({2, 3, 2, 2}, 2, 0, 1);
+  auto plain = gradcheck([](const auto& v) { return binary_cross_entropy_with_logits(v[0], v[1]); }, {x, t});
+  BOOST_TEST(plain.ok, plain.report);
+  const Tensor<double> per_channel = Tensor<double>::from({3, 1, 1}, {0.5, 2.0, 4.0});
+  auto weighted = gradcheck(
+      [&](const auto& v) { return binary_cross_entropy_with_logits(v[0], v[1], per_channel); }, {x, t});
+  BOOST_TEST(weighted.ok, weighted.report);
+  const Tensor<double> scalar = Tensor<double>::from({}, {3.0});
+  auto by_scalar = gradcheck([&](const auto& v) { return binary_cross_entropy_with_logits(v[0], v[1], scalar); },
+                             {x, t});
+  BOOST_TEST(by_scalar.ok, by_scalar.report);
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_is_stable_for_large_logits) {
+  // Per element: 200, ~1e-13, log 2, ~1e-13, 200 (PyTorch: 80.13862943611204 in float64).
+  Var<float> x(Tensor<float>::from({5}, {-200.f, -30.f, 0.f, 30.f, 200.f}), true);
+  const Var<float> t(Tensor<float>::from({5}, {1.f, 0.f, 0.5f, 1.f, 0.f}));
+  const Var<float> loss = binary_cross_entropy_with_logits(x, t);
+  BOOST_TEST(std::abs(loss.value()[0] - 80.13862943611204) < 1e-4);
+  backward(loss);
+  // sigmoid(x) - t, over 5.
+  const std::vector<float> expected{-0.2f, 0.f, 0.f, 0.f, 0.2f};
+  for (std::int64_t i = 0; i < 5; ++i)
+    BOOST_TEST(std::abs(x.grad()[i] - expected[static_cast<std::size_t>(i)]) < 1e-7f, "element " << i);
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_threaded_sum_does_not_depend_on_the_thread_count) {
+  const Tensor<double> x = random_tensor({8, 1, 64, 64}, 3, -5, 5), t = random_tensor({8, 1, 64, 64}, 4, 0, 1);
+  const int saved = num_threads();
+  set_num_threads(1);
+  const double serial = binary_cross_entropy_with_logits(Var<double>(x), Var<double>(t)).value()[0];
+  set_num_threads(2);
+  const double parallel = binary_cross_entropy_with_logits(Var<double>(x), Var<double>(t)).value()[0];
+  set_num_threads(saved);
+  BOOST_TEST(serial == parallel);
+}
+
+BOOST_AUTO_TEST_CASE(bce_with_logits_shape_errors) {
+  const Var<double> x(random_tensor({2, 3}, 1)), t(random_tensor({2, 3}, 2, 0, 1));
+  BOOST_CHECK_EXCEPTION(binary_cross_entropy_with_logits(x, Var<double>(random_tensor({3, 2}, 2))), Error,
+                        [](const Error& e) {
+                          return message_has(e, "binary_cross_entropy_with_logits: logits of shape [2, 3] and "
+                                                "targets of shape [3, 2] differ");
+                        });
+  BOOST_CHECK_EXCEPTION(binary_cross_entropy_with_logits(x, t, Tensor<double>::ones({2})), Error, [](const Error& e) {
+    return message_has(e, "shape [2] does not broadcast to [2, 3] (extent 2 against 3)");
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -29,6 +29,29 @@ struct SigmoidBackward {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
+// Binary cross-entropy of a logit x against a target t with positive-class weight pw:
+// (1 - t) x + (1 + (pw - 1) t) softplus(-x), and its derivatives in x and in t. softplus(-x) =
+// log(1 + e^-x) is computed as log1p(e^-|x|) + max(-x, 0): no overflow, no loss of small values.
+struct BceWithLogits {
+  template <class T>
+  PTRAIN_HOST_DEVICE static T softplus_neg(T x) {
+    using std::abs, std::exp, std::log1p;
+    return log1p(exp(-abs(x))) + (x < T(0) ? -x : T(0));
+  }
+  template <class T>
+  PTRAIN_HOST_DEVICE T loss(T x, T t, T pw) const {
+    return (T(1) - t) * x + (T(1) + (pw - T(1)) * t) * softplus_neg(x);
+  }
+  // d/dx: (1 - t) - (1 + (pw - 1) t) sigmoid(-x), with sigmoid(-x) = 1 - sigmoid(x).
+  template <class T>
+  PTRAIN_HOST_DEVICE T grad_logit(T x, T t, T pw) const {
+    return (T(1) - t) - (T(1) + (pw - T(1)) * t) * Sigmoid{}(-x);
+  }
+  template <class T>
+  PTRAIN_HOST_DEVICE T grad_target(T x, T, T pw) const {
+    return -x + (pw - T(1)) * softplus_neg(x);
+  }
+};
 struct Add {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a + b; }

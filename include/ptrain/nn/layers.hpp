@@ -1,9 +1,10 @@
 #pragma once
-// The parameter-free layers: activations, pooling, dropout, flatten.
+// The parameter-free layers: activations, pooling, dropout, flatten, upsampling.
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/dropout.hpp"
 #include "ptrain/autograd/ops/pool.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/autograd/ops/upsample.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -12,6 +13,12 @@ template <class T = float>
 class ReLU : public Module<T> {
  public:
   Var<T> forward(const Var<T>& x) override { return relu(x); }
+};
+
+template <class T = float>
+class Sigmoid : public Module<T> {
+ public:
+  Var<T> forward(const Var<T>& x) override { return sigmoid(x); }
 };
 
 template <class T = float>
@@ -70,6 +77,21 @@ class AdaptiveAvgPool2d : public Module<T> {
 
  private:
   std::int64_t out_h_, out_w_;
+};
+
+// nn.Upsample: Upsample<T>(2.0) doubles H and W by repeating pixels;
+// Upsample<T>(UpsampleOptions::by_scale(2.0, UpsampleMode::bilinear)) interpolates.
+template <class T = float>
+class Upsample : public Module<T> {
+ public:
+  explicit Upsample(const UpsampleOptions& options) : options_(options) { check_upsample_options(options_); }
+  explicit Upsample(double scale_factor, UpsampleMode mode = UpsampleMode::nearest, bool align_corners = false)
+      : Upsample(UpsampleOptions::by_scale(scale_factor, mode, align_corners)) {}
+  Var<T> forward(const Var<T>& x) override { return upsample(x, options_); }
+  const UpsampleOptions& options() const { return options_; }
+
+ private:
+  UpsampleOptions options_;
 };
 
 }  // namespace ptrain

@@ -1,10 +1,13 @@
 #pragma once
-// conv2d, as torch.nn.functional.conv2d: x [N, C, H, W], weight [K, C/groups, kh, kw],
-// bias [K] or undefined; output [N, K, OH, OW].
+// conv2d and conv_transpose2d, as torch.nn.functional's: x [N, C, H, W]; conv2d's weight
+// [K, C/groups, kh, kw] gives [N, K, OH, OW], conv_transpose2d's weight [C, K/groups, kh, kw]
+// gives [N, K, OH, OW] too; bias [K] or undefined.
 #include <cstdint>
+#include <vector>
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/cpu/conv.hpp"
+#include "ptrain/kernels/cpu/conv_transpose.hpp"
 
 namespace ptrain {
 
@@ -22,38 +25,95 @@ struct Conv2dOptions {
   }
 };
 
+// Defaults are nn.ConvTranspose2d's. output_pad adds rows and columns at the bottom and right of
+// the output (PyTorch's output_padding, to pick among the sizes a strided input could have had);
+// it must be smaller than the stride.
+struct ConvTranspose2dOptions {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;
+  std::int64_t output_pad_h = 0, output_pad_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
+
+  static ConvTranspose2dOptions square(std::int64_t stride = 1, std::int64_t pad = 0, std::int64_t output_pad = 0,
+                                       std::int64_t dilation = 1, std::int64_t groups = 1) {
+    return {stride, stride, pad, pad, output_pad, output_pad, dilation, dilation, groups};
+  }
+};
+
 inline kernels::Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& weight, const Conv2dOptions& o) {
   return kernels::make_conv2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h,
                                        o.dilation_w, o.groups);
 }
+// The geometry of the convolution that conv_transpose2d transposes (see conv_transpose.hpp).
+inline kernels::Conv2dGeometry conv_transpose2d_geometry(const Shape& x, const Shape& weight,
+                                                         const ConvTranspose2dOptions& o) {
+  return kernels::make_conv_transpose2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.output_pad_h,
+                                                 o.output_pad_w, o.dilation_h, o.dilation_w, o.groups);
+}
 
-template <class T>
-Var<T> conv2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}, const Conv2dOptions& options = {}) {
-  check(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
-  const kernels::Conv2dGeometry g = conv2d_geometry(x.shape(), weight.shape(), options);
+namespace detail {
+// The output y of a convolution-like op of (x, weight[, bias]). Backward allocates the gradients
+// that are needed and lets kernel(x, w, gy, gx, gw, gb) write them (null for the others).
+template <class T, class Kernel>
+Var<T> make_conv_var(Tensor<T> y, const Var<T>& x, const Var<T>& weight, const Var<T>& bias, const char* op,
+                     Kernel kernel) {
   const bool has_bias = bias.defined();
-  if (has_bias)
-    check(bias.shape() == Shape{g.out_channels}, "conv2d: bias ", bias.shape(), " for weight ", weight.shape(),
-          ", expected [", g.out_channels, "]");
-  Tensor<T> y({g.batch, g.out_channels, g.out_h, g.out_w});
-  kernels::conv2d_forward<T>(g, x.value().data(), weight.value().data(), has_bias ? bias.value().data() : nullptr,
-                             y.data());
   std::vector<Var<T>> inputs{x, weight};
   if (has_bias) inputs.push_back(bias);
-  return make_var<T>(std::move(y), std::move(inputs), "conv2d", [g, has_bias](Node<T>& self) {
+  return make_var<T>(std::move(y), std::move(inputs), op, [has_bias, kernel](Node<T>& self) {
     const bool need_x = self.input_needs_grad(0), need_w = self.input_needs_grad(1);
     const bool need_b = has_bias && self.input_needs_grad(2);
     Tensor<T> gx, gw, gb;
     if (need_x) gx = Tensor<T>(self.inputs[0]->value.shape());
     if (need_w) gw = Tensor<T>(self.inputs[1]->value.shape());
     if (need_b) gb = Tensor<T>(self.inputs[2]->value.shape());
-    kernels::conv2d_backward<T>(g, self.inputs[0]->value.data(), self.inputs[1]->value.data(), self.grad.data(),
-                                need_x ? gx.data() : nullptr, need_w ? gw.data() : nullptr,
-                                need_b ? gb.data() : nullptr);
+    kernel(self.inputs[0]->value.data(), self.inputs[1]->value.data(), self.grad.data(), need_x ? gx.data() : nullptr,
+           need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
     if (need_w) self.inputs[1]->accumulate(std::move(gw));
     if (need_b) self.inputs[2]->accumulate(std::move(gb));
   });
+}
+
+// bias is undefined or holds one value per output channel.
+template <class T>
+void check_conv_bias(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, std::int64_t channels,
+                     const char* op) {
+  if (bias.defined())
+    check(bias.shape() == Shape{channels}, op, ": bias ", bias.shape(), " for weight ", weight.shape(), " and input ",
+          x.shape(), ", expected [", channels, "]");
+}
+}  // namespace detail
+
+template <class T>
+Var<T> conv2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}, const Conv2dOptions& options = {}) {
+  check(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
+  const kernels::Conv2dGeometry g = conv2d_geometry(x.shape(), weight.shape(), options);
+  detail::check_conv_bias(x, weight, bias, g.out_channels, "conv2d");
+  Tensor<T> y({g.batch, g.out_channels, g.out_h, g.out_w});
+  kernels::conv2d_forward<T>(g, x.value().data(), weight.value().data(),
+                             bias.defined() ? bias.value().data() : nullptr, y.data());
+  return detail::make_conv_var<T>(std::move(y), x, weight, bias, "conv2d",
+                                  [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
+                                    kernels::conv2d_backward<T>(g, xd, wd, gy, gx, gw, gb);
+                                  });
+}
+
+// Output size (H - 1) * stride - 2 * pad + dilation * (k - 1) + output_pad + 1 along each axis.
+template <class T>
+Var<T> conv_transpose2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {},
+                        const ConvTranspose2dOptions& options = {}) {
+  check(x.defined() && weight.defined(), "conv_transpose2d: input and weight must be defined");
+  const kernels::Conv2dGeometry g = conv_transpose2d_geometry(x.shape(), weight.shape(), options);
+  detail::check_conv_bias(x, weight, bias, g.in_channels, "conv_transpose2d");
+  Tensor<T> y({g.batch, g.in_channels, g.in_h, g.in_w});
+  kernels::conv_transpose2d_forward<T>(g, x.value().data(), weight.value().data(),
+                                       bias.defined() ? bias.value().data() : nullptr, y.data());
+  return detail::make_conv_var<T>(std::move(y), x, weight, bias, "conv_transpose2d",
+                                  [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
+                                    kernels::conv_transpose2d_backward<T>(g, xd, wd, gy, gx, gw, gb);
+                                  });
 }
 
 }  // namespace ptrain

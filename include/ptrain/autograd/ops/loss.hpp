@@ -1,6 +1,6 @@
 #pragma once
 // Losses, each reduced to the mean as a scalar of shape []: cross_entropy (fused log-softmax and
-// NLL, with PyTorch's label smoothing), nll_loss and mse_loss.
+// NLL, with PyTorch's label smoothing), nll_loss, mse_loss and binary_cross_entropy_with_logits.
 //
 // Targets are class indices given as a span of int64 (a std::vector<std::int64_t> converts),
 // one per position of the scores: scores [N, C] take N targets; scores [N, C, d1, ..., dk]
@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "ptrain/autograd/detail/broadcast.hpp"
 #include "ptrain/autograd/detail/class_layout.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/cpu/cross_entropy.hpp"
@@ -90,6 +91,46 @@ Var<T> mse_loss(const Var<T>& pred, const Var<T>& target) {
       self.inputs[0]->accumulate(kernels::map2(p, t, kernels::ScaledDifference<T>{factor}));
     if (self.input_needs_grad(1))
       self.inputs[1]->accumulate(kernels::map2(t, p, kernels::ScaledDifference<T>{factor}));
+  });
+}
+
+// torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, pos_weight=pw), reduction
+// mean: the mean of (1 - t) x + (1 + (pw - 1) t) log(1 + e^-x), stable for any logit (see
+// kernels::BceWithLogits). Targets are probabilities of the logits' shape and take a gradient
+// when they need one. pos_weight, a constant, broadcasts against the logits as in PyTorch
+// ([C] weighs the classes of [N, C] logits; [C, 1, 1] those of [N, C, H, W]); undefined means 1.
+template <class T>
+Var<T> binary_cross_entropy_with_logits(const Var<T>& logits, const Var<T>& targets, const Tensor<T>& pos_weight = {}) {
+  constexpr const char* op = "binary_cross_entropy_with_logits";
+  check(logits.shape() == targets.shape(), op, ": logits of shape ", logits.shape(), " and targets of shape ",
+        targets.shape(), " differ (expected equal shapes)");
+  check(logits.numel() > 0, op, ": empty logits of shape ", logits.shape());
+  const bool weighted = pos_weight.defined();
+  const detail::BroadcastIndex weight_at(weighted ? pos_weight.shape() : Shape{}, logits.shape(), op);
+  const auto pw = [pos_weight, weighted, weight_at](std::int64_t i) {
+    return weighted ? pos_weight[weight_at(i)] : T(1);
+  };
+  const T* x = logits.value().data();
+  const T* t = targets.value().data();
+  const double n = static_cast<double>(logits.numel());
+  const double total = kernels::sum_indexed(logits.numel(), [&](std::int64_t i) {
+    return kernels::BceWithLogits{}.loss(x[i], t[i], pw(i));
+  });
+  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / n));
+  return make_var<T>(std::move(y), {logits, targets}, op, [pw, n](Node<T>& self) {
+    const T* xs = self.inputs[0]->value.data();
+    const T* ts = self.inputs[1]->value.data();
+    const T g = static_cast<T>(self.grad[0] / n);
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!self.input_needs_grad(k)) continue;
+      Tensor<T> gk(self.inputs[k]->value.shape());
+      kernels::map_indexed(xs, gk.data(), gk.numel(), [&](std::uint64_t u, T xi) {
+        const auto i = static_cast<std::int64_t>(u);
+        const kernels::BceWithLogits bce;
+        return g * (k == 0 ? bce.grad_logit(xi, ts[i], pw(i)) : bce.grad_target(xi, ts[i], pw(i)));
+      });
+      self.inputs[k]->accumulate(std::move(gk));
+    }
   });
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Elementwise loops over CPU tensors, spread over the threads when the tensor is large
 // enough for it to pay (below ~32K elements a fork costs more than the loop).
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "ptrain/tensor/tensor.hpp"
 
@@ -26,6 +28,24 @@ template <class T, class F>
 void map_indexed(const T* in, T* out, std::int64_t n, F f) {
 #pragma omp parallel for if (n >= parallel_threshold) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) out[i] = f(static_cast<std::uint64_t>(i), in[i]);
+}
+
+// The sum of f(i) over [0, n) in double, in fixed blocks added in order: the same result
+// whatever the thread count.
+template <class F>
+double sum_indexed(std::int64_t n, F f) {
+  constexpr std::int64_t block = 4096;
+  const std::int64_t blocks = (n + block - 1) / block;
+  std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    double s = 0;
+    for (std::int64_t i = b * block, end = std::min(n, i + block); i < end; ++i) s += static_cast<double>(f(i));
+    partial[static_cast<std::size_t>(b)] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
 }
 
 template <class T, class F>
