@@ -1,0 +1,170 @@
+// Microscopy segmentation with a UNet, as the project trained it data-parallel: a directory of
+// images and one of binary 0/255 masks matched by file name, per-pixel cross-entropy over
+// {background, foreground}, flips and quarter turns moving image and mask together, and each
+// rank keeping its own batch, so N ranks train on N times the batch at N times the learning rate
+// (the linear scaling rule), reached by a linear warm-up. After every epoch: loss and pixel
+// accuracy, and IoU and Dice on a held-out validation split, counted over all ranks.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ptrain/data/image_mask.hpp>
+#include <ptrain/io/csv_log.hpp>
+#include <ptrain/mpi.hpp>
+#include <ptrain/train/metrics.hpp>
+
+#include "common/buffers.hpp"
+#include "common/cli.hpp"
+#include "common/strategy.hpp"
+#include "common/validation.hpp"
+
+namespace {
+
+using Model = ptrain::UNet<float>;
+
+struct Validation {
+  double loss = 0;
+  ptrain::ConfusionMatrix confusion{2};
+};
+
+// Summed over the ranks: each holds an unpadded shard of the validation images.
+template <class Loader>
+Validation validate(Model& model, Loader& loader, ptrain::MpiComm& world) {
+  model.eval();
+  ptrain::NoGradGuard no_grad;
+  Validation v;
+  std::vector<double> loss_and_pixels{0, 0};
+  for (const auto& batch : loader) {
+    const ptrain::Var<float> scores = model.forward(ptrain::Var<float>(batch.inputs));
+    const double pixels = static_cast<double>(batch.targets.size());
+    loss_and_pixels[0] += ptrain::cross_entropy(scores, batch.targets).value()[0] * pixels;
+    loss_and_pixels[1] += pixels;
+    v.confusion.update(scores, batch.targets);
+  }
+  world.allreduce_sum(std::span<double>(loss_and_pixels));
+  v.loss = loss_and_pixels[0] / loss_and_pixels[1];
+  v.confusion = v.confusion.reduced(world);
+  model.train();
+  return v;
+}
+
+template <class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+  const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  const long size = cli.integer("--image-size"), batch = cli.integer("--batch"), channels = cli.integer("--channels");
+  const ptrain::UNetOptions options{.in_channels = channels,
+                                    .classes = 2,
+                                    .levels = static_cast<int>(cli.integer("--levels")),
+                                    .base_width = cli.integer("--base-width")};
+  const long multiple = 1L << (options.levels - 1);
+  ptrain::check(size > 0 && size % multiple == 0, "--image-size ", size, ": a UNet of ", options.levels,
+                " levels needs a multiple of 2^(levels - 1) = ", multiple);
+  ptrain::check(channels == 1 || channels == 3, "--channels ", channels, ": expected 1 (gray) or 3 (RGB)");
+  ptrain::check(batch >= 1, "--batch ", batch, ": expected at least one image per rank");
+  const bool main = world.rank() == 0;
+
+  auto pairs = std::make_shared<const ptrain::ImageMaskFolder>(
+      cli.str("--images"), cli.str("--masks"),
+      ptrain::ImageMaskOptions{.values = ptrain::MaskValues::binary_255,
+                               .mode = channels == 1 ? ptrain::io::ColorMode::gray : ptrain::io::ColorMode::rgb});
+  const examples::TrainVal parts = examples::split_train_val(pairs, cli.real("--val-fraction"), seed);
+  // Masks follow every geometric step (nearest-neighbour when resized).
+  const ptrain::Resize resize(size, size);
+  ptrain::DataLoader train_loader(
+      parts.train, ptrain::DistributedSampler(parts.train.size(), shard.count, shard.index, true, seed),
+      {.batch_size = batch, .seed = seed},
+      ptrain::Compose{resize, ptrain::RandomHorizontalFlip(), ptrain::RandomVerticalFlip(), ptrain::RandomRotation90()});
+  ptrain::DataLoader val_loader(parts.val, examples::EvalShard(parts.val.size(), shard.count, shard.index),
+                                {.batch_size = batch}, resize);
+
+  ptrain::manual_seed(seed);
+  auto model = std::make_shared<Model>(options);
+  const double base_lr = cli.real("--lr");
+  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
+  ptrain::Trainer<Model, Policies...> trainer(model, adam, {}, policies...);
+  examples::broadcast_buffers_each_step(trainer, world);
+  ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
+  trainer.on_step_end([&](std::int64_t) { schedule.step(); });
+
+  std::optional<ptrain::io::CsvLog> csv;
+  if (main && !cli.str("--csv").empty())
+    csv.emplace(cli.str("--csv"), std::vector<std::string>{"epoch", "loss", "pixel_accuracy", "val_loss", "val_iou",
+                                                           "val_dice", "images_per_second", "lr"});
+  if (main)
+    std::printf("unet_segmentation: %lld training and %lld validation pairs at %ldx%ld, UNet of %d levels from %lld "
+                "channels (%lld parameters), %ld images per rank per step, %d rank(s) x %d thread(s)\n",
+                static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
+                options.levels, static_cast<long long>(options.base_width),
+                static_cast<long long>(model->parameter_count()), batch, world.size(), ptrain::num_threads());
+  if (main && shard.count > 1)
+    std::printf("data-parallel: learning rate %g x %d ranks = %g after %ld warm-up steps, gradients as %s\n", base_lr,
+                shard.count, base_lr * shard.count, cli.integer("--warmup-steps"), cli.str("--compression").c_str());
+
+  const int epochs = static_cast<int>(cli.integer("--epochs"));
+  const double pixels_per_image = static_cast<double>(size * size);
+  double last_iou = std::nan("");  // of the foreground class
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    // The Trainer counts pixels: its loss is the mean per pixel, its accuracy the pixels right.
+    const ptrain::EpochTotals totals = trainer.train_epoch(train_loader, epoch);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double images_per_second = totals.samples / pixels_per_image / seconds;
+    std::string line = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs);
+    char text[256];
+    std::snprintf(text, sizeof text, " loss %.4f pixel_acc %.2f%%", totals.loss(), 100 * totals.accuracy());
+    line += text;
+    double val_loss = std::nan(""), iou = std::nan(""), dice = std::nan("");
+    if (parts.val.size() > 0) {
+      const Validation v = validate(*model, val_loader, world);
+      val_loss = v.loss, iou = v.confusion.iou()[1], dice = v.confusion.dice()[1];
+      last_iou = iou;
+      std::snprintf(text, sizeof text, " val_loss %.4f IoU %.4f Dice %.4f (mean of both classes %.4f, %.4f)", val_loss,
+                    iou, dice, v.confusion.mean_iou(), v.confusion.mean_dice());
+      line += text;
+    }
+    std::snprintf(text, sizeof text, " %.1f img/s %.1fs lr %.3g", images_per_second, seconds, adam->lr());
+    if (main) ptrain::log_line(line + text);
+    if (csv) csv->append({double(epoch + 1), totals.loss(), totals.accuracy(), val_loss, iou, dice, images_per_second,
+                          adam->lr()});
+  }
+  const double min_iou = cli.real("--min-iou");
+  if (main && min_iou > 0) std::printf("final validation IoU %.4f (required: %.4f)\n", last_iou, min_iou);
+  return min_iou > 0 && !(last_iou >= min_iou) ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::Cli cli("unet_segmentation",
+                    "Trains a UNet on microscopy images and binary 0/255 masks (matched by file name), reporting "
+                    "IoU and Dice on a validation split; data-parallel under mpiexec or srun with linear "
+                    "learning-rate scaling and warm-up.");
+  cli.option("--images", "images", "directory of the images (PNG or JPEG)")
+      .option("--masks", "masks", "directory of the masks, one per image with the same stem, 0 or 255 per pixel")
+      .option("--channels", "1", "1: read the images as gray; 3: as RGB")
+      .option("--image-size", "256", "images and masks are resized to this square (a multiple of 2^(levels - 1))")
+      .option("--levels", "5", "UNet resolutions (levels - 1 poolings)")
+      .option("--base-width", "64", "channels of the first level, doubled at each level below")
+      .option("--val-fraction", "0.2", "part of the pairs held out for validation")
+      .option("--epochs", "10", "training epochs")
+      .option("--batch", "4", "images per rank per step: N ranks train on N times this")
+      .option("--lr", "0.001", "Adam learning rate of one process; N ranks use N times it after the warm-up")
+      .option("--warmup-steps", "100", "steps over which the rate climbs linearly from --lr to N x --lr")
+      .option("--seed", "0", "seed for the weights, the split, shuffling and augmentation")
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
+      .option("--min-iou", "0", "exit with code 1 when the last validation IoU of the foreground is below this");
+  examples::add_strategy_options(cli);
+  int code = 0;
+  if (!cli.parse(argc, argv, code)) return code;
+
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+      return train(cli, world, shard, policies...);
+    });
+  });
+}
