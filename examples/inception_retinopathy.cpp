@@ -17,7 +17,7 @@
 
 #include "common/buffers.hpp"
 #include "common/cli.hpp"
-#include "common/strategy.hpp"
+#include "common/run.hpp"
 #include "common/validation.hpp"
 
 namespace {
@@ -36,8 +36,8 @@ std::shared_ptr<Model> make_model(const examples::Cli& cli, std::int64_t classes
     for (const auto* list : {&loaded.missing, &loaded.mismatched})
       for (const auto& entry : *list)
         if (!entry.starts_with("fc.")) wrong += "\n  " + entry;
-    ptrain::check(wrong.empty(), pretrained, ": not an Inception v3 backbone (torchvision's names); missing or "
-                                 "mismatched entries besides the head fc:", wrong);
+    ptrain::check(wrong.empty(), pretrained, ": not an Inception v3 backbone under torchvision's names; ",
+                  "missing or mismatched entries besides the head fc:", wrong);
     model->set_requires_grad(false);
     if (main)
       std::printf("backbone from %s (frozen); %zu entries of the file not used (auxiliary head, old fc)\n",
@@ -106,16 +106,16 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long size = cli.integer("--image-size"), batch = cli.integer("--batch");
   const std::int64_t classes = cli.integer("--classes");
-  ptrain::check(size >= inception_min_size, "--image-size ", size, ": Inception v3 needs at least ",
-                inception_min_size, " (it was trained at 299)");
+  ptrain::check(size >= inception_min_size, "--image-size ", size, ": Inception v3 needs at least ", inception_min_size,
+                " (it was trained at 299)");
   ptrain::check(batch % shard.count == 0, "--batch ", batch, " (the global batch) must divide by the ", shard.count,
                 " data-parallel replicas");
   const bool main = world.rank() == 0;
 
   const ptrain::ImageCsv csv(cli.str("--labels"), cli.str("--images"), {.extension = cli.str("--extension")});
   for (std::size_t row = 0; row < csv.targets().size(); ++row)
-    ptrain::check(csv.targets()[row] < classes, cli.str("--labels"), ": row ", row + 1, ": level ",
-                  csv.targets()[row], " is not below --classes ", classes);
+    ptrain::check(csv.targets()[row] < classes, cli.str("--labels"), ": row ", row + 1, ": level ", csv.targets()[row],
+                  " is not below --classes ", classes);
   // Resized once (cached) or at every load; the flip and the [-1, 1] scaling Inception's ImageNet
   // weights expect are applied on the fly.
   const ptrain::Compose prepare{ptrain::Resize(size), ptrain::CenterCrop(size)};
@@ -145,12 +145,13 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   std::int64_t trained = 0;
   for (const auto& p : model->parameters()) trained += p.requires_grad() ? p.numel() : 0;
   if (main)
-    std::printf("inception_retinopathy: %lld training and %lld validation images at %ldx%ld, %lld of %lld parameters "
-                "trained, batch %ld, %d rank(s) x %d thread(s)%s%s\n",
-                static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
-                static_cast<long long>(trained), static_cast<long long>(model->parameter_count()),
-                batch, world.size(), ptrain::num_threads(), world.size() > 1 ? ", gradients as " : "",
-                world.size() > 1 ? cli.str("--compression").c_str() : "");
+    std::printf(
+        "inception_retinopathy: %lld training and %lld validation images at %ldx%ld, %lld of %lld parameters "
+        "trained, batch %ld, %d rank(s) x %d thread(s)%s%s\n",
+        static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
+        static_cast<long long>(trained), static_cast<long long>(model->parameter_count()), batch, world.size(),
+        ptrain::num_threads(), world.size() > 1 ? ", gradients as " : "",
+        world.size() > 1 ? cli.str("--compression").c_str() : "");
   trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, static_cast<int>(cli.integer("--epochs")));
 
   if (parts.val.size() == 0) return 0;
@@ -172,25 +173,20 @@ int main(int argc, char** argv) {
   cli.option("--labels", "trainLabels.csv", "CSV with a header and the columns image,level")
       .option("--images", "train", "directory of the images the CSV names")
       .option("--extension", ".jpeg", "appended to the CSV's image names")
-      .option("--pretrained", "", "Inception v3 safetensors (torchvision's names) for the backbone; empty: train "
-                                  "the whole network from scratch")
+      .option("--pretrained", "",
+              "Inception v3 safetensors (torchvision's names) for the backbone; empty: train the whole network "
+              "from scratch")
       .option("--classes", "5", "levels (the new head's outputs)")
       .option("--image-size", "299", "images are resized and centre-cropped to this (at least 75)")
-      .option("--cache", "", "tensor cache of the resized images: written if missing, read otherwise (empty: none)")
+      .option("--cache", "", "tensor cache of the resized images: written if missing, read otherwise")
       .option("--val-fraction", "0.2", "part of the labelled images held out for validation")
       .option("--epochs", "5", "training epochs")
       .option("--batch", "32", "global batch size (split over the ranks)")
       .option("--lr", "0.001", "Adam learning rate of the head")
       .option("--seed", "0", "seed for the head, the split, shuffling and flips")
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  examples::add_strategy_options(cli);
-  int code = 0;
-  if (!cli.parse(argc, argv, code)) return code;
-
-  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
-    ptrain::MpiComm world(session);
-    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-      return train(cli, world, shard, policies...);
-    });
-  });
+  return examples::parse_and_run(cli, argc, argv,
+                                 [&](ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                   return train(cli, world, shard, policies...);
+                                 });
 }

@@ -19,7 +19,7 @@
 
 #include "common/buffers.hpp"
 #include "common/cli.hpp"
-#include "common/strategy.hpp"
+#include "common/run.hpp"
 #include "common/validation.hpp"
 
 namespace {
@@ -74,10 +74,11 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   const examples::TrainVal parts = examples::split_train_val(pairs, cli.real("--val-fraction"), seed);
   // Masks follow every geometric step (nearest-neighbour when resized).
   const ptrain::Resize resize(size, size);
-  ptrain::DataLoader train_loader(
-      parts.train, ptrain::DistributedSampler(parts.train.size(), shard.count, shard.index, true, seed),
-      {.batch_size = batch, .seed = seed},
-      ptrain::Compose{resize, ptrain::RandomHorizontalFlip(), ptrain::RandomVerticalFlip(), ptrain::RandomRotation90()});
+  ptrain::DataLoader train_loader(parts.train,
+                                  ptrain::DistributedSampler(parts.train.size(), shard.count, shard.index, true, seed),
+                                  {.batch_size = batch, .seed = seed},
+                                  ptrain::Compose{resize, ptrain::RandomHorizontalFlip(), ptrain::RandomVerticalFlip(),
+                                                  ptrain::RandomRotation90()});
   ptrain::DataLoader val_loader(parts.val, examples::EvalShard(parts.val.size(), shard.count, shard.index),
                                 {.batch_size = batch}, resize);
 
@@ -95,11 +96,12 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
     csv.emplace(cli.str("--csv"), std::vector<std::string>{"epoch", "loss", "pixel_accuracy", "val_loss", "val_iou",
                                                            "val_dice", "images_per_second", "lr"});
   if (main)
-    std::printf("unet_segmentation: %lld training and %lld validation pairs at %ldx%ld, UNet of %d levels from %lld "
-                "channels (%lld parameters), %ld images per rank per step, %d rank(s) x %d thread(s)\n",
-                static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
-                options.levels, static_cast<long long>(options.base_width),
-                static_cast<long long>(model->parameter_count()), batch, world.size(), ptrain::num_threads());
+    std::printf(
+        "unet_segmentation: %lld training and %lld validation pairs at %ldx%ld, UNet of %d levels from %lld "
+        "channels (%lld parameters), %ld images per rank per step, %d rank(s) x %d thread(s)\n",
+        static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
+        options.levels, static_cast<long long>(options.base_width), static_cast<long long>(model->parameter_count()),
+        batch, world.size(), ptrain::num_threads());
   if (main && shard.count > 1)
     std::printf("data-parallel: learning rate %g x %d ranks = %g after %ld warm-up steps, gradients as %s\n", base_lr,
                 shard.count, base_lr * shard.count, cli.integer("--warmup-steps"), cli.str("--compression").c_str());
@@ -128,8 +130,9 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
     }
     std::snprintf(text, sizeof text, " %.1f img/s %.1fs lr %.3g", images_per_second, seconds, adam->lr());
     if (main) ptrain::log_line(line + text);
-    if (csv) csv->append({double(epoch + 1), totals.loss(), totals.accuracy(), val_loss, iou, dice, images_per_second,
-                          adam->lr()});
+    if (csv)
+      csv->append(
+          {double(epoch + 1), totals.loss(), totals.accuracy(), val_loss, iou, dice, images_per_second, adam->lr()});
   }
   const double min_iou = cli.real("--min-iou");
   if (main && min_iou > 0) std::printf("final validation IoU %.4f (required: %.4f)\n", last_iou, min_iou);
@@ -157,14 +160,8 @@ int main(int argc, char** argv) {
       .option("--seed", "0", "seed for the weights, the split, shuffling and augmentation")
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-iou", "0", "exit with code 1 when the last validation IoU of the foreground is below this");
-  examples::add_strategy_options(cli);
-  int code = 0;
-  if (!cli.parse(argc, argv, code)) return code;
-
-  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
-    ptrain::MpiComm world(session);
-    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-      return train(cli, world, shard, policies...);
-    });
-  });
+  return examples::parse_and_run(cli, argc, argv,
+                                 [&](ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                   return train(cli, world, shard, policies...);
+                                 });
 }

@@ -43,7 +43,8 @@ TrainVal split_train_val(std::shared_ptr<const D> dataset, double val_fraction, 
   ptrain::check(n - val >= 1, "--val-fraction ", val_fraction, " leaves no training example of the ", n);
   const auto order = ptrain::RandomSampler(n, seed).indices(0);
   auto source = std::make_shared<const DatasetPart::Source>([dataset](std::int64_t i) { return dataset->get(i); });
-  return {DatasetPart(source, {order.begin() + val, order.end()}), DatasetPart(source, {order.begin(), order.begin() + val})};
+  return {DatasetPart(source, {order.begin() + val, order.end()}),
+          DatasetPart(source, {order.begin(), order.begin() + val})};
 }
 
 // Positions rank, rank + R, rank + 2R, ... of 0..n-1: ranks may hold one example more than others.

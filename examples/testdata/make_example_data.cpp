@@ -1,6 +1,7 @@
 // Writes tiny datasets in the real formats of the projects the examples come from, for their
 // smoke tests: `make_example_data DIR` fills
 //   DIR/cifar10/   data_batch_1..5.bin, test_batch.bin (3,073-byte records)
+//   DIR/retina/, DIR/cells/   see retina_and_masks_data.hpp
 // Images are random but learnable: each class has its own mean colour.
 #include <cstdint>
 #include <filesystem>

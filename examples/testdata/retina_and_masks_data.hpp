@@ -65,7 +65,8 @@ inline void write_retina_data(const fs::path& dir) {
     for (int s = 0; s < 3 * level; ++s) {
       const auto cy = static_cast<int>(24 + rng.below(48)), cx = static_cast<int>(24 + rng.below(48));
       for (int y = cy - 2; y <= cy + 2; ++y)
-        for (int x = cx - 2; x <= cx + 2; ++x) image.at(y, x, 0) = 255, image.at(y, x, 1) = 240, image.at(y, x, 2) = 120;
+        for (int x = cx - 2; x <= cx + 2; ++x)
+          image.at(y, x, 0) = 255, image.at(y, x, 1) = 240, image.at(y, x, 2) = 120;
     }
     ptrain::io::write_jpeg(dir / "train" / (name + ".jpeg"), image, 90);
     if (n < levels) inputs.push_back(ptrain::resize_bilinear(ptrain::io::to_tensor(image), 80, 80));
@@ -102,7 +103,8 @@ inline void write_cells_data(const fs::path& dir) {
     for (int y = 0; y < size; ++y)
       for (int x = 0; x < size; ++x) {
         bool cell = false;
-        for (int b = 0; b < blobs; ++b) cell = cell || (y - cy[b]) * (y - cy[b]) + (x - cx[b]) * (x - cx[b]) < r[b] * r[b];
+        for (int b = 0; b < blobs; ++b)
+          cell = cell || (y - cy[b]) * (y - cy[b]) + (x - cx[b]) * (x - cx[b]) < r[b] * r[b];
         image.at(y, x, 0) = clamp_byte((cell ? 170 : 50) + 20 * rng.normal());
         mask.at(y, x, 0) = cell ? 255 : 0;
       }
