@@ -1,7 +1,10 @@
 // Writes tiny datasets in the real formats of the projects the examples come from, for their
 // smoke tests: `make_example_data DIR` fills
 //   DIR/cifar10/   data_batch_1..5.bin, test_batch.bin (3,073-byte records)
-//   DIR/retina/, DIR/cells/   see retina_and_masks_data.hpp
+//   DIR/coil100/   TrainData/, ValidationData/: ImageFolders of PNGs (image_folder_data.hpp)
+//   DIR/imagenet/  train/, val/: ImageFolders of JPEGs (image_folder_data.hpp)
+//   DIR/retina/    trainLabels.csv, train/*.jpeg, inception_v3.safetensors (retina_and_masks_data.hpp)
+//   DIR/cells/     images/*.png, masks/*.png (0/255) (retina_and_masks_data.hpp)
 // Images are random but learnable: each class has its own mean colour.
 #include <cstdint>
 #include <filesystem>
@@ -13,17 +16,15 @@
 #include <ptrain/core/rng.hpp>
 #include <ptrain/io/atomic_file.hpp>
 
+#include "class_pixels.hpp"
+#include "image_folder_data.hpp"
 #include "retina_and_masks_data.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::uint8_t pixel(ptrain::Rng& rng, int label, int channel) {
-  const double mean = 40.0 + 170.0 * ((label * 3 + channel) % 10) / 9.0;
-  const double v = mean + 25.0 * rng.normal();
-  return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
-}
+using example_data::pixel;
 
 void cifar10(const fs::path& dir, ptrain::Rng& rng) {
   fs::create_directories(dir);
@@ -52,8 +53,10 @@ int main(int argc, char** argv) {
     const fs::path root = argv[1];
     ptrain::Rng rng(2024);
     cifar10(root / "cifar10", rng);
-    testdata::write_retina_data(root / "retina");
-    testdata::write_cells_data(root / "cells");
+    example_data::coil100(root / "coil100", rng);
+    example_data::imagenet(root / "imagenet", rng);
+    example_data::retina(root / "retina");
+    example_data::cells(root / "cells");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_example_data: %s\n", e.what());
     return 1;

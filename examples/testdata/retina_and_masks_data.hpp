@@ -16,11 +16,11 @@
 #include <ptrain/models/inception.hpp>
 #include <ptrain/nn/state_dict.hpp>
 
-namespace testdata {
+#include "class_pixels.hpp"
+
+namespace example_data {
 
 namespace fs = std::filesystem;
-
-inline std::uint8_t clamp_byte(double v) { return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v); }
 
 // Moves the running statistics of every batch norm towards those of `inputs` (forwards in training
 // mode), so that the random backbone gives the smoke tests finite validation losses in eval mode
@@ -41,7 +41,7 @@ void calibrate_batch_norm(Model& model, const std::vector<ptrain::Tensor<float>>
 // brightness and number of bright spots grow with the level (0-4), so the levels are learnable;
 // DIR/bad_labels.csv names an image that does not exist; DIR/caches/ is emptied; DIR/inception_v3.safetensors is a
 // seeded torchvision-shaped Inception v3 (1000 classes, aux head) in F16.
-inline void write_retina_data(const fs::path& dir) {
+inline void retina(const fs::path& dir) {
   ptrain::Rng rng(7);
   fs::create_directories(dir / "train");
   fs::remove_all(dir / "caches");  // the smoke tests' tensor caches: written afresh by each run
@@ -90,7 +90,7 @@ inline void write_retina_data(const fs::path& dir) {
 
 // DIR/images/cell_<k>.png (64x64 gray) and DIR/masks/cell_<k>.png (0/255): bright blobs on a
 // dark, noisy background; the mask is 255 inside the blobs.
-inline void write_cells_data(const fs::path& dir) {
+inline void cells(const fs::path& dir) {
   ptrain::Rng rng(11);
   fs::create_directories(dir / "images");
   fs::create_directories(dir / "masks");
@@ -114,4 +114,4 @@ inline void write_cells_data(const fs::path& dir) {
   }
 }
 
-}  // namespace testdata
+}  // namespace example_data

@@ -12,8 +12,7 @@
 #include "../common/compare.hpp"
 
 using namespace ptrain;
-using ptrain::test::check_close;
-using ptrain::test::sequence;
+using namespace ptrain::test;
 
 namespace {
 // ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.

@@ -10,11 +10,7 @@
 #include "../common/compare.hpp"
 
 using namespace ptrain;
-using ptrain::test::check_close;
-using ptrain::test::error_message;
-using ptrain::test::to_float;
-using ptrain::test::worst_error;
-using ptrain::test::sequence;
+using namespace ptrain::test;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "../common/compare.hpp"
 
 using namespace ptrain;
-using ptrain::test::error_message;
+using namespace ptrain::test;
 
 namespace {
 // The largest |element| of a tensor.

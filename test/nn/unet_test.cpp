@@ -11,7 +11,7 @@
 #include "../common/compare.hpp"
 
 using namespace ptrain;
-using ptrain::test::sequence;
+using namespace ptrain::test;
 
 namespace {
 std::vector<std::string> parameter_names(const Module<double>& m) {

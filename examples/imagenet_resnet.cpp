@@ -1,0 +1,112 @@
+// ResNet-18/34/50 on ImageNet's ImageFolder layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG), as
+// the ImageNet projects train it: SGD with momentum 0.9 and weight decay, a one-cycle learning
+// rate over the whole run (momentum kept at 0.9), torchvision's resize-and-crop (at 8/7 of the
+// crop size, 256 for 224) and ImageNet normalisation, and the validation top-1 and top-5 accuracy
+// after each epoch. One process, or data-parallel under mpiexec (see common/strategy.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <ptrain/mpi.hpp>
+
+#include "common/cli.hpp"
+#include "common/image_folders.hpp"
+#include "common/strategy.hpp"
+#include "common/top_k.hpp"
+
+namespace {
+
+using Net = ptrain::Sequential<float>;
+
+template <class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data,
+          std::shared_ptr<Net> model, examples::DataShard shard, Policies... policies) {
+  const ptrain::ImageFolder &train_set = data.train, &val_set = data.validation;
+  const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  const long batch = cli.integer("--batch"), size = cli.integer("--image-size");
+  ptrain::check(batch % shard.count == 0, "--batch ", batch, " (the global batch) must divide by the ", shard.count,
+                " data-parallel replicas");
+  const auto workers = static_cast<int>(cli.integer("--workers"));
+  const auto resize = static_cast<std::int64_t>(std::lround(size * 8.0 / 7.0));
+  const ptrain::Normalize normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+  ptrain::DataLoader train_loader(
+      train_set, ptrain::DistributedSampler(train_set.size(), shard.count, shard.index, true, seed),
+      {.batch_size = batch / shard.count, .seed = seed, .num_workers = workers},
+      ptrain::Compose(ptrain::Resize(resize), ptrain::RandomCrop(size), ptrain::RandomHorizontalFlip(), normalize));
+  ptrain::DataLoader val_loader(val_set, ptrain::DistributedSampler(val_set.size(), shard.count, shard.index, false),
+                                {.batch_size = batch / shard.count, .num_workers = workers},
+                                ptrain::Compose(ptrain::Resize(resize), ptrain::CenterCrop(size), normalize));
+
+  const double max_lr = cli.real("--lr");
+  auto sgd = std::make_shared<ptrain::Sgd<float>>(
+      model->parameters(), ptrain::SgdOptions{.lr = max_lr, .momentum = 0.9, .weight_decay = cli.real("--wd")});
+  ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
+  const int epochs = static_cast<int>(cli.integer("--epochs"));
+  const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
+  ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps, .cycle_momentum = false});
+  // No step after the last one: the rate reported for the final epoch is the one it ended with.
+  trainer.on_step_end([&](std::int64_t step) {
+    if (step < total_steps) schedule.step();
+  });
+  double top1 = 0;
+  trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
+    const ptrain::TopKAccuracy accuracy = examples::evaluate_top_k(trainer.model(), val_loader, world);
+    top1 = 100 * accuracy.accuracy(1);
+    if (trainer.is_main())
+      std::printf("Epoch %d: validation Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, top1,
+                  100 * accuracy.accuracy(5), static_cast<long long>(accuracy.samples()));
+  });
+  if (trainer.is_main())
+    std::printf("imagenet_resnet: %s, %lld parameters, %lld classes, %lld training and %lld validation images at "
+                "%ldx%ld, batch %ld, %d rank(s) x %d thread(s)%s%s\n",
+                cli.str("--arch").c_str(), static_cast<long long>(model->parameter_count()),
+                static_cast<long long>(train_set.num_classes()), static_cast<long long>(train_set.size()),
+                static_cast<long long>(val_set.size()), size, size, batch, world.size(), ptrain::num_threads(),
+                shard.count > 1 ? ", gradients on the wire as " : "",
+                shard.count > 1 ? cli.str("--compression").c_str() : "");
+  trainer.fit(train_loader, epochs);
+  return top1 < cli.real("--min-accuracy") ? 1 : 0;
+}
+
+std::shared_ptr<Net> make_resnet(const std::string& arch, std::int64_t num_classes) {
+  const ptrain::ResNetOptions options{.num_classes = num_classes};
+  if (arch == "resnet18") return ptrain::resnet18<float>(options);
+  if (arch == "resnet34") return ptrain::resnet34<float>(options);
+  if (arch == "resnet50") return ptrain::resnet50<float>(options);
+  ptrain::fail("--arch '", arch, "': expected resnet18, resnet34 or resnet50");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::Cli cli("imagenet_resnet",
+                    "Trains ResNet-18/34/50 on an ImageNet-style tree (DIR/train and DIR/val, one folder of JPEGs "
+                    "per class) and reports validation top-1 and top-5 accuracy; data-parallel under mpiexec.");
+  cli.option("--data", "imagenet", "directory holding train/ and val/, each with one folder of images per class")
+      .option("--arch", "resnet50", "resnet18, resnet34 or resnet50")
+      .option("--epochs", "16", "training epochs (the one-cycle schedule spans them all)")
+      .option("--batch", "256", "global batch size (split over the data-parallel replicas)")
+      .option("--lr", "0.4", "peak learning rate of the one-cycle schedule")
+      .option("--wd", "0.0001", "SGD weight decay")
+      .option("--image-size", "224", "crop size; images are first resized to 8/7 of it on the shorter side")
+      .option("--workers", "4", "threads decoding images for each loader")
+      .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
+      .option("--min-accuracy", "0", "exit with code 1 when the final validation top-1 accuracy (percent) is below this");
+  examples::add_strategy_options(cli);
+  int code = 0;
+  if (!cli.parse(argc, argv, code)) return code;
+
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    const examples::SplitFolders data = examples::open_split_folders("--data", cli.str("--data"), "train", "val");
+    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
+    auto model = make_resnet(cli.str("--arch"), data.train.num_classes());
+    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+      return train(cli, world, data, model, shard, policies...);
+    });
+  });
+}

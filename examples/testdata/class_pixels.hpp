@@ -1,0 +1,17 @@
+#pragma once
+// The pixels of the examples' tiny datasets: random but learnable, each class with its own mean
+// colour (channel c of class k centred on one of ten levels between 40 and 210).
+#include <cstdint>
+
+#include <ptrain/core/rng.hpp>
+
+namespace example_data {
+
+inline std::uint8_t clamp_byte(double v) { return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+inline std::uint8_t pixel(ptrain::Rng& rng, int label, int channel) {
+  const double mean = 40.0 + 170.0 * ((label * 3 + channel) % 10) / 9.0;
+  return clamp_byte(mean + 25.0 * rng.normal());
+}
+
+}  // namespace example_data

@@ -1,0 +1,77 @@
+// VGG-F (VGG-16 whose classifier narrows to a few classes) on an ImageFolder tree, as the
+// distributed VGG-F project trained it on COIL-100's objects: root/TrainData/<class>/*.png and
+// root/ValidationData/<class>/*.png, its flags -rd -ep -lr -mb, Adam, ImageNet normalisation, and
+// -mb images per process. One process, or data-parallel under mpiexec (see common/strategy.hpp).
+#include <cstdio>
+
+#include <ptrain/mpi.hpp>
+
+#include "common/cli.hpp"
+#include "common/image_folders.hpp"
+#include "common/strategy.hpp"
+
+namespace {
+
+using examples::SplitFolders;
+
+template <class Net, class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& data, std::shared_ptr<Net> model,
+          examples::DataShard shard, Policies... policies) {
+  const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  const long size = cli.integer("--image-size"), mini_batch = cli.integer("-mb");
+  const auto workers = static_cast<int>(cli.integer("--workers"));
+  const ptrain::Normalize normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+  const ptrain::Resize resize(size, size);
+  ptrain::DataLoader train_loader(
+      data.train, ptrain::DistributedSampler(data.train.size(), shard.count, shard.index, true, seed),
+      {.batch_size = mini_batch, .seed = seed, .num_workers = workers},
+      ptrain::Compose(resize, ptrain::RandomHorizontalFlip(), normalize));
+  ptrain::DataLoader val_loader(data.validation,
+                                ptrain::DistributedSampler(data.validation.size(), shard.count, shard.index, false),
+                                {.batch_size = mini_batch, .num_workers = workers}, ptrain::Compose(resize, normalize));
+
+  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
+  ptrain::Trainer<Net, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
+  if (trainer.is_main()) {
+    std::printf("[Info] number of classes: %lld\n[Info] class labels:", static_cast<long long>(data.train.num_classes()));
+    for (const auto& name : data.train.class_names()) std::printf(" %s", name.c_str());
+    std::printf("\nvggf_coil100: %lld parameters, %lld training and %lld validation images at %ldx%ld, %ld per rank "
+                "per step, %d rank(s) x %d thread(s)%s%s\n",
+                static_cast<long long>(model->parameter_count()), static_cast<long long>(data.train.size()),
+                static_cast<long long>(data.validation.size()), size, size, mini_batch, world.size(),
+                ptrain::num_threads(), shard.count > 1 ? ", gradients on the wire as " : "",
+                shard.count > 1 ? cli.str("--compression").c_str() : "");
+  }
+  const auto results = trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep")));
+  return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::Cli cli("vggf_coil100",
+                    "Trains VGG-F (VGG-16 with a funnel classifier) on root/TrainData and root/ValidationData, "
+                    "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec.");
+  cli.option("-rd", "coil-100", "root directory holding TrainData/ and ValidationData/")
+      .option("-ep", "10", "number of epochs")
+      .option("-lr", "0.0001", "Adam learning rate")
+      .option("-mb", "16", "mini-batch size of each process (the global batch is -mb x ranks)")
+      .option("--image-size", "128", "images are resized to this height and width (COIL-100's are 128)")
+      .option("--workers", "2", "threads decoding images for each loader")
+      .option("--seed", "0", "seed for initialisation, shuffling, augmentation and dropout")
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
+      .option("--min-accuracy", "0", "exit with code 1 when the final validation accuracy (percent) is below this");
+  examples::add_strategy_options(cli);
+  int code = 0;
+  if (!cli.parse(argc, argv, code)) return code;
+
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    const SplitFolders data = examples::open_split_folders("-rd", cli.str("-rd"), "TrainData", "ValidationData");
+    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
+    auto model = ptrain::vgg_f<float>({.num_classes = data.train.num_classes()});
+    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+      return train(cli, world, data, model, shard, policies...);
+    });
+  });
+}
