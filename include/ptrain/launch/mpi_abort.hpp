@@ -4,7 +4,9 @@
 // Waiting for the other ranks instead could hang forever in a collective they never reach.
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <mpi.h>
 
@@ -33,6 +35,9 @@ namespace ptrain {
   }
   std::fflush(stdout);
   log_line("rank " + rank + ": " + message, stderr);
+  // The launcher forwards our output through a pipe; MPI_Abort makes it kill every process, and
+  // a message still in the pipe was lost now and then (seen under load). Give it a moment.
+  if (running) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   if (running) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
