@@ -2,17 +2,23 @@
 // evaluated on its test set after each epoch; prints the final test accuracy and the time taken.
 // Under `mpiexec -n N` (or `srun --mpi=pmi2 -n N`) it trains data-parallel: each rank takes 1/N
 // of every batch and gradients are averaged over MPI, on the wire as --compression says.
+// --precision bf16 or fp16 builds the model in that type and trains fp32 master weights
+// (MixedPrecision, Apex O2's scheme; fp16 with dynamic loss scaling).
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include <ptrain/mpi.hpp>
+#include <ptrain/train/mixed_precision.hpp>  // until the umbrella includes it
 
 #include "common/cli.hpp"
 
 namespace {
 
-template <class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, Policies... policies) {
+// Precision: Fp32, or Bf16 / Fp16 for mixed precision; the model's scalar type is its wire type.
+template <class Precision, class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, Policies&&... policies) {
+  using T = typename Precision::template wire<float>;
   const auto start = std::chrono::steady_clock::now();
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
@@ -32,16 +38,28 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, Policies... policies
   ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false),
                                  {.batch_size = 1000}, normalize);
 
-  auto model = std::make_shared<ptrain::SmallCnn<float>>();
-  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
-  ptrain::Trainer<ptrain::SmallCnn<float>, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")},
-                                                                std::move(policies)...);
+  auto model = std::make_shared<ptrain::SmallCnn<T>>();
+  const ptrain::AdamOptions adam_options{.lr = cli.real("--lr")};
+  const ptrain::TrainerOptions trainer_options{.csv_log = cli.str("--csv")};
+  const int epochs = static_cast<int>(cli.integer("--epochs"));
   if (rank == 0)
-    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters, %d rank(s) x %d thread(s)%s%s\n",
+    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters in %s, %d rank(s) x %d thread(s)%s%s\n",
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
-                static_cast<long long>(model->parameter_count()), ranks, ptrain::num_threads(),
+                static_cast<long long>(model->parameter_count()), Precision::name, ranks, ptrain::num_threads(),
                 ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
-  const auto results = trainer.fit(train_loader, &test_loader, static_cast<int>(cli.integer("--epochs")));
+  std::vector<ptrain::EpochResult> results;
+  if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
+    auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), adam_options);
+    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>...> trainer(model, adam, trainer_options,
+                                                                           std::move(policies)...);
+    results = trainer.fit(train_loader, &test_loader, epochs);
+  } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
+    ptrain::MixedPrecision<Precision> amp(*model);
+    auto adam = std::make_shared<ptrain::Adam<float>>(amp.master_parameters(), adam_options);
+    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision>> trainer(
+        model, adam, trainer_options, std::move(policies)..., std::move(amp));
+    results = trainer.fit(train_loader, &test_loader, epochs);
+  }
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double accuracy = results.empty() ? 0.0 : 100 * results.back().val_accuracy;
@@ -61,6 +79,7 @@ int main(int argc, char** argv) {
       .option("--seed", "0", "seed for initialisation, shuffling and dropout")
       .option("--limit", "0", "train on the first N training images only (0: all)")
       .option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16")
+      .option("--precision", "fp32", "the model's type: fp32, or bf16 / fp16 with fp32 master weights")
       .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
   int code = 0;
@@ -68,11 +87,18 @@ int main(int argc, char** argv) {
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
-    if (world.size() == 1) return train(cli, world);
+    const std::string precision = cli.str("--precision");
+    auto train_in = [&](auto&&... policies) {
+      if (precision == "fp32") return train<ptrain::Fp32>(cli, world, std::move(policies)...);
+      if (precision == "bf16") return train<ptrain::Bf16>(cli, world, std::move(policies)...);
+      if (precision == "fp16") return train<ptrain::Fp16>(cli, world, std::move(policies)...);
+      ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
+    };
+    if (world.size() == 1) return train_in();
     const std::string wire = cli.str("--compression");
-    if (wire == "fp32") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp32>(world));
-    if (wire == "fp16") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp16>(world));
-    if (wire == "bf16") return train(cli, world, ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Bf16>(world));
+    if (wire == "fp32") return train_in(ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp32>(world));
+    if (wire == "fp16") return train_in(ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Fp16>(world));
+    if (wire == "bf16") return train_in(ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::Bf16>(world));
     ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
   });
 }

@@ -3,6 +3,7 @@
 // parallel policies plug in (see docs/policies.md):
 //   setup(model)                        once, at construction (broadcast, split the grid)
 //   before_backward(model, ends_in_step) each micro-step; false while accumulating gradients
+//   loss_scale() -> double              each batch: multiplies the loss's gradient (mixed precision)
 //   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
@@ -103,7 +104,7 @@ class Trainer {
     for_each_policy([&](auto& p) {
       if constexpr (requires { p.before_backward(*model_, ends_in_step); }) p.before_backward(*model_, ends_in_step);
     });
-    EpochTotals batch = forward_backward(inputs, targets, 1.0 / k);
+    EpochTotals batch = forward_backward(inputs, targets, policy_loss_scale() / k);
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
@@ -132,7 +133,7 @@ class Trainer {
                     options_.progress_bar && is_main() && is_terminal());
     std::int64_t done = 0;
     for (const auto& batch : loader) {
-      const EpochTotals b = train_step(batch.inputs, batch.targets);
+      const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch.targets);
       totals.loss_sum += b.loss_sum;
       totals.correct += b.correct;
       totals.samples += b.samples;
@@ -149,7 +150,7 @@ class Trainer {
     NoGradGuard no_grad;
     EpochTotals totals;
     for (const auto& batch : loader) {
-      const Var<T> logits = model_->forward(Var<T>(batch.inputs));
+      const Var<T> logits = model_->forward(Var<T>(tensor_cast<T>(batch.inputs)));
       totals.loss_sum += cross_entropy(logits, batch.targets).value()[0] * static_cast<double>(batch.targets.size());
       totals.correct += static_cast<double>(top1_correct(logits.value(), batch.targets));
       totals.samples += static_cast<double>(batch.targets.size());
@@ -204,7 +205,17 @@ class Trainer {
     std::apply([&](auto&... p) { (f(p), ...); }, policies_);
   }
 
-  // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient.
+  // The product of the policies' loss scales (mixed precision's), 1 without any.
+  double policy_loss_scale() {
+    double product = 1.0;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { { p.loss_scale() } -> std::convertible_to<double>; }) product *= p.loss_scale();
+    });
+    return product;
+  }
+
+  // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient, times
+  // the policies' loss scales.
   EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
@@ -213,8 +224,8 @@ class Trainer {
     });
     if (replaced) return *replaced;
     const Var<T> logits = model_->forward(Var<T>(inputs));
-    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing);
-    backward(loss_scale == 1.0 ? loss : scale(loss, loss_scale));
+    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
+    backward(loss);
     const double n = static_cast<double>(targets.size());
     return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
   }
