@@ -3,8 +3,11 @@
 // Under `mpiexec -n N` (or `srun --mpi=pmi2 -n N`) it trains data-parallel: each rank takes 1/N
 // of every batch and gradients are averaged over MPI, on the wire as --compression says. With
 // --stages S it runs as an S-stage pipeline (and data-parallel over the N/S pipelines).
+// --precision bf16 or fp16 builds the model in that type and trains fp32 master weights
+// (MixedPrecision, Apex O2's scheme; fp16 with dynamic loss scaling).
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include <ptrain/mpi.hpp>
 
@@ -13,8 +16,10 @@
 
 namespace {
 
-template <class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+// Precision: Fp32, or Bf16 / Fp16 for mixed precision; the model's scalar type is its wire type.
+template <class Precision, class... Policies>
+int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies&&... policies) {
+  using T = typename Precision::template wire<float>;
   const auto start = std::chrono::steady_clock::now();
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
@@ -35,20 +40,32 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false),
                                  {.batch_size = 1000}, normalize);
 
-  auto model = std::make_shared<ptrain::SmallCnn<float>>();
-  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
-  ptrain::Trainer<ptrain::SmallCnn<float>, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")},
-                                                                std::move(policies)...);
-  if (trainer.is_main())
-    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters, %d rank(s) x %d thread(s)%s%s\n",
+  auto model = std::make_shared<ptrain::SmallCnn<T>>();
+  const ptrain::AdamOptions adam_options{.lr = cli.real("--lr")};
+  const ptrain::TrainerOptions trainer_options{.csv_log = cli.str("--csv")};
+  const int epochs = static_cast<int>(cli.integer("--epochs"));
+  if (world.rank() == 0)
+    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters in %s, %d rank(s) x %d thread(s)%s%s\n",
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
-                static_cast<long long>(model->parameter_count()), world.size(), ptrain::num_threads(),
+                static_cast<long long>(model->parameter_count()), Precision::name, world.size(), ptrain::num_threads(),
                 ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
-  const auto results = trainer.fit(train_loader, &test_loader, static_cast<int>(cli.integer("--epochs")));
+  std::vector<ptrain::EpochResult> results;
+  if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
+    auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), adam_options);
+    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>...> trainer(model, adam, trainer_options,
+                                                                           std::move(policies)...);
+    results = trainer.fit(train_loader, &test_loader, epochs);
+  } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
+    ptrain::MixedPrecision<Precision> amp(*model);
+    auto adam = std::make_shared<ptrain::Adam<float>>(amp.master_parameters(), adam_options);
+    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision>> trainer(
+        model, adam, trainer_options, std::move(policies)..., std::move(amp));
+    results = trainer.fit(train_loader, &test_loader, epochs);
+  }
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double accuracy = results.empty() ? 0.0 : 100 * results.back().val_accuracy;
-  if (trainer.is_main()) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
+  if (world.rank() == 0) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
   return accuracy < cli.real("--min-accuracy") ? 1 : 0;
 }
 
@@ -63,6 +80,7 @@ int main(int argc, char** argv) {
       .option("--lr", "0.001", "Adam learning rate")
       .option("--seed", "0", "seed for initialisation, shuffling and dropout")
       .option("--limit", "0", "train on the first N training images only (0: all)")
+      .option("--precision", "fp32", "the model's type: fp32, or bf16 / fp16 with fp32 master weights")
       .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
   examples::add_strategy_options(cli, examples::Pipelines::with);
@@ -71,8 +89,19 @@ int main(int argc, char** argv) {
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
-    return examples::with_strategy<examples::Pipelines::with>(cli, world, [&](examples::DataShard shard, auto... policies) {
-      return train(cli, world, shard, policies...);
-    });
+    const std::string precision = cli.str("--precision");
+    if (precision == "fp32")
+      return examples::with_strategy<examples::Pipelines::with>(
+          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Fp32>(cli, world, shard, p...); });
+    // Mixed precision runs on one process or data-parallel; it is not compiled in with pipelines.
+    ptrain::check(cli.integer("--stages") == 0, "--precision ", precision,
+                  " with --stages: mixed precision is not combined with a pipeline in this example");
+    if (precision == "bf16")
+      return examples::with_strategy(
+          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Bf16>(cli, world, shard, p...); });
+    if (precision == "fp16")
+      return examples::with_strategy(
+          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Fp16>(cli, world, shard, p...); });
+    ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
   });
 }

@@ -83,6 +83,8 @@
 #include "ptrain/io/csv_log.hpp"
 
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/loss_scaler.hpp"
 #include "ptrain/train/metrics.hpp"
+#include "ptrain/train/mixed_precision.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/trainer.hpp"

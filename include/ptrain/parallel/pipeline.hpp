@@ -119,7 +119,7 @@ class Pipeline {
   EpochTotals forward_backward(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
                                double label_smoothing, double loss_scale, BeforeBackward&& before_backward) {
     const auto start = Clock::now();
-    Run<T> run(*this, local, inputs, targets, MicroBatches, label_smoothing);
+    Run<T> run(*this, local, inputs, targets, MicroBatches, label_smoothing, loss_scale);
     const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
@@ -127,7 +127,7 @@ class Pipeline {
         run.forward(action.micro_batch, true);
       } else {
         before_backward(--backwards_left == 0);
-        run.backward(action.micro_batch, loss_scale);
+        run.backward(action.micro_batch);
       }
     }
     run.finish();
@@ -140,7 +140,7 @@ class Pipeline {
   template <class T>
   EpochTotals evaluate_batch(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
     NoGradGuard no_grad;
-    Run<T> run(*this, local, inputs, targets, 1, 0.0);
+    Run<T> run(*this, local, inputs, targets, 1, 0.0, 1.0);
     run.forward(0, false);
     run.finish();
     return run.totals;
@@ -188,8 +188,8 @@ class Pipeline {
     };
 
     Run(Pipeline& p, Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
-        double label_smoothing)
-        : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing),
+        double label_smoothing, double loss_scale)
+        : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing), loss_scale(loss_scale),
           baseline_bytes(held_bytes()) {
       // As torch.chunk: a batch smaller than M makes fewer micro-batches (every stage sees the same targets).
       const auto batch = static_cast<std::int64_t>(targets.size());
@@ -204,6 +204,11 @@ class Pipeline {
 
     int pieces() const { return static_cast<int>(micro.size()); }
     std::int64_t size_of(int i) const { return bounds[i + 1] - bounds[i]; }
+    // The micro-batch's share of the batch's mean loss, times the Trainer's scale; applied in
+    // float to the loss's gradient (cross_entropy's grad_scale), so fp16 models take 65536 too.
+    double weight_of(int i) const {
+      return static_cast<double>(size_of(i)) / static_cast<double>(targets.size()) * loss_scale;
+    }
     std::span<const std::int64_t> targets_of(int i) const {
       return std::span<const std::int64_t>(targets).subspan(static_cast<std::size_t>(bounds[i]),
                                                             static_cast<std::size_t>(size_of(i)));
@@ -223,7 +228,7 @@ class Pipeline {
       }
       const bool keep_graph = training && !p.options_.checkpoint;
       if (p.is_last_stage()) {
-        const Var<T> loss = cross_entropy(output, targets_of(i), smoothing);
+        const Var<T> loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
         const auto n = static_cast<double>(size_of(i));
         totals.loss_sum += static_cast<double>(loss.value()[0]) * n;
         totals.correct += static_cast<double>(top1_correct(output, targets_of(i)));
@@ -250,20 +255,19 @@ class Pipeline {
       return Cpu::live_bytes() - gradients;
     }
 
-    void backward(int i, double loss_scale) {
+    void backward(int i) {
       progress_sends();
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
       check(m.live, "Pipeline: backward of micro-batch ", i, " before its forward (schedule error)");
       if (p.options_.checkpoint) {  // recompute this stage's forward, now recording the graph
         const Var<T> output = local.forward(m.input);
         if (p.is_last_stage())
-          m.loss = cross_entropy(output, targets_of(i), smoothing);
+          m.loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
         else
           m.output = output;
       }
       if (p.is_last_stage()) {
-        const double weight = static_cast<double>(size_of(i)) / static_cast<double>(targets.size()) * loss_scale;
-        if (m.loss.requires_grad()) ptrain::backward(scale(m.loss, static_cast<T>(weight)));
+        if (m.loss.requires_grad()) ptrain::backward(m.loss);
       } else {
         Tensor<T> grad = receive(m.output.shape(), p.stage() + 1, gradient_tag(i));
         if (m.output.requires_grad()) ptrain::backward(m.output, std::move(grad));
@@ -329,7 +333,7 @@ class Pipeline {
     Module<T>& local;
     const Tensor<T>& inputs;
     const std::vector<std::int64_t>& targets;
-    double smoothing;
+    double smoothing, loss_scale;
     std::int64_t baseline_bytes;
     std::vector<MicroBatch> micro;
     std::vector<std::int64_t> bounds;

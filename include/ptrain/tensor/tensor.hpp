@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/cpu.hpp"
 
@@ -143,6 +146,20 @@ class Tensor {
   std::int64_t offset_ = 0;
   Shape shape_;
 };
+
+// t with scalar type To: t itself (sharing storage) when it has it already, else a converted
+// copy (vectorised between float and the 16-bit types). CPU tensors.
+template <class To, class From>
+Tensor<To> tensor_cast(const Tensor<From>& t) {
+  if constexpr (std::is_same_v<To, From>) {
+    return t;
+  } else {
+    Tensor<To> out(t.shape());
+    const auto n = static_cast<std::size_t>(t.numel());
+    convert(std::span<const From>(t.data(), n), std::span<To>(out.data(), n));
+    return out;
+  }
+}
 
 template <class T, class D>
 void require_shape(const Tensor<T, D>& t, const Shape& expected, const char* what) {

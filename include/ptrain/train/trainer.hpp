@@ -7,6 +7,7 @@
 //                                       every later point gets that part
 //   setup(model)                        once, at construction (broadcast, hooks)
 //   before_backward(model, ends_in_step) before each backward; false while accumulating gradients
+//   loss_scale() -> double              each batch: multiplies the loss's gradient (mixed precision)
 //   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
 //   evaluate_batch(model, inputs, targets) optional: replaces an evaluation forward (pipeline)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
@@ -121,7 +122,7 @@ class Trainer {
           p.before_backward(*local_, ends_in_step && last_backward_of_batch);
       });
     };
-    EpochTotals batch = forward_backward(inputs, targets, 1.0 / k, before_backward);
+    EpochTotals batch = forward_backward(inputs, targets, policy_loss_scale() / k, before_backward);
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
@@ -150,7 +151,7 @@ class Trainer {
                     options_.progress_bar && is_main() && is_terminal());
     std::int64_t done = 0;
     for (const auto& batch : loader) {
-      const EpochTotals b = train_step(batch.inputs, batch.targets);
+      const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch.targets);
       totals += b;
       bar.update(++done, b.loss());
     }
@@ -164,7 +165,7 @@ class Trainer {
     model_->eval();
     NoGradGuard no_grad;
     EpochTotals totals;
-    for (const auto& batch : loader) totals += evaluate_batch(batch.inputs, batch.targets);
+    for (const auto& batch : loader) totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch.targets);
     reduce(totals);
     model_->train();
     return totals;
@@ -215,7 +216,17 @@ class Trainer {
     std::apply([&](auto&... p) { (f(p), ...); }, policies_);
   }
 
-  // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient.
+  // The product of the policies' loss scales (mixed precision's), 1 without any.
+  double policy_loss_scale() {
+    double product = 1.0;
+    for_each_policy([&](auto& p) {
+      if constexpr (requires { { p.loss_scale() } -> std::convertible_to<double>; }) product *= p.loss_scale();
+    });
+    return product;
+  }
+
+  // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient, times
+  // the policies' loss scales (applied in float to the loss's gradient: fp16 cannot hold 65536).
   template <class BeforeBackward>
   EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale,
                                const BeforeBackward& before_backward) {
@@ -228,9 +239,9 @@ class Trainer {
     });
     if (replaced) return *replaced;
     const Var<T> logits = model_->forward(Var<T>(inputs));
-    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing);
+    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
     before_backward(true);
-    backward(loss_scale == 1.0 ? loss : scale(loss, loss_scale));
+    backward(loss);
     const double n = static_cast<double>(targets.size());
     return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
   }

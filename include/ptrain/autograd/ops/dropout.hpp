@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/functors.hpp"
@@ -24,7 +25,7 @@ Var<T> dropout(const Var<T>& x, double p, bool training, Rng& rng = global_rng()
     });
   }
   const kernels::DropoutMask mask{rng.engine()(), static_cast<std::uint64_t>(std::ldexp(p, 32))};
-  const kernels::DropoutApply<T> apply{mask, static_cast<T>(1.0 / (1.0 - p))};
+  const kernels::DropoutApply<T, accumulate_t<T>> apply{mask, static_cast<accumulate_t<T>>(1.0 / (1.0 - p))};
   Tensor<T> y(x.shape());
   kernels::map_indexed(x.value().data(), y.data(), y.numel(), apply);
   return make_var<T>(std::move(y), {x}, "dropout", [apply](Node<T>& self) {

@@ -1,6 +1,8 @@
 #pragma once
-// matmul and linear (y = x W^T + b), as in torch.nn.functional.linear.
+// matmul and linear (y = x W^T + b), as in torch.nn.functional.linear. half and bfloat16 multiply
+// and sum in float (see kernels/cpu/gemm.hpp).
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 
 namespace ptrain {
@@ -63,7 +65,13 @@ Var<T> linear(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}) {
     }
     if (has_bias && self.input_needs_grad(2)) {
       Tensor<T> gb({out});
-      gb.array() = self.grad.matrix(batch).colwise().sum().transpose().array();
+      gb.array() = self.grad.matrix(batch)
+                       .template cast<accumulate_t<T>>()
+                       .colwise()
+                       .sum()
+                       .transpose()
+                       .array()
+                       .template cast<T>();
       self.inputs[2]->accumulate(std::move(gb));
     }
   });

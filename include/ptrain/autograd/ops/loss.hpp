@@ -21,10 +21,13 @@ namespace ptrain {
 
 // torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
 // the mean over positions of (1 - eps) * (-log p_target) + eps * mean_c(-log p_c),
-// p = softmax(logits) over dimension 1.
+// p = softmax(logits) over dimension 1. half and bfloat16 logits are computed in float.
+// grad_scale multiplies the gradient backward sends to logits, not the loss: the loss scale of
+// mixed precision (and 1/k under gradient accumulation), applied in float, because a scaled loss
+// or its gradient need not fit a 16-bit type (fp16 ends at 65504; Apex's first scale is 65536).
 template <class T>
 Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets,
-                     double label_smoothing = 0.0) {
+                     double label_smoothing = 0.0, double grad_scale = 1.0) {
   check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing ", label_smoothing,
         " is outside [0, 1]");
   const auto layout = detail::class_layout(logits.shape(), targets, "cross_entropy");
@@ -32,15 +35,16 @@ Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets
   check(positions > 0, "cross_entropy: logits of shape ", logits.shape(),
         " hold no positions to average over");
   auto kept_targets = std::make_shared<std::vector<std::int64_t>>(targets.begin(), targets.end());
-  Tensor<T> lse(Shape{positions});
+  Tensor<accumulate_t<T>> lse(Shape{positions});
   const double total = kernels::cross_entropy_forward(logits.value().data(), kept_targets->data(), lse.data(),
                                                       layout, label_smoothing);
   Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / static_cast<double>(positions)));
   return make_var<T>(std::move(y), {logits}, "cross_entropy",
-                     [kept_targets, lse, layout, label_smoothing, positions](Node<T>& self) {
+                     [kept_targets, lse, layout, label_smoothing, positions, grad_scale](Node<T>& self) {
                        const Tensor<T>& x = self.inputs[0]->value;
                        Tensor<T> gx(x.shape());
-                       const T scale = static_cast<T>(self.grad[0] / static_cast<double>(positions));
+                       const auto scale = static_cast<accumulate_t<T>>(static_cast<double>(self.grad[0]) *
+                                                                       grad_scale / static_cast<double>(positions));
                        kernels::cross_entropy_backward(x.data(), kept_targets->data(), lse.data(), scale,
                                                        gx.data(), layout, label_smoothing);
                        self.inputs[0]->accumulate(std::move(gx));

@@ -3,7 +3,8 @@
 // [N, C, H, W] has inner = H*W. Each channel is one task (parallel over channels): its statistics
 // and its normalisation run back to back, so the channel's N planes are read from memory once
 // and found in cache the second time. Sums inside a plane are Eigen's vectorised reductions,
-// accumulated in double across planes.
+// accumulated in double across planes. half and bfloat16 are computed in float, as Apex keeps
+// batch norm in fp32 (widen.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,11 +12,15 @@
 
 #include <Eigen/Core>
 
+#include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
+
 namespace ptrain::kernels {
 
 struct ChannelLayout {
   std::int64_t outer = 0, channels = 0, inner = 1;
   std::int64_t count() const { return outer * inner; }  // elements per channel
+  std::int64_t numel() const { return outer * channels * inner; }
 };
 
 namespace detail {
@@ -178,6 +183,58 @@ void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, 
   for (std::int64_t c = 0; c < l.channels; ++c)
     detail::channel_backward_input(x, gy, l, c, weight ? static_cast<double>(weight[c]) : 1.0, mean[c], invstd[c],
                                    true, sum_gy[c], sum_gy_xmu[c], count, gx);
+}
+
+// The 16-bit types: the float kernels on widened copies, the results rounded once.
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
+                                 T* y, double* mean, double* var) {
+  Tensor<float> yf = float_buffer(l.numel());
+  batch_norm_forward_training(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
+                              data_or_null(widen(bias, l.channels)), eps, yf.data(), mean, var);
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                  const double* mean, const double* invstd, T* y) {
+  Tensor<float> yf = float_buffer(l.numel());
+  batch_norm_forward_inference(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
+                               data_or_null(widen(bias, l.channels)), mean, invstd, yf.data());
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+                         const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
+  Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
+  batch_norm_backward(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l,
+                      data_or_null(widen(weight, l.channels)), mean, invstd, training, data_or_null(gxf), sum_gy,
+                      sum_gy_xhat);
+  narrow(gxf, gx);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_moments(const T* x, const ChannelLayout& l, double* mean, double* var) {
+  batch_norm_moments(widen(x, l.numel()).data(), l, mean, var);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_backward_sums(const T* x, const T* gy, const ChannelLayout& l, const double* mean, double* sum_gy,
+                              double* sum_gy_xmu) {
+  batch_norm_backward_sums(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l, mean, sum_gy, sum_gy_xmu);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+                               const double* invstd, const double* sum_gy, const double* sum_gy_xmu, double count,
+                               T* gx) {
+  Tensor<float> gxf = float_buffer(l.numel());
+  batch_norm_backward_input(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l,
+                            data_or_null(widen(weight, l.channels)), mean, invstd, sum_gy, sum_gy_xmu, count,
+                            gxf.data());
+  narrow(gxf, gx);
 }
 
 }  // namespace ptrain::kernels

@@ -11,7 +11,7 @@
 // gradients run as a transposed convolution through the forward path (no col2im); grad-weight
 // partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
 // scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
-// 3 the flipped weight.
+// 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -19,10 +19,12 @@
 #include <Eigen/Core>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
 
 namespace ptrain::kernels {
 
@@ -491,6 +493,32 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
       gw[e] = s;
     }
   });
+}
+
+// The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
+// gradient summed over the batch in float), the results rounded once.
+template <class T>
+  requires is_reduced_float_v<T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                    const ConvBlocking& blocking = {}) {
+  Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
+  conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
+                 data_or_null(widen(b, g.out_channels)), yf.data(), blocking);
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
+                     const ConvBlocking& blocking = {}) {
+  const std::int64_t in = g.batch * g.in_channels * g.in_plane();
+  const Tensor<float> xf = widen(gw ? x : nullptr, in), wf = widen(gx ? w : nullptr, g.weight_numel());
+  Tensor<float> gxf = gx ? float_buffer(in) : Tensor<float>(), gwf = gw ? float_buffer(g.weight_numel()) : Tensor<float>(),
+                gbf = gb ? float_buffer(g.out_channels) : Tensor<float>();
+  conv2d_backward(g, data_or_null(xf), data_or_null(wf), widen(gy, g.batch * g.out_channels * g.out_plane()).data(),
+                  data_or_null(gxf), data_or_null(gwf), data_or_null(gbf), blocking);
+  narrow(gxf, gx);
+  narrow(gwf, gw);
+  narrow(gbf, gb);
 }
 
 template <class T>

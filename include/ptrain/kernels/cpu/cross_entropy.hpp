@@ -5,6 +5,8 @@
 //   dloss/dx_c = exp(x_c - L) - (1 - eps) [c == t] - eps/C
 // Forward keeps only L per position; backward recomputes exp(x - L) from the input, which
 // costs less memory traffic than storing and rereading the log-probabilities.
+// half and bfloat16 scores are widened to float: L, the loss and the gradient are float math
+// (L is kept in float), the gradient rounded once.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <Eigen/Core>
 
 #include "ptrain/kernels/cpu/softmax.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
 
 namespace ptrain::kernels {
 
@@ -96,6 +99,22 @@ void cross_entropy_backward(const T* x, const std::int64_t* targets, const T* ls
     const std::int64_t* t = targets + o * inner;
     for (std::int64_t k = 0; k < inner; ++k) gx[base + t[k] * inner + k] -= on_target;
   }
+}
+
+// The 16-bit types: the float kernels on a widened copy of the scores.
+template <class T>
+  requires is_reduced_float_v<T>
+double cross_entropy_forward(const T* x, const std::int64_t* targets, float* lse, const ReductionLayout& l,
+                             double eps) {
+  return cross_entropy_forward(widen(x, l.numel()).data(), targets, lse, l, eps);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void cross_entropy_backward(const T* x, const std::int64_t* targets, const float* lse, float scale, T* gx,
+                            const ReductionLayout& l, double eps) {
+  Tensor<float> gxf = float_buffer(l.numel());
+  cross_entropy_backward(widen(x, l.numel()).data(), targets, lse, scale, gxf.data(), l, eps);
+  narrow(gxf, gx);
 }
 
 }  // namespace ptrain::kernels

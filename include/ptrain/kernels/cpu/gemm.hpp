@@ -3,8 +3,11 @@
 // found it (PTRAIN_HAS_CBLAS; about 1.6x Eigen's own GEMM on two cores here), Eigen otherwise.
 // Large products are split by rows (or columns) of C over the OpenMP threads, each running a
 // single-threaded GEMM; inside a parallel region the call stays on its thread.
+// half and bfloat16 operands are widened to float and multiplied by the float GEMM, so products
+// accumulate in float (as tensor cores do) and C is rounded once (see widen.hpp).
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -12,7 +15,9 @@
 #include <cblas.h>
 #endif
 
+#include "ptrain/core/half.hpp"
 #include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
 
 namespace ptrain::kernels {
 
@@ -62,7 +67,28 @@ void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+
+namespace detail {
+// C = alpha * op(A) * op(B) + beta * C for the 16-bit types, through the float GEMM.
+template <class T>
+void gemm_widened(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta, T* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  const Tensor<float> af = widen(a, trans_a ? k : m, a_cols, lda), bf = widen(b, trans_b ? n : k, b_cols, ldb);
+  Tensor<float> cf = beta == 0.0f ? float_buffer(m * n) : widen(c, m, n, ldc);
+  gemm<float>(trans_a, trans_b, m, n, k, alpha, af.data(), std::max<std::int64_t>(1, a_cols), bf.data(),
+              std::max<std::int64_t>(1, b_cols), beta, cf.data(), n);
+  for (std::int64_t r = 0; r < m; ++r)
+    convert(std::span<const float>(cf.data() + r * n, static_cast<std::size_t>(n)),
+            std::span<T>(c + r * ldc, static_cast<std::size_t>(n)));
+}
+
+// Splits a large product over the OpenMP threads (see the top of the file).
+template <class T>
+void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+                   const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
   int threads = num_threads();
 #if defined(_OPENMP)
@@ -97,6 +123,18 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
                             ldb, beta, c + begin, ldc);
     }
   }
+}
+
+}  // namespace detail
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  if constexpr (is_reduced_float_v<T>)
+    detail::gemm_widened(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
+                         static_cast<float>(beta), c, ldc);
+  else
+    detail::gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace ptrain::kernels

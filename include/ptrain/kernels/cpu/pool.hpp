@@ -1,7 +1,8 @@
 #pragma once
 // 2D pooling on CPU, NCHW, with PyTorch's window arithmetic (output size, ceil_mode, padding
 // counted or not in the average, adaptive windows [floor(o*H/OH), ceil((o+1)*H/OH))).
-// Each (image, channel) plane is independent: the loops run in parallel over planes.
+// Each (image, channel) plane is independent: the loops run in parallel over planes. half and
+// bfloat16 are computed in float (widen.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,7 +11,9 @@
 #include <Eigen/Core>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/core/shape.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
 
 namespace ptrain::kernels {
 
@@ -232,6 +235,52 @@ void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int6
       }
     }
   }
+}
+
+// The 16-bit types: the float kernels on widened copies, the results rounded once.
+template <class T, class Index>
+  requires is_reduced_float_v<T>
+void max_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y, Index* index) {
+  Tensor<float> yf = float_buffer(g.planes() * g.out_plane());
+  max_pool2d_forward(g, widen(x, g.planes() * g.in_plane()).data(), yf.data(), index);
+  narrow(yf, y);
+}
+template <class T, class Index>
+  requires is_reduced_float_v<T>
+void max_pool2d_backward(const Pool2dGeometry& g, const T* gy, const Index* index, T* gx) {
+  Tensor<float> gxf = float_buffer(g.planes() * g.in_plane());
+  max_pool2d_backward(g, widen(gy, g.planes() * g.out_plane()).data(), index, gxf.data());
+  narrow(gxf, gx);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void avg_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y) {
+  Tensor<float> yf = float_buffer(g.planes() * g.out_plane());
+  avg_pool2d_forward(g, widen(x, g.planes() * g.in_plane()).data(), yf.data());
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void avg_pool2d_backward(const Pool2dGeometry& g, const T* gy, T* gx) {
+  Tensor<float> gxf = float_buffer(g.planes() * g.in_plane());
+  avg_pool2d_backward(g, widen(gy, g.planes() * g.out_plane()).data(), gxf.data());
+  narrow(gxf, gx);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void adaptive_avg_pool2d_forward(std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                                 std::int64_t OW, const T* x, T* y) {
+  Tensor<float> yf = float_buffer(planes * OH * OW);
+  adaptive_avg_pool2d_forward(planes, H, W, OH, OW, widen(x, planes * H * W).data(), yf.data());
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                                  std::int64_t OW, const T* gy, T* gx) {
+  Tensor<float> gxf = float_buffer(planes * H * W);
+  adaptive_avg_pool2d_backward(planes, H, W, OH, OW, widen(gy, planes * OH * OW).data(), gxf.data());
+  narrow(gxf, gx);
 }
 
 }  // namespace ptrain::kernels

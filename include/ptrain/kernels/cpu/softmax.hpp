@@ -3,12 +3,15 @@
 // (n the reduced extent). inner == 1 (the last dimension, as in classification) runs row by
 // row on contiguous Eigen maps; otherwise each [n, inner] block is swept row by row with
 // per-column running maxima and sums, so every pass reads memory contiguously.
+// half and bfloat16 are computed in float (widen.hpp).
 #include <cmath>
 #include <cstdint>
 
 #include <Eigen/Core>
 
+#include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
+#include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/layout.hpp"
 
 namespace ptrain::kernels {
@@ -119,6 +122,22 @@ void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, b
       }
     }
   }
+}
+
+// The 16-bit types: the float kernels on widened copies, the result rounded once.
+template <class T>
+  requires is_reduced_float_v<T>
+void softmax_forward(const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  Tensor<float> yf = float_buffer(l.numel());
+  softmax_forward(widen(x, l.numel()).data(), yf.data(), l, take_log);
+  narrow(yf, y);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, bool take_log) {
+  Tensor<float> gxf = float_buffer(l.numel());
+  softmax_backward(widen(y, l.numel()).data(), widen(g, l.numel()).data(), gxf.data(), l, take_log);
+  narrow(gxf, gx);
 }
 
 }  // namespace ptrain::kernels

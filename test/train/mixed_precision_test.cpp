@@ -1,0 +1,340 @@
+// MixedPrecision<Fp16 | Bf16> and its LossScaler: one step against fp32, the loss scale's rule,
+// skipped steps, the minimum scale.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <ptrain/autograd/gradcheck.hpp>
+#include <ptrain/data/dataset.hpp>
+#include <ptrain/data/loader.hpp>
+#include <ptrain/models/resnet.hpp>
+#include <ptrain/models/small_cnn.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/train/trainer.hpp>
+
+using namespace ptrain;
+
+namespace {
+
+const TrainerOptions quiet{.csv_log = "", .progress_bar = false, .print_epochs = false};
+
+// What the code in between writes to stdout (file descriptor 1).
+class StdoutCapture {
+ public:
+  StdoutCapture() : file_(std::tmpfile()) {
+    std::fflush(stdout);
+    saved_ = ::dup(::fileno(stdout));
+    ::dup2(::fileno(file_), ::fileno(stdout));
+  }
+  StdoutCapture(const StdoutCapture&) = delete;
+  StdoutCapture& operator=(const StdoutCapture&) = delete;
+  ~StdoutCapture() { finish(); }
+  std::string finish() {
+    if (!file_) return text_;
+    std::fflush(stdout);
+    ::dup2(saved_, ::fileno(stdout));
+    ::close(saved_);
+    std::rewind(file_);
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text_.append(buffer, n);
+    std::fclose(file_);
+    file_ = nullptr;
+    return text_;
+  }
+
+ private:
+  std::FILE* file_;
+  int saved_ = -1;
+  std::string text_;
+};
+
+// Uniform values rounded to T, as float.
+template <class T>
+Tensor<float> representable(const Shape& shape, std::uint64_t seed, double lo = -1, double hi = 1) {
+  return tensor_cast<float>(tensor_cast<T>(tensor_cast<float>(random_tensor(shape, seed, lo, hi))));
+}
+
+template <class T>
+bool bit_identical(const Tensor<T>& a, const Tensor<T>& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+template <class T>
+std::vector<Tensor<T>> values(const std::vector<Var<T>>& params) {
+  std::vector<Tensor<T>> out;
+  for (const auto& p : params) out.push_back(p.value().clone());
+  return out;
+}
+
+std::vector<std::int64_t> some_targets(std::int64_t n) {
+  std::vector<std::int64_t> t;
+  for (std::int64_t i = 0; i < n; ++i) t.push_back((i * 7) % 10);
+  return t;
+}
+
+// One step of SmallCnn in the 16-bit type under MixedPrecision and in float, from the same
+// (16-bit) weights and images, through DataLoader and Trainer. Measure: per weight tensor,
+// |w_amp - w_fp32| / |w_fp32 - w_0| (L2 norms), the error relative to the step taken. ReLU and
+// max-pool route gradients by decisions a 16-bit rounding can flip, and at a batch of 32 one
+// flipped decision moves a whole sample's share (one ReLU flip in fc1 alone measured 6% there), so
+// `flip_tolerance` is loose; fc2, with nothing between it and the loss, gets `tolerance`.
+template <class Precision>
+void check_one_step_matches_fp32(double tolerance, double flip_tolerance) {
+  using T = typename MixedPrecision<Precision>::scalar_type;
+  manual_seed(11);
+  auto reference = make<SmallCnn<float>>();
+  auto model = make<SmallCnn<T>>();
+  auto ref_params = reference->parameters();
+  auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor<T> rounded = tensor_cast<T>(ref_params[i].value());
+    params[i].value().copy_from(rounded);
+    ref_params[i].value().copy_from(tensor_cast<float>(rounded));
+  }
+  const std::int64_t batch = 32;
+  const TensorDataset data(representable<T>({batch, 1, 28, 28}, 3), some_targets(batch));
+  DataLoader ref_loader(data, LoaderOptions{.batch_size = batch});
+  DataLoader loader(data, LoaderOptions{.batch_size = batch});
+
+  MixedPrecision<Precision> amp(*model);
+  auto ref_sgd = make<Sgd<float>>(reference->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  Trainer<SmallCnn<float>> ref_trainer(reference, ref_sgd, quiet);
+  Trainer<SmallCnn<T>, MixedPrecision<Precision>> trainer(model, sgd, quiet, amp);
+  const auto before = values(ref_params);
+  manual_seed(5);  // the same dropout mask in both
+  const auto ref_result = ref_trainer.fit(ref_loader, 1);
+  manual_seed(5);
+  const auto result = trainer.fit(loader, 1);
+  BOOST_TEST(std::abs(result[0].train_loss - ref_result[0].train_loss) <= 0.01 * ref_result[0].train_loss);
+  BOOST_TEST(trainer.template policy<MixedPrecision<Precision>>().loss_scale() == amp.loss_scale(),
+             "the step overflowed and was skipped");
+
+  const auto& masters = amp.master_parameters();
+  const auto names = model->named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    double change = 0, error = 0;
+    for (std::int64_t e = 0; e < params[i].numel(); ++e) {
+      const double after = ref_params[i].value()[e];
+      change += std::pow(after - static_cast<double>(before[i][e]), 2);
+      error += std::pow(static_cast<double>(masters[i].value()[e]) - after, 2);
+    }
+    const double relative = std::sqrt(error / change);
+    const double tol = names[i].first.rfind("fc2.", 0) == 0 ? tolerance : flip_tolerance;
+    BOOST_TEST_CONTEXT(Precision::name << " " << names[i].first) {
+      BOOST_TEST(change > 0);
+      BOOST_TEST(relative <= tol, "error " << relative << " of the step's size, more than " << tol);
+      BOOST_TEST(bit_identical(params[i].value(), tensor_cast<T>(masters[i].value())),
+                 "the model's weights are not the masters rounded");
+    }
+  }
+}
+
+// A linear classifier: quick to step many times.
+template <class T>
+std::shared_ptr<Sequential<T>> small_linear() {
+  manual_seed(2);
+  return make<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{make<Linear<T>>(4, 10)});
+}
+
+// 8 inputs of 0.1-ish (gradients far from fp16's range at the scales used), one of them inf if poisoned.
+template <class T>
+Tensor<T> linear_inputs(bool poisoned) {
+  Tensor<float> x = representable<T>({8, 4}, 4, -0.1, 0.1);
+  if (poisoned) x[5] = std::numeric_limits<float>::infinity();
+  return tensor_cast<T>(x);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(mixed_precision_test)
+
+// Measured here: fc2 0.6% (bf16) and 0.08% (fp16); the others up to 9.2% (bf16) and 3.9% (fp16).
+BOOST_AUTO_TEST_CASE(bf16_step_matches_fp32) { check_one_step_matches_fp32<Bf16>(0.02, 0.2); }
+
+BOOST_AUTO_TEST_CASE(fp16_step_matches_fp32) { check_one_step_matches_fp32<Fp16>(0.003, 0.1); }
+
+// ResNet-18's ops (batch norm, residual add, adaptive pooling) in bfloat16: a step's loss is the
+// float step's, and the model ends as its masters rounded.
+BOOST_AUTO_TEST_CASE(resnet18_bf16_step) {
+  manual_seed(12);
+  auto reference = resnet18<float>({.num_classes = 10, .cifar_stem = true});
+  auto model = resnet18<ptrain::bfloat16>({.num_classes = 10, .cifar_stem = true});
+  auto ref_params = reference->parameters();
+  auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].value().copy_from(tensor_cast<ptrain::bfloat16>(ref_params[i].value()));
+    ref_params[i].value().copy_from(tensor_cast<float>(params[i].value()));
+  }
+  MixedPrecision<Bf16> amp(*model);
+  auto ref_sgd = make<Sgd<float>>(reference->parameters(), SgdOptions{.lr = 0.01});
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.01});
+  Trainer<ResNet<float, BasicBlock>> ref_trainer(reference, ref_sgd, quiet);
+  Trainer<ResNet<ptrain::bfloat16, BasicBlock>, MixedPrecision<Bf16>> trainer(model, sgd, quiet, amp);
+  const Tensor<float> images = representable<ptrain::bfloat16>({4, 3, 16, 16}, 6);
+  const auto targets = some_targets(4);
+  const auto before = values(params);
+  const double ref_loss = ref_trainer.train_step(images, targets).loss();
+  const double loss = trainer.train_step(tensor_cast<ptrain::bfloat16>(images), targets).loss();
+  BOOST_TEST(std::abs(loss - ref_loss) <= 0.03 * ref_loss, "loss " << loss << ", in float " << ref_loss);
+  BOOST_TEST(!bit_identical(params.back().value(), before.back()), "the classifier's bias did not move");
+  for (std::size_t i = 0; i < params.size(); ++i)
+    BOOST_TEST(bit_identical(params[i].value(), tensor_cast<ptrain::bfloat16>(amp.master_parameters()[i].value())));
+}
+
+BOOST_AUTO_TEST_CASE(python_float_prints_as_apex) {
+  BOOST_TEST(python_float(32768.0) == "32768.0");
+  BOOST_TEST(python_float(65536.0) == "65536.0");
+  BOOST_TEST(python_float(16777216.0) == "16777216.0");
+  BOOST_TEST(python_float(1.0) == "1.0");
+  BOOST_TEST(python_float(0.5) == "0.5");
+  BOOST_TEST(python_float(std::ldexp(1.0, -13)) == "0.0001220703125");
+  BOOST_TEST(python_float(std::ldexp(1.0, -16)) == "1.52587890625e-05");
+  BOOST_TEST(python_float(1e16) == "1e+16");
+  BOOST_TEST(python_float(-2.5) == "-2.5");
+}
+
+// Apex's rule: overflow halves the scale and restarts the count; scale_window clean steps in a
+// row double it.
+BOOST_AUTO_TEST_CASE(scale_follows_overflows_with_a_short_window) {
+  LossScaler scaler({.initial_scale = 65536, .scale_window = 3});
+  const bool overflow[] = {false, false, false, true, false, false, true, true, false, false, false, false, false, false};
+  const double expected[] = {65536, 65536, 131072, 65536, 65536, 65536, 32768, 16384, 16384, 16384, 32768, 32768, 32768, 65536};
+  for (std::size_t i = 0; i < std::size(overflow); ++i) {
+    scaler.update(overflow[i]);
+    BOOST_TEST(scaler.scale() == expected[i], "after step " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(scale_doubles_after_2000_clean_steps_by_default) {
+  LossScaler scaler;
+  BOOST_TEST(scaler.scale() == 65536.0);
+  for (int i = 0; i < 1999; ++i) scaler.update(false);
+  BOOST_TEST(scaler.scale() == 65536.0);
+  scaler.update(false);
+  BOOST_TEST(scaler.scale() == 131072.0);
+  for (int i = 0; i < 1000; ++i) scaler.update(false);
+  scaler.update(true);  // restarts the count
+  BOOST_TEST(scaler.scale() == 65536.0);
+  for (int i = 0; i < 1999; ++i) scaler.update(false);
+  BOOST_TEST(scaler.scale() == 65536.0);
+  scaler.update(false);
+  BOOST_TEST(scaler.scale() == 131072.0);
+
+  LossScaler capped({.initial_scale = 16777216.0, .scale_window = 1});
+  capped.update(false);
+  BOOST_TEST(capped.scale() == 16777216.0);
+  LossScaler fixed({.initial_scale = 128, .dynamic = false});
+  fixed.update(true);
+  fixed.update(false);
+  BOOST_TEST(fixed.scale() == 128.0);
+}
+
+// The same rule through the Trainer, with injected infs, and Apex's line for each overflow.
+BOOST_AUTO_TEST_CASE(trainer_scale_sequence_under_injected_overflows) {
+  auto model = small_linear<ptrain::half>();
+  MixedPrecision<Fp16> amp(*model, {.scale_window = 3});
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
+  const bool poisoned[] = {false, false, false, true, false, true, false, false, false};
+  const double expected[] = {65536, 65536, 131072, 65536, 65536, 32768, 32768, 32768, 65536};
+  StdoutCapture capture;
+  for (std::size_t i = 0; i < std::size(poisoned); ++i) {
+    trainer.train_step(linear_inputs<ptrain::half>(poisoned[i]), some_targets(8));
+    BOOST_TEST(trainer.policy<MixedPrecision<Fp16>>().loss_scale() == expected[i], "after step " << i);
+  }
+  BOOST_TEST(capture.finish() ==
+             "Gradient overflow. Skipping step, loss scale reduced to 65536.0\n"
+             "Gradient overflow. Skipping step, loss scale reduced to 32768.0\n");
+}
+
+// A step with an inf in its gradients changes nothing: not the masters, not the model, not the
+// optimizer's state; it prints why. The next clean step trains.
+template <class Precision>
+void check_overflow_skips_the_step(const std::string& message) {
+  using T = typename MixedPrecision<Precision>::scalar_type;
+  manual_seed(4);
+  auto model = make<SmallCnn<T>>();
+  MixedPrecision<Precision> amp(*model);
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  Trainer<SmallCnn<T>, MixedPrecision<Precision>> trainer(model, sgd, quiet, amp);
+  const auto model_before = values(model->parameters());
+  const auto masters_before = values(amp.master_parameters());
+  Tensor<float> images = representable<T>({4, 1, 28, 28}, 5);
+  const auto targets = some_targets(4);
+  Tensor<float> poisoned = images.clone();
+  poisoned[100] = std::numeric_limits<float>::infinity();
+  StdoutCapture capture;
+  trainer.train_step(tensor_cast<T>(poisoned), targets);
+  BOOST_TEST(capture.finish() == message + "\n");
+  const auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    BOOST_TEST(bit_identical(params[i].value(), model_before[i]), "model parameter " << i << " changed");
+    BOOST_TEST(bit_identical(amp.master_parameters()[i].value(), masters_before[i]), "master " << i << " changed");
+  }
+  BOOST_TEST(sgd->state().tensors.empty(), "the optimizer stepped (momentum buffers exist)");
+
+  trainer.train_step(tensor_cast<T>(images), targets);
+  BOOST_TEST(!bit_identical(amp.master_parameters()[0].value(), masters_before[0]));
+  BOOST_TEST(bit_identical(params[0].value(), tensor_cast<T>(amp.master_parameters()[0].value())));
+}
+
+BOOST_AUTO_TEST_CASE(fp16_overflow_skips_the_step) {
+  check_overflow_skips_the_step<Fp16>("Gradient overflow. Skipping step, loss scale reduced to 32768.0");
+}
+
+BOOST_AUTO_TEST_CASE(bf16_nan_skips_the_step_without_scaling) {
+  check_overflow_skips_the_step<Bf16>("Gradient overflow. Skipping step, loss scale stays 1.0");
+}
+
+BOOST_AUTO_TEST_CASE(overflow_below_the_minimum_scale_is_an_error) {
+  LossScaler scaler({.initial_scale = 1, .min_loss_scale = 0.25});
+  scaler.update(true);
+  scaler.update(true);
+  BOOST_TEST(scaler.scale() == 0.25);
+  BOOST_CHECK_EXCEPTION(scaler.update(true), Error, [](const Error& e) {
+    const std::string what = e.what();
+    return what.find("overflowed (inf or NaN) at loss scale 0.25") != std::string::npos &&
+           what.find("below min_loss_scale 0.25") != std::string::npos;
+  });
+  BOOST_TEST(scaler.scale() == 0.25);
+
+  // Through the Trainer: an inf on every batch ends training with the error.
+  auto model = small_linear<ptrain::half>();
+  MixedPrecision<Fp16> amp(*model, {.initial_scale = 4, .min_loss_scale = 2});
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
+  StdoutCapture capture;
+  trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8));
+  BOOST_CHECK_THROW(trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8)), Error);
+  BOOST_TEST(capture.finish() == "Gradient overflow. Skipping step, loss scale reduced to 2.0\n");
+  BOOST_CHECK_THROW(LossScaler({.initial_scale = 1, .min_loss_scale = 2}), Error);
+}
+
+BOOST_AUTO_TEST_CASE(frozen_parameters_stay_and_models_must_match) {
+  auto model = small_linear<ptrain::bfloat16>();
+  model->parameters()[1].set_requires_grad(false);  // the bias
+  MixedPrecision<Bf16> amp(*model);
+  BOOST_TEST(amp.loss_scale() == 1.0);
+  BOOST_TEST(!amp.master_parameters()[1].requires_grad());
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<ptrain::bfloat16>, MixedPrecision<Bf16>> trainer(model, sgd, quiet, amp);
+  const auto before = values(model->parameters());
+  trainer.train_step(linear_inputs<ptrain::bfloat16>(false), some_targets(8));
+  BOOST_TEST(!bit_identical(model->parameters()[0].value(), before[0]));
+  BOOST_TEST(bit_identical(model->parameters()[1].value(), before[1]));
+
+  auto other = small_linear<ptrain::bfloat16>();
+  BOOST_CHECK_EXCEPTION(
+      (Trainer<Sequential<ptrain::bfloat16>, MixedPrecision<Bf16>>(other, sgd, quiet, amp)), Error,
+      [](const Error& e) { return std::string(e.what()).find("not the one this policy was made from") != std::string::npos; });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
