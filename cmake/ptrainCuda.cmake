@@ -24,11 +24,15 @@ if(PTRAIN_CUDA_ENABLED)
   add_library(ptrain::cuda ALIAS ptrain_cuda)
   set_target_properties(ptrain_cuda PROPERTIES EXPORT_NAME cuda)
   target_link_libraries(ptrain_cuda INTERFACE ptrain CUDA::cudart CUDA::cublas)
+  find_library(PTRAIN_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+  target_link_libraries(ptrain_cuda INTERFACE ${PTRAIN_NCCL_LIBRARY})
   # A .cu file of a ptrain user needs C++20 for the CUDA language, Eigen kept host-only
   # (EIGEN_NO_CUDA: otherwise Eigen marks its functions __host__ __device__ and nvcc warns about
   # each constexpr std call in them), and OpenMP in the host code nvcc hands to the host compiler.
   # A flag, not the cuda_std_20 feature: CMake before 3.26 does not know nvcc's C++20.
-  target_compile_options(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+  # --expt-relaxed-constexpr: kernels copy Eigen's half/bfloat16, whose constexpr constructors
+  # are host functions under EIGEN_NO_CUDA.
+  target_compile_options(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr>)
   target_compile_definitions(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:EIGEN_NO_CUDA>)
   if(OpenMP_CXX_FOUND)
     target_compile_options(ptrain_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fopenmp>)

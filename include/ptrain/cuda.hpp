@@ -10,5 +10,9 @@
 #endif
 #include "ptrain/ptrain.hpp"
 #include "ptrain/device/cuda.hpp"
+#include "ptrain/device/cuda_stream.hpp"
 #include "ptrain/kernels/cuda/elementwise.cuh"
+#include "ptrain/kernels/cuda/executor.cuh"
+#include "ptrain/kernels/cuda/gemm.cuh"
+#include "ptrain/kernels/cuda/launch.cuh"
 #endif

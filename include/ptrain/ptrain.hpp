@@ -15,6 +15,8 @@
 #include "ptrain/tensor/tensor.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/functors.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/indexed.hpp"
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/autograd/gradcheck.hpp"

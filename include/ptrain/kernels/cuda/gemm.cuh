@@ -85,7 +85,7 @@ struct CublasTypes<bfloat16> {
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
           const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c, std::int64_t ldc,
-          cudaStream_t stream = current_stream()) {
+          cudaStream_t stream = ptrain::cuda::current_stream()) {
   if (m == 0 || n == 0) return;
   constexpr auto limit = std::numeric_limits<int>::max();
   check(m <= limit && n <= limit && k <= limit && lda <= limit && ldb <= limit && ldc <= limit, "gemm: ", m, "x", n,

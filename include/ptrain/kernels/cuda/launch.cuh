@@ -46,7 +46,7 @@ __global__ void row_reduction_kernel(std::int64_t rows, std::int64_t length, F f
 
 // f(i) for i in [0, n) on the current stream.
 template <IndexedKernel F>
-void launch_indexed(std::int64_t n, const F& f, cudaStream_t stream = current_stream()) {
+void launch_indexed(std::int64_t n, const F& f, cudaStream_t stream = ptrain::cuda::current_stream()) {
   if (n <= 0) return;
   indexed_kernel<<<blocks_for(n), block_threads, 0, stream>>>(n, f);
   cuda_check(cudaGetLastError(), "indexed kernel launch (", n, " elements)");
@@ -55,7 +55,7 @@ void launch_indexed(std::int64_t n, const F& f, cudaStream_t stream = current_st
 // Each of `rows` rows folded over `length` terms, on the current stream.
 template <RowReduction F>
 void launch_row_reduction(std::int64_t rows, std::int64_t length, const F& f,
-                          cudaStream_t stream = current_stream()) {
+                          cudaStream_t stream = ptrain::cuda::current_stream()) {
   if (rows <= 0) return;
   const unsigned grid = static_cast<unsigned>(rows < max_blocks ? rows : max_blocks);
   row_reduction_kernel<<<grid, block_threads, 0, stream>>>(rows, length, f);
