@@ -5,7 +5,7 @@ function(ptrain_add_header_checks include_dir)
   set(sources "")
   foreach(header IN LISTS headers)
     # CUDA headers compile under nvcc (test/cuda); MPI and image headers need their components.
-    if(header MATCHES "(/cuda/|cuda\\.hpp$|nccl)")
+    if(header MATCHES "(/cuda/|/cuda(_[a-z_]+)?\\.hpp$|nccl)")
       continue()
     endif()
     if(header MATCHES "(/comm/mpi|/launch/mpi|/mpi_|mpi\\.hpp$)" AND NOT TARGET ptrain::mpi)

@@ -11,6 +11,7 @@
 #include "ptrain/ptrain.hpp"
 #include "ptrain/device/cuda.hpp"
 #include "ptrain/device/cuda_stream.hpp"
+#include "ptrain/device/cuda_upload.hpp"
 #include "ptrain/kernels/cuda/elementwise.cuh"
 #include "ptrain/kernels/cuda/executor.cuh"
 #include "ptrain/kernels/cuda/gemm.cuh"

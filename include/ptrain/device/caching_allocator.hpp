@@ -1,0 +1,124 @@
+#pragma once
+// A caching allocator over a raw one (cudaMalloc for the Cuda device): freed blocks are kept and
+// handed out again, so a training step that allocates the same sizes every iteration stops
+// calling the raw allocator (and cudaFree's device-wide synchronisation) after the first one.
+// As PyTorch's, sizes round up (512-byte steps below 1 MiB, 2 MiB steps above) and a cached
+// block is reused for a request it exceeds by at most a quarter. When the raw allocator runs out,
+// the cache is released and the request retried once.
+//
+// Raw: static void* allocate(std::size_t bytes) (nullptr when out of memory, throws on other
+// errors) and static void release(void* p, std::size_t bytes) (must not throw).
+//
+// Reuse is stream-ordered: a block freed on the host may still be read by queued kernels, which
+// is safe for work queued later on the same (compute) stream. Work on another stream must be
+// ordered against the compute stream with events before its buffers are freed or reused
+// (NcclComm and the pinned uploader do this).
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "ptrain/core/error.hpp"
+
+namespace ptrain {
+
+struct AllocatorStats {
+  std::size_t in_use_bytes = 0;       // handed out and not yet freed (rounded sizes)
+  std::size_t cached_bytes = 0;       // held in the cache, free for reuse
+  std::size_t peak_in_use_bytes = 0;
+  std::uint64_t raw_allocations = 0;  // calls that reached the raw allocator
+  std::uint64_t cache_hits = 0;
+};
+
+template <class Raw>
+class CachingAllocator {
+ public:
+  static constexpr std::size_t small_step = 512;
+  static constexpr std::size_t large_threshold = std::size_t(1) << 20;
+  static constexpr std::size_t large_step = std::size_t(2) << 20;
+
+  CachingAllocator() = default;
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+  ~CachingAllocator() { empty_cache(); }
+
+  static std::size_t rounded(std::size_t bytes) {
+    const std::size_t step = bytes <= large_threshold ? small_step : large_step;
+    return (bytes + step - 1) / step * step;
+  }
+
+  void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    const std::size_t size = rounded(bytes);
+    std::lock_guard lock(mutex_);
+    void* p = take_cached(size);
+    if (!p) {
+      p = Raw::allocate(size);
+      if (!p) {
+        release_cache();
+        p = Raw::allocate(size);
+      }
+      if (!p)
+        fail("out of device memory allocating ", bytes, " bytes (", stats_.in_use_bytes, " bytes in use, peak ",
+             stats_.peak_in_use_bytes, ")");
+      ++stats_.raw_allocations;
+      block_size_[p] = size;
+    }
+    live_[p] = block_size_[p];
+    stats_.in_use_bytes += live_[p];
+    if (stats_.in_use_bytes > stats_.peak_in_use_bytes) stats_.peak_in_use_bytes = stats_.in_use_bytes;
+    return p;
+  }
+
+  // Returns p's block to the cache; false (and nothing done) when p is not one of ours.
+  bool deallocate(void* p) noexcept {
+    if (!p) return true;
+    std::lock_guard lock(mutex_);
+    const auto it = live_.find(p);
+    if (it == live_.end()) return false;
+    stats_.in_use_bytes -= it->second;
+    stats_.cached_bytes += it->second;
+    free_.emplace(it->second, p);
+    live_.erase(it);
+    return true;
+  }
+
+  // Hands every cached block back to the raw allocator (blocks in use stay).
+  void empty_cache() noexcept {
+    std::lock_guard lock(mutex_);
+    release_cache();
+  }
+
+  AllocatorStats stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  void* take_cached(std::size_t size) {
+    const auto it = free_.lower_bound(size);
+    if (it == free_.end() || it->first > size + size / 4) return nullptr;
+    void* p = it->second;
+    stats_.cached_bytes -= it->first;
+    free_.erase(it);
+    ++stats_.cache_hits;
+    return p;
+  }
+  void release_cache() noexcept {
+    for (const auto& [size, p] : free_) {
+      Raw::release(p, size);
+      block_size_.erase(p);
+    }
+    free_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;           // cached blocks by size
+  std::unordered_map<void*, std::size_t> live_;      // handed-out blocks
+  std::unordered_map<void*, std::size_t> block_size_;  // every block we own
+  AllocatorStats stats_;
+};
+
+}  // namespace ptrain

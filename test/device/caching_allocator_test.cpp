@@ -1,0 +1,132 @@
+// The caching allocator's bookkeeping, over a counting malloc standing in for cudaMalloc.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ptrain/device/caching_allocator.hpp>
+
+namespace {
+
+struct CountingMalloc {
+  static inline int allocations = 0;
+  static inline int releases = 0;
+  static inline std::size_t limit = std::size_t(1) << 40;  // bytes the "device" holds
+  static inline std::size_t held = 0;
+  static void* allocate(std::size_t bytes) {
+    if (held + bytes > limit) return nullptr;
+    held += bytes;
+    ++allocations;
+    return std::malloc(bytes);
+  }
+  static void release(void* p, std::size_t bytes) noexcept {
+    held -= bytes;
+    ++releases;
+    std::free(p);
+  }
+  static void reset(std::size_t new_limit = std::size_t(1) << 40) {
+    allocations = releases = 0;
+    held = 0;
+    limit = new_limit;
+  }
+};
+
+using Allocator = ptrain::CachingAllocator<CountingMalloc>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(caching_allocator_test)
+
+BOOST_AUTO_TEST_CASE(sizes_round_to_512_bytes_then_to_2_mib) {
+  BOOST_TEST(Allocator::rounded(1) == 512u);
+  BOOST_TEST(Allocator::rounded(512) == 512u);
+  BOOST_TEST(Allocator::rounded(513) == 1024u);
+  BOOST_TEST(Allocator::rounded(1 << 20) == std::size_t(1) << 20);
+  BOOST_TEST(Allocator::rounded((1 << 20) + 1) == std::size_t(2) << 20);
+  BOOST_TEST(Allocator::rounded((5 << 20) + 7) == std::size_t(6) << 20);
+}
+
+BOOST_AUTO_TEST_CASE(a_repeated_step_reaches_the_raw_allocator_only_the_first_time) {
+  CountingMalloc::reset();
+  {
+    Allocator a;
+    const std::vector<std::size_t> step{4000, 1 << 22, 96, 4000, 700000, 3 << 20};
+    for (int iteration = 0; iteration < 5; ++iteration) {
+      std::vector<void*> blocks;
+      for (std::size_t bytes : step) blocks.push_back(a.allocate(bytes));
+      BOOST_TEST(std::set<void*>(blocks.begin(), blocks.end()).size() == blocks.size());
+      for (void* p : blocks) BOOST_TEST(a.deallocate(p));
+    }
+    const auto s = a.stats();
+    BOOST_TEST(s.raw_allocations == step.size());
+    BOOST_TEST(CountingMalloc::allocations == static_cast<int>(step.size()));
+    BOOST_TEST(s.cache_hits == 4 * step.size());
+    BOOST_TEST(s.in_use_bytes == 0u);
+    BOOST_TEST(s.peak_in_use_bytes == 2 * 4096u + 512u + (4u << 20) + 700416u + (4u << 20));
+    BOOST_TEST(s.cached_bytes == s.peak_in_use_bytes);
+  }
+  BOOST_TEST(CountingMalloc::releases == CountingMalloc::allocations);  // the destructor empties the cache
+  BOOST_TEST(CountingMalloc::held == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_cached_block_serves_a_request_at_most_a_quarter_smaller) {
+  CountingMalloc::reset();
+  Allocator a;
+  void* big = a.allocate(10000);  // 10240 bytes
+  BOOST_TEST(a.deallocate(big));
+  void* small = a.allocate(2000);  // 2048: far smaller, a block of its own
+  BOOST_TEST(small != big);
+  void* close = a.allocate(8500);  // 8704: within a quarter of 10240, reuses it
+  BOOST_TEST(close == big);
+  BOOST_TEST(a.stats().in_use_bytes == 2048u + 10240u);
+  a.deallocate(small);
+  a.deallocate(close);
+}
+
+BOOST_AUTO_TEST_CASE(out_of_memory_releases_the_cache_and_retries) {
+  CountingMalloc::reset(4 << 20);
+  Allocator a;
+  void* p = a.allocate(2 << 20);
+  a.deallocate(p);
+  BOOST_TEST(a.stats().cached_bytes == std::size_t(2) << 20);
+  void* q = a.allocate(4 << 20);  // only fits once the cached 2 MiB go back
+  BOOST_TEST(q != nullptr);
+  BOOST_TEST(CountingMalloc::releases == 1);
+  BOOST_TEST(a.stats().cached_bytes == 0u);
+  std::string message;
+  try {
+    a.allocate(1 << 20);
+  } catch (const ptrain::Error& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("out of device memory allocating 1048576 bytes") != std::string::npos, message);
+  BOOST_TEST(message.find("4194304 bytes in use") != std::string::npos, message);
+  a.deallocate(q);
+}
+
+BOOST_AUTO_TEST_CASE(freeing_a_foreign_pointer_is_refused) {
+  CountingMalloc::reset();
+  Allocator a;
+  int local = 0;
+  BOOST_TEST(!a.deallocate(&local));
+  BOOST_TEST(a.deallocate(nullptr));
+  void* p = a.allocate(100);
+  BOOST_TEST(a.deallocate(p));
+  BOOST_TEST(!a.deallocate(p));  // twice: the second is not a live block
+}
+
+BOOST_AUTO_TEST_CASE(empty_cache_returns_free_blocks_and_keeps_live_ones) {
+  CountingMalloc::reset();
+  Allocator a;
+  void* live = a.allocate(1000);
+  void* freed = a.allocate(5000);
+  a.deallocate(freed);
+  a.empty_cache();
+  BOOST_TEST(CountingMalloc::releases == 1);
+  BOOST_TEST(a.stats().in_use_bytes == 1024u);
+  a.deallocate(live);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
