@@ -195,7 +195,7 @@ void check_concat() {
   }
   const Var<T> y = concat(xs, 1);
   Tensor<T> got(y.shape());
-  ki::concat<kernels::HostExecutor, T>(ex, pointers, blocks, got.data(), 2);
+  ki::concat(ex, pointers, blocks, got.data(), 2);
   check_close(got, y.value(), 0, "concat");
 
   const Tensor<T> gy = values<T>(y.shape(), 30);
@@ -206,7 +206,7 @@ void check_concat() {
     gxs.emplace_back(xs[i].shape());
     grads.push_back(i == 1 ? nullptr : gxs.back().data());  // input 1 needs no gradient
   }
-  ki::concat_backward<kernels::HostExecutor, T>(ex, gy.data(), blocks, grads, 2);
+  ki::concat_backward(ex, gy.data(), blocks, grads, 2);
   check_close(gxs[0], xs[0].grad(), 0, "concat backward, input 0");
   check_close(gxs[2], xs[2].grad(), 0, "concat backward, input 2");
 }

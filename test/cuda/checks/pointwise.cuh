@@ -74,13 +74,13 @@ void check_maps(const char* type, double tol) {
   Pair<T> p0(inputs<T>({4 * blocks[0]}, 6)), p1(inputs<T>({4 * blocks[1]}, 7)), p2(inputs<T>({4 * blocks[2]}, 8));
   Pair<T> cat(Shape{4 * (blocks[0] + blocks[1] + blocks[2])});
   const std::vector<const T*> hx{p0.h.data(), p1.h.data(), p2.h.data()}, dx{p0.d.data(), p1.d.data(), p2.d.data()};
-  ki::concat<kernels::HostExecutor, T>(host, hx, blocks, cat.h.data(), 4);
-  ki::concat<kernels::CudaExecutor, T>(dev, dx, blocks, cat.d.data(), 4);
+  ki::concat(host, hx, blocks, cat.h.data(), 4);
+  ki::concat(dev, dx, blocks, cat.d.data(), 4);
   cat.expect_same(0, "concat" + t);
   Pair<T> g0(Shape{4 * blocks[0]}), g2(Shape{4 * blocks[2]});
   const std::vector<T*> hg{g0.h.data(), nullptr, g2.h.data()}, dg{g0.d.data(), nullptr, g2.d.data()};
-  ki::concat_backward<kernels::HostExecutor, T>(host, cat.h.data(), blocks, hg, 4);
-  ki::concat_backward<kernels::CudaExecutor, T>(dev, cat.d.data(), blocks, dg, 4);
+  ki::concat_backward(host, cat.h.data(), blocks, hg, 4);
+  ki::concat_backward(dev, cat.d.data(), blocks, dg, 4);
   g0.expect_same(0, "concat backward, input 0" + t);
   g2.expect_same(0, "concat backward, input 2" + t);
 

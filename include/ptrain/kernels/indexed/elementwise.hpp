@@ -135,8 +135,8 @@ inline std::int64_t total_length(std::span<const std::int64_t> blocks) {
 // concat's forward (autograd/ops/shape.hpp): input i, `outer` runs of blocks[i] elements each,
 // goes to a column range of y's rows, which hold the sum of the blocks.
 template <class Ex, class T>
-void concat(const Ex& ex, std::span<const T* const> xs, std::span<const std::int64_t> blocks, T* y,
-            std::int64_t outer) {
+void concat(const Ex& ex, std::type_identity_t<std::span<const T* const>> xs, std::span<const std::int64_t> blocks,
+            T* y, std::int64_t outer) {
   check(xs.size() == blocks.size(), "concat: ", xs.size(), " inputs but ", blocks.size(), " block lengths");
   const std::int64_t row = detail::total_length(blocks);
   std::int64_t offset = 0;
@@ -147,8 +147,8 @@ void concat(const Ex& ex, std::span<const T* const> xs, std::span<const std::int
 }
 // concat's backward: each input's gradient gxs[i] (null: not needed) from its column range of gy.
 template <class Ex, class T>
-void concat_backward(const Ex& ex, const T* gy, std::span<const std::int64_t> blocks, std::span<T* const> gxs,
-                     std::int64_t outer) {
+void concat_backward(const Ex& ex, const T* gy, std::span<const std::int64_t> blocks,
+                     std::type_identity_t<std::span<T* const>> gxs, std::int64_t outer) {
   check(gxs.size() == blocks.size(), "concat_backward: ", gxs.size(), " gradients but ", blocks.size(),
         " block lengths");
   const std::int64_t row = detail::total_length(blocks);
