@@ -17,6 +17,8 @@
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
+#include "ptrain/kernels/indexed/optim.hpp"
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/autograd/gradcheck.hpp"

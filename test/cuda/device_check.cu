@@ -9,6 +9,7 @@
 #include "checks/common.cuh"
 #include "checks/elementwise.cuh"
 #include "checks/runtime.cuh"
+#include "checks/pointwise.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -29,6 +30,7 @@ int main() {
   try {
     check_elementwise();
     check_runtime();
+    check_pointwise();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

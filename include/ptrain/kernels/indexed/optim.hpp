@@ -1,0 +1,169 @@
+#pragma once
+// Executor-generic optimizer steps over one parameter (the formulas of optim/sgd.hpp and
+// optim/adam.hpp, torch.optim 1.13) and mixed precision's gradient unscaling with its inf/NaN check
+// (train/mixed_precision.hpp). Masters become 16-bit weights with indexed/elementwise.hpp's cast.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
+#include "ptrain/core/host_device.hpp"
+#include "ptrain/kernels/indexed.hpp"
+
+namespace ptrain::kernels::indexed {
+
+// One SGD step of element i; buffer is null without momentum.
+template <class T>
+struct SgdUpdate {
+  using A = accumulate_t<T>;
+  T* param;
+  const T* grad;
+  T* buffer;
+  A lr, momentum, keep, weight_decay;  // keep = 1 - dampening
+  bool nesterov, first;                // first: the buffer starts as the gradient
+
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    const A p = to_accumulate(param[i]);
+    A d = to_accumulate(grad[i]);
+    if (weight_decay != A(0)) d = d + weight_decay * p;
+    if (buffer) {
+      const A b = first ? d : momentum * to_accumulate(buffer[i]) + keep * d;
+      buffer[i] = from_accumulate<T>(b);
+      d = nesterov ? d + momentum * b : b;
+    }
+    param[i] = from_accumulate<T>(p - lr * d);
+  }
+};
+
+// Adam's per-parameter state; max_exp_avg_sq only with amsgrad (else null).
+template <class T>
+struct AdamBuffers {
+  T* exp_avg;
+  T* exp_avg_sq;
+  T* max_exp_avg_sq = nullptr;
+};
+
+// One Adam/AdamW step of element i. The bias corrections come from the host: step_size =
+// lr / (1 - beta1^t), correction2 = sqrt(1 - beta2^t). Adam: l2 = weight_decay, shrink = 1;
+// AdamW: l2 = 0, shrink = 1 - lr * weight_decay.
+template <class T>
+struct AdamUpdate {
+  using A = accumulate_t<T>;
+  T* param;
+  const T* grad;
+  AdamBuffers<T> state;
+  A beta1, beta2, keep1, keep2, step_size, correction2, eps, l2, shrink;
+
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    using std::sqrt;
+    const A p = to_accumulate(param[i]);
+    A d = to_accumulate(grad[i]);
+    if (l2 != A(0)) d = d + l2 * p;
+    const A m = beta1 * to_accumulate(state.exp_avg[i]) + keep1 * d;
+    A v = beta2 * to_accumulate(state.exp_avg_sq[i]) + keep2 * (d * d);
+    state.exp_avg[i] = from_accumulate<T>(m);
+    state.exp_avg_sq[i] = from_accumulate<T>(v);
+    if (state.max_exp_avg_sq) {
+      const A old = to_accumulate(state.max_exp_avg_sq[i]);
+      v = old < v ? v : old;
+      state.max_exp_avg_sq[i] = from_accumulate<T>(v);
+    }
+    param[i] = from_accumulate<T>(p * shrink - step_size * (m / (sqrt(v) / correction2 + eps)));
+  }
+};
+
+// Sgd<T>::step for one parameter of n elements. options: an SgdOptions (optim/sgd.hpp); the
+// momentum buffer is needed when options.momentum != 0, and first_step says it is new.
+template <class Ex, class T, class Options>
+void sgd_step(const Ex& ex, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
+              std::int64_t n) {
+  using A = accumulate_t<T>;
+  check(n >= 0, "sgd_step: negative element count ", n);
+  const bool momentum = options.momentum != 0;
+  check(!momentum || momentum_buffer, "sgd_step: momentum ", options.momentum, " needs a momentum buffer, got none");
+  ex.indexed(n, SgdUpdate<T>{param, grad, momentum ? momentum_buffer : nullptr, static_cast<A>(options.lr),
+                             static_cast<A>(options.momentum), static_cast<A>(1 - options.dampening),
+                             static_cast<A>(options.weight_decay), options.nesterov, first_step});
+}
+
+namespace detail {
+template <class Ex, class T, class Options>
+void adam_like_step(const Ex& ex, const char* name, bool decoupled, const Options& options, std::int64_t step,
+                    T* param, const T* grad, const AdamBuffers<T>& state, std::int64_t n) {
+  using A = accumulate_t<T>;
+  check(n >= 0, name, ": negative element count ", n);
+  check(step >= 1, name, ": step count ", step, ", expected the parameter's step number, starting at 1");
+  check(state.exp_avg && state.exp_avg_sq, name, ": exp_avg and exp_avg_sq are needed");
+  check(!options.amsgrad || state.max_exp_avg_sq, name, ": amsgrad needs max_exp_avg_sq, got none");
+  const double t = static_cast<double>(step);
+  AdamBuffers<T> used = state;
+  if (!options.amsgrad) used.max_exp_avg_sq = nullptr;
+  ex.indexed(n, AdamUpdate<T>{param, grad, used, static_cast<A>(options.beta1), static_cast<A>(options.beta2),
+                              static_cast<A>(1 - options.beta1), static_cast<A>(1 - options.beta2),
+                              static_cast<A>(options.lr / (1 - std::pow(options.beta1, t))),
+                              static_cast<A>(std::sqrt(1 - std::pow(options.beta2, t))), static_cast<A>(options.eps),
+                              static_cast<A>(decoupled ? 0.0 : options.weight_decay),
+                              static_cast<A>(decoupled ? 1 - options.lr * options.weight_decay : 1.0)});
+}
+}  // namespace detail
+
+// Adam<T>'s update of one parameter at its step number `step` (1 on its first step, with zeroed
+// state). options: an AdamOptions (optim/adam.hpp).
+template <class Ex, class T, class Options>
+void adam_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
+               const AdamBuffers<T>& state, std::int64_t n) {
+  detail::adam_like_step(ex, "adam_step", false, options, step, param, grad, state, n);
+}
+// AdamW<T>'s: options is an AdamWOptions (decoupled weight decay).
+template <class Ex, class T, class Options>
+void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
+                const AdamBuffers<T>& state, std::int64_t n) {
+  detail::adam_like_step(ex, "adamw_step", true, options, step, param, grad, state, n);
+}
+
+// Rows of this many elements are one GPU block's share of the unscale-and-check pass.
+inline constexpr std::int64_t unscale_row = 16384;
+
+// dst[k] = src[k] * inverse, folded per row into "was any result inf or NaN"; a row that saw one
+// sets *found_inf to 1 (every writer writes the same value, so no atomics are needed).
+template <class From, class To>
+struct UnscaleCheck {
+  using accumulator = int;
+  using A = accumulate_t<To>;
+  const From* src;
+  To* dst;
+  std::int64_t n;
+  A inverse;
+  std::int32_t* found_inf;
+
+  PTRAIN_HOST_DEVICE int identity() const { return 0; }
+  PTRAIN_HOST_DEVICE int combine(int a, int b) const { return a | b; }
+  PTRAIN_HOST_DEVICE int term(std::int64_t row, std::int64_t j) const {
+    using std::abs;
+    const std::int64_t k = row * unscale_row + j;
+    if (k >= n) return 0;
+    const A a = static_cast<A>(to_accumulate(src[k])) * inverse;
+    dst[k] = from_accumulate<To>(a);
+    return abs(a) <= std::numeric_limits<A>::max() ? 0 : 1;  // false for inf and NaN
+  }
+  PTRAIN_HOST_DEVICE void finish(std::int64_t, int any) const {
+    if (any) *found_inf = 1;
+  }
+};
+
+// MixedPrecision::before_optimizer_step for one parameter: its (16-bit) gradient into the
+// master's, times 1 / scale (src may equal dst to unscale in place). *found_inf becomes 1 when a
+// result is inf or NaN and is never cleared here: zero it once per step, check it after the
+// last parameter.
+template <class Ex, class From, class To>
+void unscale_gradients(const Ex& ex, const From* grad, To* master_grad, std::int64_t n, double scale,
+                       std::int32_t* found_inf) {
+  check(n >= 0, "unscale_gradients: negative element count ", n);
+  check(std::isfinite(scale) && scale > 0, "unscale_gradients: loss scale ", scale, ", expected a positive number");
+  const auto inverse = static_cast<accumulate_t<To>>(1.0 / scale);
+  ex.row_reduction((n + unscale_row - 1) / unscale_row, unscale_row,
+                   UnscaleCheck<From, To>{grad, master_grad, n, inverse, found_inf});
+}
+
+}  // namespace ptrain::kernels::indexed
