@@ -10,6 +10,7 @@
 #include "checks/elementwise.cuh"
 #include "checks/runtime.cuh"
 #include "checks/pointwise.cuh"
+#include "checks/reductions.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -31,6 +32,7 @@ int main() {
     check_elementwise();
     check_runtime();
     check_pointwise();
+    check_reductions();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

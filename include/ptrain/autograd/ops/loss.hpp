@@ -10,9 +10,9 @@
 #include <span>
 #include <vector>
 
-#include "ptrain/autograd/detail/broadcast.hpp"
 #include "ptrain/autograd/detail/class_layout.hpp"
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/cpu/cross_entropy.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/functors.hpp"
@@ -110,7 +110,7 @@ Var<T> binary_cross_entropy_with_logits(const Var<T>& logits, const Var<T>& targ
         targets.shape(), " differ (expected equal shapes)");
   check(logits.numel() > 0, op, ": empty logits of shape ", logits.shape());
   const bool weighted = pos_weight.defined();
-  const detail::BroadcastIndex weight_at(weighted ? pos_weight.shape() : Shape{}, logits.shape(), op);
+  const kernels::BroadcastIndex weight_at(weighted ? pos_weight.shape() : Shape{}, logits.shape(), op);
   const auto pw = [pos_weight, weighted, weight_at](std::int64_t i) {
     return weighted ? pos_weight[weight_at(i)] : T(1);
   };

@@ -1,0 +1,196 @@
+// The executor-generic batch norm (kernels/indexed/batch_norm.hpp) run by the HostExecutor against
+// the CPU kernels (kernels/cpu/batch_norm.hpp) and the autograd op, in double, float, half and
+// bfloat16, over [N, C] and [N, C, H, W] layouts and both ways of running a channel's reduction.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ptrain/autograd/backward.hpp>
+#include <ptrain/autograd/ops/batch_norm.hpp>
+#include <ptrain/kernels/cpu/batch_norm.hpp>
+#include <ptrain/kernels/executor.hpp>
+#include <ptrain/kernels/indexed/batch_norm.hpp>
+
+#include "reduction_checks.hpp"
+
+using namespace ptrain;
+using kernels::ChannelLayout;
+using kernels::HostExecutor;
+using test::expect_close;
+using test::reduction_tolerance;
+using test::uniform_values;
+
+namespace {
+
+std::string describe(const ChannelLayout& l, const char* type, double offset, bool affine) {
+  return std::string(type) + " [" + std::to_string(l.outer) + ", " + std::to_string(l.channels) + ", " +
+         std::to_string(l.inner) + "] offset " + std::to_string(offset) + (affine ? " affine" : " plain");
+}
+
+template <class T>
+void check_layout(const ChannelLayout& l, const char* type, double offset, bool affine) {
+  namespace ix = kernels::indexed;
+  const std::string what = describe(l, type, offset, affine);
+  BOOST_TEST_CONTEXT(what) {
+    const double tol = reduction_tolerance<T>;
+    // Statistics are double on both sides, but the CPU kernel takes x - mean in T with the mean
+    // rounded to T: an error growing with the offset of the data.
+    const double stat_tol = (std::is_same_v<T, double> ? 1e-12 : 1e-5) * (1.0 + offset);
+    const std::int64_t n = l.numel(), C = l.channels;
+    const auto x = uniform_values<T>(n, 1, offset - 2, offset + 2);
+    const auto gy = uniform_values<T>(n, 2);
+    const auto wv = uniform_values<T>(C, 3, 0.5, 1.5), bv = uniform_values<T>(C, 4);
+    const T* w = affine ? wv.data() : nullptr;
+    const T* b = affine ? bv.data() : nullptr;
+    const double eps = 1e-5;
+    const HostExecutor ex;
+
+    std::vector<T> want(n), got(n);
+    std::vector<double> mean(C), var(C), got_mean(C), got_var(C);
+    kernels::batch_norm_forward_training(x.data(), l, w, b, eps, want.data(), mean.data(), var.data());
+    ix::batch_norm_forward_training(ex, x.data(), l, w, b, eps, got.data(), got_mean.data(), got_var.data());
+    expect_close(got, want, tol, "training forward y");
+    expect_close(got_mean, mean, stat_tol, "training forward mean");
+    expect_close(got_var, var, stat_tol, "training forward var");
+
+    ix::batch_norm_moments(ex, x.data(), l, got_mean.data(), got_var.data());
+    kernels::batch_norm_moments(x.data(), l, mean.data(), var.data());
+    expect_close(got_mean, mean, stat_tol, "moments mean");
+    expect_close(got_var, var, stat_tol, "moments var");
+
+    std::vector<double> invstd(C), got_invstd(C);
+    for (std::int64_t c = 0; c < C; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+    ix::batch_norm_invstd(ex, var.data(), C, eps, got_invstd.data());
+    expect_close(got_invstd, invstd, 1e-15, "invstd");
+
+    kernels::batch_norm_forward_inference(x.data(), l, w, b, mean.data(), invstd.data(), want.data());
+    ix::batch_norm_forward_inference(ex, x.data(), l, w, b, mean.data(), invstd.data(), got.data());
+    expect_close(got, want, tol, "inference forward y");
+
+    std::vector<double> s1(C), s2(C), got_s1(C), got_s2(C);
+    for (bool training : {true, false}) {
+      kernels::batch_norm_backward(x.data(), gy.data(), l, w, mean.data(), invstd.data(), training, want.data(),
+                                   s1.data(), s2.data());
+      ix::batch_norm_backward(ex, x.data(), gy.data(), l, w, mean.data(), invstd.data(), training, got.data(),
+                              got_s1.data(), got_s2.data());
+      const std::string mode = training ? "training" : "evaluation";
+      expect_close(got, want, tol, mode + " backward gx");
+      expect_close(got_s1, s1, stat_tol, mode + " backward sum(gy)");
+      expect_close(got_s2, s2, stat_tol, mode + " backward sum(gy * xhat)");
+    }
+    std::fill(got_s1.begin(), got_s1.end(), 0.0);
+    ix::batch_norm_backward(ex, x.data(), gy.data(), l, w, mean.data(), invstd.data(), true, static_cast<T*>(nullptr),
+                            got_s1.data(), got_s2.data());
+    expect_close(got_s1, s1, stat_tol, "backward without gx, sum(gy)");
+
+    kernels::batch_norm_backward_sums(x.data(), gy.data(), l, mean.data(), s1.data(), s2.data());
+    ix::batch_norm_backward_sums(ex, x.data(), gy.data(), l, mean.data(), got_s1.data(), got_s2.data());
+    expect_close(got_s1, s1, stat_tol, "backward_sums sum(gy)");
+    expect_close(got_s2, s2, stat_tol, "backward_sums sum(gy * (x - mean))");
+    // As SyncBatchNorm: sums over a global batch three times this one.
+    for (auto& s : s1) s *= 3;
+    for (auto& s : s2) s *= 3;
+    const double count = 3.0 * static_cast<double>(l.count());
+    kernels::batch_norm_backward_input(x.data(), gy.data(), l, w, mean.data(), invstd.data(), s1.data(), s2.data(),
+                                       count, want.data());
+    ix::batch_norm_backward_input(ex, x.data(), gy.data(), l, w, mean.data(), invstd.data(), s1.data(), s2.data(),
+                                  count, got.data());
+    expect_close(got, want, tol, "backward_input gx");
+  }
+}
+
+template <class T>
+void check_type(const char* type) {
+  const std::vector<ChannelLayout> layouts{
+      {5, 3, 7},     // 4D, each channel folded by one thread (short runs)
+      {6, 4, 1},     // 2D [N, C]
+      {3, 2, 45},    // 4D with long runs: a block per channel
+      {8, 4100, 1},  // many channels: folded per thread
+      {2, 1, 3},     // one channel
+  };
+  for (const auto& l : layouts)
+    for (bool affine : {true, false}) check_layout<T>(l, type, 0.0, affine);
+  if constexpr (!is_reduced_float_v<T>) check_layout<T>({4, 3, 9}, type, 300.0, true);  // mean >> spread
+}
+
+// The executor's chain for autograd/ops/batch_norm.hpp against the op itself: forward, running
+// statistics, weight, bias and input gradients.
+template <class T>
+void check_against_op(const Shape& shape, bool training) {
+  namespace ix = kernels::indexed;
+  BOOST_TEST_CONTEXT("op " << shape << (training ? " training" : " evaluation")) {
+    const ChannelLayout l{shape[0], shape[1], shape.rank() == 4 ? shape[2] * shape[3] : 1};
+    const std::int64_t C = l.channels, n = l.numel();
+    const double momentum = 0.1, eps = 1e-5, tol = reduction_tolerance<T>;
+    const auto xv = uniform_values<T>(n, 5), gyv = uniform_values<T>(n, 6);
+    const auto wv = uniform_values<T>(C, 7, 0.5, 1.5), bv = uniform_values<T>(C, 8);
+    Tensor<T> rm = Tensor<T>::from(Shape{C}, uniform_values<T>(C, 9));
+    Tensor<T> rv = Tensor<T>::from(Shape{C}, uniform_values<T>(C, 10, 0.5, 2.0));
+    std::vector<T> got_rm = rm.to_vector(), got_rv = rv.to_vector();
+
+    Var<T> x(Tensor<T>::from(shape, xv), true), w(Tensor<T>::from(Shape{C}, wv), true),
+        b(Tensor<T>::from(Shape{C}, bv), true);
+    Var<T> y = batch_norm(x, w, b, rm, rv, training, momentum, eps);
+    backward(y, Tensor<T>::from(shape, gyv));
+
+    const HostExecutor ex;
+    std::vector<T> got_y(n), got_gx(n), got_gw(C), got_gb(C);
+    std::vector<double> mean(C), var(C), invstd(C), s1(C), s2(C);
+    if (training) {
+      ix::batch_norm_forward_training(ex, xv.data(), l, wv.data(), bv.data(), eps, got_y.data(), mean.data(),
+                                      var.data());
+      ix::batch_norm_invstd(ex, var.data(), C, eps, invstd.data());
+      ix::batch_norm_update_running(ex, mean.data(), var.data(), C, momentum, static_cast<double>(l.count()),
+                                    got_rm.data(), got_rv.data());
+      expect_close(got_rm, rm.to_vector(), tol, "running mean");
+      expect_close(got_rv, rv.to_vector(), tol, "running var");
+    } else {
+      ix::batch_norm_running_statistics(ex, got_rm.data(), got_rv.data(), C, eps, mean.data(), invstd.data());
+      ix::batch_norm_forward_inference(ex, xv.data(), l, wv.data(), bv.data(), mean.data(), invstd.data(),
+                                       got_y.data());
+    }
+    ix::batch_norm_backward(ex, xv.data(), gyv.data(), l, wv.data(), mean.data(), invstd.data(), training,
+                            got_gx.data(), s1.data(), s2.data());
+    ix::batch_norm_affine_grads(ex, s1.data(), s2.data(), static_cast<const double*>(nullptr), C, got_gw.data(),
+                                got_gb.data());
+    expect_close(got_y, y.value().to_vector(), tol, "y");
+    expect_close(got_gx, x.grad().to_vector(), tol, "x gradient");
+    expect_close(got_gw, w.grad().to_vector(), tol, "weight gradient");
+    expect_close(got_gb, b.grad().to_vector(), tol, "bias gradient");
+
+    // SyncBatchNorm's weight gradient: from sum(gy * (x - mean)) times invstd.
+    ix::batch_norm_backward_sums(ex, xv.data(), gyv.data(), l, mean.data(), s1.data(), s2.data());
+    ix::batch_norm_affine_grads(ex, s1.data(), s2.data(), invstd.data(), C, got_gw.data(), static_cast<T*>(nullptr));
+    expect_close(got_gw, w.grad().to_vector(), tol, "weight gradient from backward_sums");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(batch_norm_kernels_test)
+
+BOOST_AUTO_TEST_CASE(double_matches_cpu) { check_type<double>("double"); }
+BOOST_AUTO_TEST_CASE(float_matches_cpu) { check_type<float>("float"); }
+BOOST_AUTO_TEST_CASE(half_matches_cpu) { check_type<ptrain::half>("half"); }
+BOOST_AUTO_TEST_CASE(bfloat16_matches_cpu) { check_type<ptrain::bfloat16>("bfloat16"); }
+
+BOOST_AUTO_TEST_CASE(chain_matches_the_autograd_op) {
+  for (bool training : {true, false}) {
+    check_against_op<double>(Shape{4, 3, 5, 2}, training);
+    check_against_op<double>(Shape{7, 6}, training);
+    check_against_op<float>(Shape{3, 4, 6, 7}, training);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_layouts_are_rejected) {
+  const HostExecutor ex;
+  double mean[1], var[1];
+  const float x[1] = {};
+  BOOST_CHECK_THROW(kernels::indexed::batch_norm_moments(ex, x, ChannelLayout{0, 1, 1}, mean, var), Error);
+  BOOST_CHECK_THROW(kernels::indexed::batch_norm_update_running(ex, mean, var, 1, 0.1, 1.0, mean, var), Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
