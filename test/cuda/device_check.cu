@@ -8,6 +8,7 @@
 
 #include "checks/common.cuh"
 #include "checks/elementwise.cuh"
+#include "checks/spatial.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -27,6 +28,7 @@ int main() {
   expect(cuda_device_count() == devices, "cuda_device_count agrees with require_cuda_device");
   try {
     check_elementwise();
+    check_spatial();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});
