@@ -1,10 +1,13 @@
 #pragma once
-// Device checks: the spatial kernels of kernels/indexed/ (conv, conv_transpose) run by
+// Device checks: the spatial kernels of kernels/indexed/ (conv, conv_transpose, pools) run by
 // CudaExecutor on device copies against HostExecutor on the host copies of the same inputs.
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include <ptrain/kernels/indexed/conv.hpp>
+#include <ptrain/kernels/indexed/pool.hpp>
 
 #include "checks/common.cuh"
 
@@ -85,11 +88,64 @@ void check_conv(const char* type, double rel) {
   }
 }
 
+template <class T>
+void check_pool(const char* type, double rel) {
+  const kernels::HostExecutor host;
+  const kernels::CudaExecutor device;
+  const Shape xs{8, 24, 57, 43};
+  const Tensor<T> x = signed_values<T>(xs, 31);
+  const auto xd = x.template to<Cuda>();
+  const std::string t = std::string(" (") + type + ")";
+  // ResNet's 3x3 stride 2 pad 1 max pool; an average one with ceil_mode and padding not counted.
+  for (const bool count_include_pad : {true, false}) {
+    const auto g = kernels::make_pool2d_geometry(xs, 3, 3, 2, 2, 1, 1, !count_include_pad, count_include_pad, "pool");
+    const Shape ys{g.batch, g.channels, g.out_h, g.out_w};
+    const Tensor<T> gy = signed_values<T>(ys, 32);
+    const auto gyd = gy.template to<Cuda>();
+    Tensor<T> y(ys), gx(xs);
+    Tensor<T, Cuda> yd(ys), gxd(xs);
+    Tensor<std::int32_t> index(ys);
+    Tensor<std::int32_t, Cuda> indexd(ys);
+    kernels::indexed::max_pool2d_forward(host, g, x.data(), y.data(), index.data());
+    kernels::indexed::max_pool2d_forward(device, g, xd.data(), yd.data(), indexd.data());
+    kernels::indexed::max_pool2d_backward(host, g, gy.data(), index.data(), gx.data());
+    kernels::indexed::max_pool2d_backward(device, g, gyd.data(), indexd.data(), gxd.data());
+    expect(first_mismatch(yd.to_vector(), y, 0) < 0, "max_pool2d forward" + t);
+    expect(indexd.to_vector() == index.to_vector(), "max_pool2d argmax" + t);
+    expect(first_mismatch(gxd.to_vector(), gx, 0) < 0, "max_pool2d backward" + t);
+    kernels::indexed::avg_pool2d_forward(host, g, x.data(), y.data());
+    kernels::indexed::avg_pool2d_forward(device, g, xd.data(), yd.data());
+    kernels::indexed::avg_pool2d_backward(host, g, gy.data(), gx.data());
+    kernels::indexed::avg_pool2d_backward(device, g, gyd.data(), gxd.data());
+    const std::string pad = count_include_pad ? ", padding counted" : ", ceil_mode, padding not counted";
+    expect_close_scaled(yd, y, rel, "avg_pool2d forward" + pad + t);
+    expect_close_scaled(gxd, gx, rel, "avg_pool2d backward" + pad + t);
+  }
+  for (const auto& [OH, OW] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {6, 5}, {80, 70}}) {
+    const std::int64_t planes = xs[0] * xs[1], H = xs[2], W = xs[3];
+    const Tensor<T> gy = signed_values<T>({planes, OH, OW}, 33);
+    const auto gyd = gy.template to<Cuda>();
+    Tensor<T> y({planes, OH, OW}), gx(xs);
+    Tensor<T, Cuda> yd({planes, OH, OW}), gxd(xs);
+    kernels::indexed::adaptive_avg_pool2d_forward(host, planes, H, W, OH, OW, x.data(), y.data());
+    kernels::indexed::adaptive_avg_pool2d_forward(device, planes, H, W, OH, OW, xd.data(), yd.data());
+    kernels::indexed::adaptive_avg_pool2d_backward(host, planes, H, W, OH, OW, gy.data(), gx.data());
+    kernels::indexed::adaptive_avg_pool2d_backward(device, planes, H, W, OH, OW, gyd.data(), gxd.data());
+    const std::string size = " to " + std::to_string(OH) + "x" + std::to_string(OW);
+    expect_close_scaled(yd, y, rel, "adaptive_avg_pool2d forward" + size + t);
+    expect_close_scaled(gxd, gx, rel, "adaptive_avg_pool2d backward" + size + t);
+  }
+}
+
 inline void check_spatial() {
   check_conv<float>("float", 1e-5);
   check_conv<double>("double", 1e-12);
   check_conv<half>("half", 1e-2);
   check_conv<bfloat16>("bfloat16", 5e-2);
+  check_pool<float>("float", 1e-6);
+  check_pool<double>("double", 1e-14);
+  check_pool<half>("half", 1e-3);
+  check_pool<bfloat16>("bfloat16", 1e-2);
 }
 
 }  // namespace ptrain::device_checks
