@@ -1,5 +1,5 @@
 #pragma once
-// Device checks: the spatial kernels of kernels/indexed/ (conv, conv_transpose, pools) run by
+// Device checks: the spatial kernels of kernels/indexed/ (conv, conv_transpose, pools, upsample) run by
 // CudaExecutor on device copies against HostExecutor on the host copies of the same inputs.
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +8,7 @@
 
 #include <ptrain/kernels/indexed/conv.hpp>
 #include <ptrain/kernels/indexed/pool.hpp>
+#include <ptrain/kernels/indexed/upsample.hpp>
 
 #include "checks/common.cuh"
 
@@ -137,6 +138,41 @@ void check_pool(const char* type, double rel) {
   }
 }
 
+template <class T>
+void check_upsample(const char* type, double rel) {
+  const kernels::HostExecutor host;
+  const kernels::CudaExecutor device;
+  const Shape xs{4, 16, 37, 29};
+  const Tensor<T> x = signed_values<T>(xs, 41);
+  const auto xd = x.template to<Cuda>();
+  struct Case {
+    const char* name;
+    bool bilinear, align_corners;
+    std::int64_t out_h, out_w;
+    double scale;
+  };
+  const Case cases[] = {{"nearest x2", false, false, 74, 58, 2.0},
+                        {"nearest down", false, false, 15, 11, 0},
+                        {"bilinear x2", true, false, 74, 58, 2.0},
+                        {"bilinear align_corners to 50x61", true, true, 50, 61, 0},
+                        {"bilinear down", true, false, 20, 13, 0}};
+  for (const Case& c : cases) {
+    const auto g = kernels::make_interpolation2d(xs, c.bilinear, c.align_corners, c.out_h, c.out_w, c.scale, c.scale);
+    const Shape ys{xs[0], xs[1], c.out_h, c.out_w};
+    const Tensor<T> gy = signed_values<T>(ys, 42);
+    const auto gyd = gy.template to<Cuda>();
+    Tensor<T> y(ys), gx(xs);
+    Tensor<T, Cuda> yd(ys), gxd(xs);
+    kernels::indexed::interpolate2d_forward(host, g, x.data(), y.data());
+    kernels::indexed::interpolate2d_forward(device, g, xd.data(), yd.data());
+    kernels::indexed::interpolate2d_backward(host, g, gy.data(), gx.data());
+    kernels::indexed::interpolate2d_backward(device, g, gyd.data(), gxd.data());
+    const std::string t = std::string(": ") + c.name + " (" + type + ")";
+    expect_close_scaled(yd, y, rel, "upsample forward" + t);
+    expect_close_scaled(gxd, gx, rel, "upsample backward" + t);
+  }
+}
+
 inline void check_spatial() {
   check_conv<float>("float", 1e-5);
   check_conv<double>("double", 1e-12);
@@ -146,6 +182,10 @@ inline void check_spatial() {
   check_pool<double>("double", 1e-14);
   check_pool<half>("half", 1e-3);
   check_pool<bfloat16>("bfloat16", 1e-2);
+  check_upsample<float>("float", 1e-6);
+  check_upsample<double>("double", 1e-14);
+  check_upsample<half>("half", 1e-3);
+  check_upsample<bfloat16>("bfloat16", 1e-2);
 }
 
 }  // namespace ptrain::device_checks
