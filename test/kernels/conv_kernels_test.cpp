@@ -53,12 +53,6 @@ std::vector<std::int64_t> budgets(const kernels::Conv2dGeometry& g) {
 }
 
 template <class T>
-void expect_close(const Tensor<T>& got, const Tensor<T>& want, const std::string& what) {
-  const double error = scaled_error(got, want);
-  BOOST_TEST(error <= spatial_tolerance<T>, what << ": error " << error);
-}
-
-template <class T>
 void check_conv2d(const ConvCase& c) {
   const kernels::Conv2dGeometry g = geometry(c);
   const Shape y_shape{g.batch, g.out_channels, g.out_h, g.out_w};

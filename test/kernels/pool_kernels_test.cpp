@@ -48,12 +48,6 @@ kernels::Pool2dGeometry geometry(const PoolCase& c) {
                                        c.ceil_mode, c.count_include_pad, c.name);
 }
 
-template <class T>
-void expect_close(const Tensor<T>& got, const Tensor<T>& want, const std::string& what) {
-  const double error = scaled_error(got, want);
-  BOOST_TEST(error <= spatial_tolerance<T>, what << ": error " << error);
-}
-
 // Inputs with ties (values from a few levels) so that the first maximum has to be the one kept.
 template <class T>
 Tensor<T> with_ties(const Shape& shape, std::uint64_t seed) {

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
+
+#include <boost/test/unit_test.hpp>
 
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/core/half.hpp>
@@ -45,6 +48,12 @@ double scaled_error(const Tensor<T>& got, const Tensor<T>& want) {
     scale = std::max(scale, std::abs(b[i]));
   }
   return worst / scale;
+}
+
+template <class T>
+void expect_close(const Tensor<T>& got, const Tensor<T>& want, const std::string& what) {
+  const double error = scaled_error(got, want);
+  BOOST_TEST(error <= spatial_tolerance<T>, what << ": error " << error);
 }
 
 }  // namespace ptrain::test
