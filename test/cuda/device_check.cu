@@ -11,6 +11,7 @@
 #include "checks/runtime.cuh"
 #include "checks/pointwise.cuh"
 #include "checks/reductions.cuh"
+#include "checks/spatial.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -33,6 +34,7 @@ int main() {
     check_runtime();
     check_pointwise();
     check_reductions();
+    check_spatial();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

@@ -12,6 +12,7 @@
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/host_device.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 
@@ -123,11 +124,11 @@ void max_pool2d_backward(const Pool2dGeometry& g, const T* gy, const Index* inde
 
 namespace detail {
 // PyTorch's avg_pool2d window: clipped bounds and the divisor (window including padding but not
-// past it, or only the part inside the input).
+// past it, or only the part inside the input). Host and device (kernels/indexed/pool.hpp).
 struct AvgWindow {
   std::int64_t h0, h1, w0, w1, divisor;
 };
-inline AvgWindow avg_window(const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow) {
+PTRAIN_HOST_DEVICE inline AvgWindow avg_window(const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow) {
   std::int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
   std::int64_t h1 = std::min(h0 + g.kernel_h, g.in_h + g.pad_h), w1 = std::min(w0 + g.kernel_w, g.in_w + g.pad_w);
   const std::int64_t padded = (h1 - h0) * (w1 - w0);
@@ -186,8 +187,10 @@ template <class T>
 Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(const T* p, std::int64_t n) {
   return {p, n};
 }
-inline std::int64_t adaptive_start(std::int64_t o, std::int64_t out, std::int64_t in) { return o * in / out; }
-inline std::int64_t adaptive_end(std::int64_t o, std::int64_t out, std::int64_t in) {
+PTRAIN_HOST_DEVICE inline std::int64_t adaptive_start(std::int64_t o, std::int64_t out, std::int64_t in) {
+  return o * in / out;
+}
+PTRAIN_HOST_DEVICE inline std::int64_t adaptive_end(std::int64_t o, std::int64_t out, std::int64_t in) {
   return ((o + 1) * in + out - 1) / out;
 }
 }  // namespace detail
