@@ -393,7 +393,9 @@ void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
   for (std::int64_t k = 0; k < K; ++k) {
     double sum = 0;
     for (std::int64_t n = 0; n < g.batch; ++n)  // Eigen's sum is vectorised, a plain loop is not
-      sum += static_cast<double>(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(gy + (n * K + k) * P, P).sum());
+      sum += static_cast<double>(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(gy + (n * K + k) * P, P)
+                                     .template cast<accumulate_t<T>>()  // 16-bit planes add in float
+                                     .sum());
     gb[k] = static_cast<T>(sum);
   }
 }

@@ -96,7 +96,7 @@ struct AvgPoolForward {
     using A = accumulate_t<T>;
     const std::int64_t ow = e % g.out_w, t = e / g.out_w;
     const std::int64_t oh = t % g.out_h, plane = t / g.out_h;
-    const detail::AvgWindow win = detail::avg_window(g, oh, ow);
+    const kernels::detail::AvgWindow win = kernels::detail::avg_window(g, oh, ow);
     const T* xp = x + plane * g.in_h * g.in_w;
     A sum(0);
     for (std::int64_t ih = win.h0; ih < win.h1; ++ih)
@@ -121,7 +121,7 @@ struct AvgPoolBackward {
     A sum(0);
     for (std::int64_t oh = rows.first; oh <= rows.last; ++oh)
       for (std::int64_t ow = cols.first; ow <= cols.last; ++ow)
-        sum += to_accumulate(gyp[oh * g.out_w + ow]) / static_cast<A>(detail::avg_window(g, oh, ow).divisor);
+        sum += to_accumulate(gyp[oh * g.out_w + ow]) / static_cast<A>(kernels::detail::avg_window(g, oh, ow).divisor);
     gx[e] = from_accumulate<T>(sum);
   }
 };
@@ -141,8 +141,8 @@ struct AdaptiveAvgPoolForward {
     using A = accumulate_t<T>;
     const std::int64_t ow = e % g.OW, t = e / g.OW;
     const std::int64_t oh = t % g.OH, plane = t / g.OH;
-    const std::int64_t h0 = detail::adaptive_start(oh, g.OH, g.H), h1 = detail::adaptive_end(oh, g.OH, g.H);
-    const std::int64_t w0 = detail::adaptive_start(ow, g.OW, g.W), w1 = detail::adaptive_end(ow, g.OW, g.W);
+    const std::int64_t h0 = kernels::detail::adaptive_start(oh, g.OH, g.H), h1 = kernels::detail::adaptive_end(oh, g.OH, g.H);
+    const std::int64_t w0 = kernels::detail::adaptive_start(ow, g.OW, g.W), w1 = kernels::detail::adaptive_end(ow, g.OW, g.W);
     const T* xp = x + plane * g.H * g.W;
     A sum(0);
     for (std::int64_t ih = h0; ih < h1; ++ih)
@@ -165,9 +165,9 @@ struct AdaptiveAvgPoolBackward {
     const WindowRange rows = adaptive_windows_holding(ih, g.H, g.OH), cols = adaptive_windows_holding(iw, g.W, g.OW);
     A sum(0);
     for (std::int64_t oh = rows.first; oh <= rows.last; ++oh) {
-      const std::int64_t h = detail::adaptive_end(oh, g.OH, g.H) - detail::adaptive_start(oh, g.OH, g.H);
+      const std::int64_t h = kernels::detail::adaptive_end(oh, g.OH, g.H) - kernels::detail::adaptive_start(oh, g.OH, g.H);
       for (std::int64_t ow = cols.first; ow <= cols.last; ++ow) {
-        const std::int64_t w = detail::adaptive_end(ow, g.OW, g.W) - detail::adaptive_start(ow, g.OW, g.W);
+        const std::int64_t w = kernels::detail::adaptive_end(ow, g.OW, g.W) - kernels::detail::adaptive_start(ow, g.OW, g.W);
         sum += to_accumulate(gyp[oh * g.OW + ow]) / static_cast<A>(h * w);
       }
     }
