@@ -27,17 +27,7 @@ using Emulated = Var<double, HostEmulated>;
 const std::vector<std::int64_t> targets5{2, 0, 4, 1, 3};          // 5 rows, classes < 5
 const std::vector<std::int64_t> pixel_targets{1, 0, 2, 2, 1, 0};  // [2, 3, 3] scores
 
-// max |got - want| / max(1, max |want|) over a tensor.
-template <class T>
-double relative_difference(const Tensor<T>& got, const Tensor<T>& want) {
-  BOOST_REQUIRE(got.shape() == want.shape());
-  double diff = 0, scale = 1;
-  for (std::int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return diff / scale;
-}
+using test::relative_difference;
 
 // The op on HostEmulated and on the CPU from the same inputs, backward seeded with the same
 // weights: outputs and every input's gradient agree within tol.

@@ -2,7 +2,10 @@
 // A 2-layer MLP (linear, relu, linear, cross_entropy) trained by SGD with momentum and weight
 // decay on any device: the tests compare HostEmulated (and the CUDA check Cuda) with the CPU.
 // The caller includes the device's ops (autograd/device_ops/*, optim/device_sgd.hpp).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -15,6 +18,18 @@
 #include <ptrain/optim/sgd.hpp>
 
 namespace ptrain::test {
+
+// max |got - want| / max(1, max |want|) over a tensor; infinity when the shapes differ.
+template <class T>
+double relative_difference(const Tensor<T>& got, const Tensor<T>& want) {
+  if (got.shape() != want.shape()) return std::numeric_limits<double>::infinity();
+  double diff = 0, scale = 1;
+  for (std::int64_t i = 0; i < want.numel(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return diff / scale;
+}
 
 template <class T>
 struct MlpRun {

@@ -19,23 +19,13 @@
 namespace ptrain::device_checks {
 
 namespace autograd_detail {
-// max |got - want| / max(1, max |want|).
-inline double relative_difference(const Tensor<float>& got, const Tensor<float>& want) {
-  double diff = 0, scale = 1;
-  for (std::int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return diff / scale;
-}
-
 inline void expect_same_run(const test::MlpRun<float>& got, const test::MlpRun<float>& want, double tol,
                             const std::string& what) {
   bool ok = got.losses.size() == want.losses.size() && got.params.size() == want.params.size();
   for (std::size_t s = 0; ok && s < want.losses.size(); ++s)
     ok = std::abs(got.losses[s] - want.losses[s]) <= tol * std::abs(want.losses[s]);
   for (std::size_t i = 0; ok && i < want.params.size(); ++i)
-    ok = got.params[i].shape() == want.params[i].shape() && relative_difference(got.params[i], want.params[i]) <= tol;
+    ok = test::relative_difference(got.params[i], want.params[i]) <= tol;
   expect(ok, what);
 }
 }  // namespace autograd_detail
