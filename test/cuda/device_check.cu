@@ -12,6 +12,7 @@
 #include "checks/pointwise.cuh"
 #include "checks/reductions.cuh"
 #include "checks/spatial.cuh"
+#include "checks/autograd.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -35,6 +36,7 @@ int main() {
     check_pointwise();
     check_reductions();
     check_spatial();
+    check_autograd();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

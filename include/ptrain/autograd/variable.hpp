@@ -1,12 +1,16 @@
 #pragma once
-// Var<T>: a tensor that remembers how it was made. Each op appends a Node holding its output,
-// its inputs and a hand-written backward; backward() replays the nodes in reverse.
+// Var<T, D>: a tensor on device D (Cpu unless named) that remembers how it was made. Each op
+// appends a Node holding its output, its inputs and a hand-written backward; backward() replays
+// the nodes in reverse.
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/functors.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain {
@@ -35,12 +39,12 @@ class NoGradGuard {
   bool previous_;
 };
 
-template <class T>
+template <class T, class D = Cpu>
 struct Node {
   using Ptr = std::shared_ptr<Node>;
 
-  Tensor<T> value;
-  Tensor<T> grad;
+  Tensor<T, D> value;
+  Tensor<T, D> grad;
   // A gradient handed over by an op may be shared with another input's; it is copied
   // before the first in-place accumulation.
   bool grad_owned = false;
@@ -55,7 +59,7 @@ struct Node {
   bool is_leaf() const { return !backward; }
   bool input_needs_grad(std::size_t i) const { return inputs[i] && inputs[i]->requires_grad; }
 
-  void accumulate(Tensor<T> g, bool owned = true) {
+  void accumulate(Tensor<T, D> g, bool owned = true) {
     check(g.shape() == value.shape(), "autograd: gradient of shape ", g.shape(), " for a ", op,
           " output of shape ", value.shape());
     if (!grad.defined()) {
@@ -67,27 +71,32 @@ struct Node {
       grad = grad.clone();
       grad_owned = true;
     }
-    grad.array() += g.array();
+    if constexpr (std::is_same_v<D, Cpu>)
+      grad.array() += g.array();
+    else
+      kernels::indexed::map2(kernels::executor_for<D>{}, grad.data(), g.data(), grad.data(), grad.numel(),
+                             kernels::Add{});
   }
 };
 
-template <class T>
+template <class T, class D = Cpu>
 class Var {
  public:
-  using NodePtr = typename Node<T>::Ptr;
+  using NodePtr = typename Node<T, D>::Ptr;
+  using device_type = D;
 
   Var() = default;
-  explicit Var(Tensor<T> value, bool requires_grad = false) : node_(std::make_shared<Node<T>>()) {
+  explicit Var(Tensor<T, D> value, bool requires_grad = false) : node_(std::make_shared<Node<T, D>>()) {
     node_->value = std::move(value);
     node_->requires_grad = requires_grad;
   }
   explicit Var(NodePtr node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
-  const Tensor<T>& value() const { return node_->value; }
-  Tensor<T>& value() { return node_->value; }
-  const Tensor<T>& grad() const { return node_->grad; }
-  Tensor<T>& grad() { return node_->grad; }
+  const Tensor<T, D>& value() const { return node_->value; }
+  Tensor<T, D>& value() { return node_->value; }
+  const Tensor<T, D>& grad() const { return node_->grad; }
+  Tensor<T, D>& grad() { return node_->grad; }
   const Shape& shape() const { return node_->value.shape(); }
   std::int64_t size(int dim) const { return node_->value.size(dim); }
   std::int64_t numel() const { return node_->value.numel(); }
@@ -97,11 +106,11 @@ class Var {
   // The same value, cut off from the graph.
   Var detach() const { return Var(node_->value, false); }
   void zero_grad() {
-    node_->grad = Tensor<T>();
+    node_->grad = Tensor<T, D>();
     node_->grad_owned = false;
   }
   // A leaf's gradient is final for this pass: the hook data-parallel reduction starts from.
-  void on_grad_ready(std::function<void(Node<T>&)> hook) { node_->on_grad_ready = std::move(hook); }
+  void on_grad_ready(std::function<void(Node<T, D>&)> hook) { node_->on_grad_ready = std::move(hook); }
 
   const NodePtr& node() const { return node_; }
 
@@ -111,20 +120,20 @@ class Var {
 
 // Make an op's output. When no input needs a gradient (or recording is off) the output is a
 // plain constant and no backward is kept.
-template <class T, class Backward>
-Var<T> make_var(Tensor<T> value, std::vector<Var<T>> inputs, const char* op, Backward&& backward) {
+template <class T, class D = Cpu, class Backward>
+Var<T, D> make_var(Tensor<T, D> value, std::vector<Var<T, D>> inputs, const char* op, Backward&& backward) {
   bool needs = false;
   if (GradMode::enabled())
     for (const auto& in : inputs) needs = needs || (in.defined() && in.requires_grad());
-  if (!needs) return Var<T>(std::move(value), false);
-  auto node = std::make_shared<Node<T>>();
+  if (!needs) return Var<T, D>(std::move(value), false);
+  auto node = std::make_shared<Node<T, D>>();
   node->value = std::move(value);
   node->requires_grad = true;
   node->op = op;
   node->inputs.reserve(inputs.size());
   for (auto& in : inputs) node->inputs.push_back(in.node());
   node->backward = std::forward<Backward>(backward);
-  return Var<T>(std::move(node));
+  return Var<T, D>(std::move(node));
 }
 
 }  // namespace ptrain

@@ -28,6 +28,25 @@ struct SgdOptions {
   bool nesterov = false;
 };
 
+namespace detail {
+// The hyperparameters a schedule changes, checked where they are used (each step).
+inline void check_sgd_step_options(const char* name, const SgdOptions& options) {
+  check_hyper(options.lr >= 0 && std::isfinite(options.lr), name, "learning rate", options.lr, "a finite value >= 0");
+  check_hyper(options.momentum >= 0, name, "momentum", options.momentum, ">= 0");
+}
+// All of them, checked when an optimizer is made.
+inline void check_sgd_options(const char* name, const SgdOptions& options) {
+  check(!std::isnan(options.lr), name, ": lr was not set (SgdOptions::lr has no default, as in torch.optim.SGD)");
+  check_sgd_step_options(name, options);
+  check_hyper(std::isfinite(options.dampening), name, "dampening", options.dampening, "a finite value");
+  check_hyper(options.weight_decay >= 0 && std::isfinite(options.weight_decay), name, "weight_decay",
+              options.weight_decay, "a finite value >= 0");
+  check(!options.nesterov || (options.momentum > 0 && options.dampening == 0), name,
+        ": Nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", options.momentum,
+        ", dampening ", options.dampening, ")");
+}
+}  // namespace detail
+
 template <class T>
 class Sgd {
  public:
@@ -35,16 +54,7 @@ class Sgd {
   static constexpr const char* name = "SGD";
 
   Sgd(std::vector<Var<T>> params, SgdOptions options) : params_(std::move(params)), options_(options) {
-    check(!std::isnan(options_.lr), name,
-          ": lr was not set (SgdOptions::lr has no default, as in torch.optim.SGD)");
-    check_options();
-    detail::check_hyper(std::isfinite(options_.dampening), name, "dampening", options_.dampening,
-                        "a finite value");
-    detail::check_hyper(options_.weight_decay >= 0 && std::isfinite(options_.weight_decay), name, "weight_decay",
-                        options_.weight_decay, "a finite value >= 0");
-    check(!options_.nesterov || (options_.momentum > 0 && options_.dampening == 0), name,
-          ": Nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", options_.momentum,
-          ", dampening ", options_.dampening, ")");
+    detail::check_sgd_options(name, options_);
     detail::check_params(name, params_);
     buffers_.resize(params_.size());
   }
@@ -146,12 +156,7 @@ class Sgd {
   }
 
  private:
-  // The hyperparameters a schedule changes, checked where they are used.
-  void check_options() const {
-    detail::check_hyper(options_.lr >= 0 && std::isfinite(options_.lr), name, "learning rate", options_.lr,
-                        "a finite value >= 0");
-    detail::check_hyper(options_.momentum >= 0, name, "momentum", options_.momentum, ">= 0");
-  }
+  void check_options() const { detail::check_sgd_step_options(name, options_); }
 
   std::vector<Var<T>> params_;
   SgdOptions options_;

@@ -32,14 +32,23 @@ Var<T> matmul(const Var<T>& a, const Var<T>& b) {
   });
 }
 
+namespace detail {
+// linear's shapes, checked (on every device): x [batch, in], weight [out, in], bias [out] or none.
+template <class V>
+void check_linear_shapes(const V& x, const V& weight, const V& bias) {
+  check(x.shape().rank() == 2 && weight.shape().rank() == 2 && x.size(1) == weight.size(1), "linear: input ",
+        x.shape(), " does not fit weight ", weight.shape());
+  if (bias.defined())
+    check(bias.shape() == Shape{weight.size(0)}, "linear: bias ", bias.shape(), " for ", weight.size(0), " outputs");
+}
+}  // namespace detail
+
 // x: [batch, in], weight: [out, in], bias: [out] or undefined.
 template <class T>
 Var<T> linear(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}) {
-  check(x.shape().rank() == 2 && weight.shape().rank() == 2 && x.size(1) == weight.size(1), "linear: input ",
-        x.shape(), " does not fit weight ", weight.shape());
+  detail::check_linear_shapes(x, weight, bias);
   const auto batch = x.size(0), in = x.size(1), out = weight.size(0);
   const bool has_bias = bias.defined();
-  if (has_bias) check(bias.shape() == Shape{out}, "linear: bias ", bias.shape(), " for ", out, " outputs");
   Tensor<T> y({batch, out});
   if (has_bias) {
     const T* b = bias.value().data();

@@ -19,6 +19,19 @@
 
 namespace ptrain {
 
+namespace detail {
+// cross_entropy's arguments, checked on the host (on every device): the layout of the scores.
+inline kernels::ReductionLayout cross_entropy_layout(const Shape& logits, std::span<const std::int64_t> targets,
+                                                     double label_smoothing) {
+  check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing ", label_smoothing,
+        " is outside [0, 1]");
+  const auto layout = class_layout(logits, targets, "cross_entropy");
+  check(layout.outer * layout.inner > 0, "cross_entropy: logits of shape ", logits,
+        " hold no positions to average over");
+  return layout;
+}
+}  // namespace detail
+
 // torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
 // the mean over positions of (1 - eps) * (-log p_target) + eps * mean_c(-log p_c),
 // p = softmax(logits) over dimension 1. half and bfloat16 logits are computed in float.
@@ -28,12 +41,8 @@ namespace ptrain {
 template <class T>
 Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets,
                      double label_smoothing = 0.0, double grad_scale = 1.0) {
-  check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing ", label_smoothing,
-        " is outside [0, 1]");
-  const auto layout = detail::class_layout(logits.shape(), targets, "cross_entropy");
+  const auto layout = detail::cross_entropy_layout(logits.shape(), targets, label_smoothing);
   const std::int64_t positions = layout.outer * layout.inner;
-  check(positions > 0, "cross_entropy: logits of shape ", logits.shape(),
-        " hold no positions to average over");
   auto kept_targets = std::make_shared<std::vector<std::int64_t>>(targets.begin(), targets.end());
   Tensor<accumulate_t<T>> lse(Shape{positions});
   const double total = kernels::cross_entropy_forward(logits.value().data(), kept_targets->data(), lse.data(),

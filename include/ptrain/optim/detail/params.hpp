@@ -15,8 +15,8 @@
 
 namespace ptrain::detail {
 
-template <class T>
-void check_params(const char* optimizer, const std::vector<Var<T>>& params) {
+template <class T, class D>
+void check_params(const char* optimizer, const std::vector<Var<T, D>>& params) {
   check(!params.empty(), optimizer, ": got an empty parameter list");
   std::unordered_set<const void*> seen;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -31,8 +31,8 @@ void check_params(const char* optimizer, const std::vector<Var<T>>& params) {
 
 // The gradient step() uses for parameter i, or nullptr when the parameter is skipped this step
 // (no gradient, or requires_grad off), as PyTorch skips parameters whose .grad is None.
-template <class T>
-const Tensor<T>* step_grad(const char* optimizer, const std::vector<Var<T>>& params, std::size_t i) {
+template <class T, class D>
+const Tensor<T, D>* step_grad(const char* optimizer, const std::vector<Var<T, D>>& params, std::size_t i) {
   const auto& p = params[i];
   if (!p.requires_grad() || !p.grad().defined()) return nullptr;
   check(p.grad().shape() == p.shape(), optimizer, ": gradient of parameter ", i, " has shape ", p.grad().shape(),
@@ -40,8 +40,8 @@ const Tensor<T>* step_grad(const char* optimizer, const std::vector<Var<T>>& par
   return &p.grad();
 }
 
-template <class T>
-void zero_grads(std::vector<Var<T>>& params, bool set_to_none) {
+template <class T, class D>
+void zero_grads(std::vector<Var<T, D>>& params, bool set_to_none) {
   for (auto& p : params) {
     if (set_to_none)
       p.zero_grad();
