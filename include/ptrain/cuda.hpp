@@ -14,6 +14,7 @@
 #include "ptrain/device/cuda_upload.hpp"
 #include "ptrain/kernels/cuda/elementwise.cuh"
 #include "ptrain/kernels/cuda/executor.cuh"
+#include "ptrain/kernels/cuda/executor_for.cuh"
 #include "ptrain/kernels/cuda/gemm.cuh"
 #include "ptrain/kernels/cuda/launch.cuh"
 #endif
