@@ -16,6 +16,7 @@
 #include <ptrain/optim/device_sgd.hpp>
 
 #include "../common/compare.hpp"
+#include "../common/device_compare.hpp"
 #include "../common/device_mlp.hpp"
 
 using namespace ptrain;
@@ -28,35 +29,8 @@ const std::vector<std::int64_t> targets5{2, 0, 4, 1, 3};          // 5 rows, cla
 const std::vector<std::int64_t> pixel_targets{1, 0, 2, 2, 1, 0};  // [2, 3, 3] scores
 
 using test::relative_difference;
-
-// The op on HostEmulated and on the CPU from the same inputs, backward seeded with the same
-// weights: outputs and every input's gradient agree within tol.
-void check_matches_cpu(const std::function<Var<double>(const std::vector<Var<double>>&)>& cpu,
-                       const DeviceGradcheckFn<HostEmulated>& emulated, const std::vector<Tensor<double>>& inputs,
-                       double tol = 1e-12) {
-  std::vector<Var<double>> cpu_vars;
-  std::vector<Emulated> emulated_vars;
-  for (const auto& t : inputs) {
-    cpu_vars.emplace_back(t.clone(), true);
-    emulated_vars.emplace_back(t.to<HostEmulated>(), true);
-  }
-  const Var<double> y = cpu(cpu_vars);
-  const Emulated ye = emulated(emulated_vars);
-  BOOST_TEST(relative_difference(ye.value().to<Cpu>(), y.value()) <= tol);
-  const Tensor<double> w = random_tensor(y.shape(), 11);
-  backward(y, w.clone());
-  backward(ye, w.to<HostEmulated>());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    BOOST_REQUIRE(emulated_vars[i].grad().defined());
-    BOOST_TEST(relative_difference(emulated_vars[i].grad().to<Cpu>(), cpu_vars[i].grad()) <= tol,
-               "gradient of input " << i);
-  }
-}
-
-void expect_gradcheck(const DeviceGradcheckFn<HostEmulated>& f, std::vector<Tensor<double>> inputs) {
-  const auto result = gradcheck_on<HostEmulated>(f, std::move(inputs));
-  BOOST_TEST(result.ok, result.report);
-}
+using test::check_matches_cpu;
+using test::expect_gradcheck;
 
 }  // namespace
 

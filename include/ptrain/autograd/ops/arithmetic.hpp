@@ -9,17 +9,26 @@
 
 namespace ptrain {
 
+namespace detail {
+inline void check_add_shapes(const Shape& a, const Shape& b) {
+  check(a == b, "add: shapes ", a, " and ", b, " differ (add does not broadcast; expected equal shapes)");
+}
+
+// add's backward on any device: both inputs receive the same gradient, shared until one of them
+// writes to it.
+template <class T, class D>
+void add_backward(Node<T, D>& self) {
+  for (std::size_t i = 0; i < 2; ++i)
+    if (self.input_needs_grad(i)) self.inputs[i]->accumulate(self.grad, false);
+}
+}  // namespace detail
+
 // a + b for tensors of the same shape (no broadcasting).
 template <class T>
 Var<T> add(const Var<T>& a, const Var<T>& b) {
-  check(a.shape() == b.shape(), "add: shapes ", a.shape(), " and ", b.shape(),
-        " differ (add does not broadcast; expected equal shapes)");
+  detail::check_add_shapes(a.shape(), b.shape());
   Tensor<T> y = kernels::map2(a.value(), b.value(), kernels::Add{});
-  return make_var<T>(std::move(y), {a, b}, "add", [](Node<T>& self) {
-    // Both inputs receive the same gradient, shared until one of them writes to it.
-    for (std::size_t i = 0; i < 2; ++i)
-      if (self.input_needs_grad(i)) self.inputs[i]->accumulate(self.grad, false);
-  });
+  return make_var<T>(std::move(y), {a, b}, "add", detail::add_backward<T, Cpu>);
 }
 
 template <class T>

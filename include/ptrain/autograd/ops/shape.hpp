@@ -1,5 +1,6 @@
 #pragma once
-// Shape ops: reshape and flatten (views that share the input's storage) and concat (torch.cat).
+// Shape ops: reshape and flatten (views that share the input's storage, on any device) and concat
+// (torch.cat, Cpu).
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -11,10 +12,10 @@
 namespace ptrain {
 
 namespace detail {
-template <class T>
-Var<T> reshape_view(const Var<T>& x, Tensor<T> y, const char* op) {
+template <class T, class D>
+Var<T, D> reshape_view(const Var<T, D>& x, Tensor<T, D> y, const char* op) {
   const Shape in_shape = x.shape();
-  return make_var<T>(std::move(y), {x}, op, [in_shape](Node<T>& self) {
+  return make_var<T, D>(std::move(y), {x}, op, [in_shape](Node<T, D>& self) {
     // A view of this node's gradient, handed on as shared: the input copies it before
     // accumulating into it.
     self.inputs[0]->accumulate(self.grad.reshape(in_shape), false);
@@ -23,20 +24,20 @@ Var<T> reshape_view(const Var<T>& x, Tensor<T> y, const char* op) {
 }  // namespace detail
 
 // The same elements with another shape (same count); the result shares x's storage.
-template <class T>
-Var<T> reshape(const Var<T>& x, const Shape& shape) {
+template <class T, class D>
+Var<T, D> reshape(const Var<T, D>& x, const Shape& shape) {
   return detail::reshape_view(x, x.value().reshape(shape), "reshape");
 }
 // As above, with at most one extent -1 inferred from the others: reshape(x, {n, -1}).
-template <class T>
-Var<T> reshape(const Var<T>& x, std::initializer_list<std::int64_t> extents) {
+template <class T, class D>
+Var<T, D> reshape(const Var<T, D>& x, std::initializer_list<std::int64_t> extents) {
   return detail::reshape_view(x, x.value().reshape(extents), "reshape");
 }
 
 // Dimensions start_dim..last merged into one, as torch.flatten(x, start_dim) (end_dim = -1):
 // [N, C, H, W] -> [N, C*H*W] for the default start_dim = 1. A view, like reshape.
-template <class T>
-Var<T> flatten(const Var<T>& x, int start_dim = 1) {
+template <class T, class D>
+Var<T, D> flatten(const Var<T, D>& x, int start_dim = 1) {
   const Shape& in = x.shape();
   if (in.rank() == 0) {
     check(start_dim == 0 || start_dim == -1, "flatten: dimension ", start_dim,
