@@ -55,19 +55,19 @@ inline kernels::Conv2dGeometry conv_transpose2d_geometry(const Shape& x, const S
 namespace detail {
 // The output y of a convolution-like op of (x, weight[, bias]). Backward allocates the gradients
 // that are needed and lets kernel(x, w, gy, gx, gw, gb) write them (null for the others).
-template <class T, class Kernel>
-Var<T> make_conv_var(Tensor<T> y, const Var<T>& x, const Var<T>& weight, const Var<T>& bias, const char* op,
-                     Kernel kernel) {
+template <class T, class D, class Kernel>
+Var<T, D> make_conv_var(Tensor<T, D> y, const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+                        const char* op, Kernel kernel) {
   const bool has_bias = bias.defined();
-  std::vector<Var<T>> inputs{x, weight};
+  std::vector<Var<T, D>> inputs{x, weight};
   if (has_bias) inputs.push_back(bias);
-  return make_var<T>(std::move(y), std::move(inputs), op, [has_bias, kernel](Node<T>& self) {
+  return make_var<T, D>(std::move(y), std::move(inputs), op, [has_bias, kernel](Node<T, D>& self) {
     const bool need_x = self.input_needs_grad(0), need_w = self.input_needs_grad(1);
     const bool need_b = has_bias && self.input_needs_grad(2);
-    Tensor<T> gx, gw, gb;
-    if (need_x) gx = Tensor<T>(self.inputs[0]->value.shape());
-    if (need_w) gw = Tensor<T>(self.inputs[1]->value.shape());
-    if (need_b) gb = Tensor<T>(self.inputs[2]->value.shape());
+    Tensor<T, D> gx, gw, gb;
+    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+    if (need_w) gw = Tensor<T, D>(self.inputs[1]->value.shape());
+    if (need_b) gb = Tensor<T, D>(self.inputs[2]->value.shape());
     kernel(self.inputs[0]->value.data(), self.inputs[1]->value.data(), self.grad.data(), need_x ? gx.data() : nullptr,
            need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
@@ -77,20 +77,28 @@ Var<T> make_conv_var(Tensor<T> y, const Var<T>& x, const Var<T>& weight, const V
 }
 
 // bias is undefined or holds one value per output channel.
-template <class T>
-void check_conv_bias(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, std::int64_t channels,
+template <class T, class D>
+void check_conv_bias(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias, std::int64_t channels,
                      const char* op) {
   if (bias.defined())
     check(bias.shape() == Shape{channels}, op, ": bias ", bias.shape(), " for weight ", weight.shape(), " and input ",
           x.shape(), ", expected [", channels, "]");
 }
+
+// conv2d's checks on its arguments, on any device; its geometry.
+template <class T, class D>
+kernels::Conv2dGeometry checked_conv2d_geometry(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+                                                const Conv2dOptions& options) {
+  check(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
+  const kernels::Conv2dGeometry g = conv2d_geometry(x.shape(), weight.shape(), options);
+  check_conv_bias(x, weight, bias, g.out_channels, "conv2d");
+  return g;
+}
 }  // namespace detail
 
 template <class T>
 Var<T> conv2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}, const Conv2dOptions& options = {}) {
-  check(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
-  const kernels::Conv2dGeometry g = conv2d_geometry(x.shape(), weight.shape(), options);
-  detail::check_conv_bias(x, weight, bias, g.out_channels, "conv2d");
+  const kernels::Conv2dGeometry g = detail::checked_conv2d_geometry(x, weight, bias, options);
   Tensor<T> y({g.batch, g.out_channels, g.out_h, g.out_w});
   kernels::conv2d_forward<T>(g, x.value().data(), weight.value().data(),
                              bias.defined() ? bias.value().data() : nullptr, y.data());
