@@ -17,6 +17,38 @@ namespace ptrain {
 using BatchNormSync = std::function<void(std::span<double>)>;
 
 namespace detail {
+// batch_norm's checks on its arguments, on any device (see batch_norm below); x's layout.
+template <class T, class D>
+kernels::ChannelLayout checked_batch_norm_layout(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+                                                 const Tensor<T, D>& running_mean, const Tensor<T, D>& running_var,
+                                                 bool training, double eps) {
+  const Shape& s = x.shape();
+  check(s.rank() == 2 || s.rank() == 4, "batch_norm: input must be [N, C] or [N, C, H, W], got ", s);
+  const kernels::ChannelLayout layout{s[0], s[1], s.rank() == 4 ? s[2] * s[3] : 1};
+  const std::int64_t C = layout.channels;
+  const Shape channel_shape{C};
+  if (weight.defined())
+    check(weight.shape() == channel_shape, "batch_norm: weight ", weight.shape(), " for input ", s, ", expected [", C,
+          "]");
+  if (bias.defined())
+    check(bias.shape() == channel_shape, "batch_norm: bias ", bias.shape(), " for input ", s, ", expected [", C, "]");
+  const bool tracked = running_mean.defined() || running_var.defined();
+  if (tracked) {
+    check(running_mean.shape() == channel_shape, "batch_norm: running_mean ", running_mean.shape(), " for input ", s,
+          ", expected [", C, "]");
+    check(running_var.shape() == channel_shape, "batch_norm: running_var ", running_var.shape(), " for input ", s,
+          ", expected [", C, "]");
+  }
+  check(training || tracked, "batch_norm: evaluation needs running_mean and running_var");
+  check(eps > 0, "batch_norm: eps must be positive, got ", eps);
+  return layout;
+}
+
+// Training on one replica takes the statistics over count values per channel.
+inline void check_batch_norm_training_count(std::int64_t count, const Shape& x) {
+  check(count > 1, "batch_norm: expected more than 1 value per channel when training, got input ", x);
+}
+
 // The statistics of the union of every replica's x: writes the global mean and biased variance
 // per channel and returns the global count per channel. Two sums over the replicas: counts and
 // sums, then each replica's squared deviations from the global mean (M2 + n * (mean - global)^2),
@@ -63,25 +95,11 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
                   Tensor<T>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                   const BatchNormSync& sync = {}) {
   const Shape& s = x.shape();
-  check(s.rank() == 2 || s.rank() == 4, "batch_norm: input must be [N, C] or [N, C, H, W], got ", s);
-  const kernels::ChannelLayout layout{s[0], s[1], s.rank() == 4 ? s[2] * s[3] : 1};
+  const kernels::ChannelLayout layout = detail::checked_batch_norm_layout(x, weight, bias, running_mean, running_var,
+                                                                          training, eps);
   const std::int64_t C = layout.channels, M = layout.count();
-  const Shape channel_shape{C};
   const bool has_weight = weight.defined(), has_bias = bias.defined();
-  if (has_weight)
-    check(weight.shape() == channel_shape, "batch_norm: weight ", weight.shape(), " for input ", s, ", expected [", C,
-          "]");
-  if (has_bias)
-    check(bias.shape() == channel_shape, "batch_norm: bias ", bias.shape(), " for input ", s, ", expected [", C, "]");
   const bool tracked = running_mean.defined() || running_var.defined();
-  if (tracked) {
-    check(running_mean.shape() == channel_shape, "batch_norm: running_mean ", running_mean.shape(), " for input ", s,
-          ", expected [", C, "]");
-    check(running_var.shape() == channel_shape, "batch_norm: running_var ", running_var.shape(), " for input ", s,
-          ", expected [", C, "]");
-  }
-  check(training || tracked, "batch_norm: evaluation needs running_mean and running_var");
-  check(eps > 0, "batch_norm: eps must be positive, got ", eps);
 
   const T* w = has_weight ? weight.value().data() : nullptr;
   const T* b = has_bias ? bias.value().data() : nullptr;
@@ -98,7 +116,7 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
       for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
       kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
     } else {
-      check(M > 1, "batch_norm: expected more than 1 value per channel when training, got input ", s);
+      detail::check_batch_norm_training_count(M, s);
       kernels::batch_norm_forward_training(x.value().data(), layout, w, b, eps, y.data(), mean.data(), var.data());
       for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
     }
