@@ -29,12 +29,27 @@ inline kernels::Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptio
                                        o.ceil_mode, o.count_include_pad, what);
 }
 
-template <class T>
-Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& options) {
-  const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "max_pool2d");
-  // The argmax of each window, as an offset within its input plane.
+namespace detail {
+// max_pool2d's geometry, checked for its argmax index: an int32 offset within an input plane.
+inline kernels::Pool2dGeometry checked_max_pool2d_geometry(const Shape& x, const Pool2dOptions& options) {
+  const kernels::Pool2dGeometry g = pool2d_geometry(x, options, "max_pool2d");
   check(g.in_plane() <= std::numeric_limits<std::int32_t>::max(), "max_pool2d: input plane of ", g.in_plane(),
         " elements exceeds 2^31 - 1");
+  return g;
+}
+
+// adaptive_avg_pool2d's checks: x [N, C, H, W] with H, W > 0, a positive output size.
+inline void check_adaptive_avg_pool2d(const Shape& x, std::int64_t out_h, std::int64_t out_w) {
+  check(x.rank() == 4, "adaptive_avg_pool2d: input must be [N, C, H, W], got ", x);
+  check(out_h > 0 && out_w > 0, "adaptive_avg_pool2d: output size must be positive, got (", out_h, ", ", out_w, ")");
+  check(x[2] > 0 && x[3] > 0, "adaptive_avg_pool2d: empty input plane in ", x);
+}
+}  // namespace detail
+
+template <class T>
+Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& options) {
+  const kernels::Pool2dGeometry g = detail::checked_max_pool2d_geometry(x.shape(), options);
+  // The argmax of each window, as an offset within its input plane.
   Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
   Tensor<std::int32_t> index(y.shape());
   kernels::max_pool2d_forward(g, x.value().data(), y.data(), index.data());
@@ -73,10 +88,8 @@ Var<T> avg_pool2d(const Var<T>& x, std::int64_t kernel, std::int64_t stride = 0,
 // and the same for columns, so windows overlap when the sizes do not divide.
 template <class T>
 Var<T> adaptive_avg_pool2d(const Var<T>& x, std::int64_t out_h, std::int64_t out_w) {
-  check(x.shape().rank() == 4, "adaptive_avg_pool2d: input must be [N, C, H, W], got ", x.shape());
-  check(out_h > 0 && out_w > 0, "adaptive_avg_pool2d: output size must be positive, got (", out_h, ", ", out_w, ")");
+  detail::check_adaptive_avg_pool2d(x.shape(), out_h, out_w);
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  check(H > 0 && W > 0, "adaptive_avg_pool2d: empty input plane in ", x.shape());
   Tensor<T> y({N, C, out_h, out_w});
   kernels::adaptive_avg_pool2d_forward(N * C, H, W, out_h, out_w, x.value().data(), y.data());
   return make_var<T>(std::move(y), {x}, "adaptive_avg_pool2d", [N, C, H, W, out_h, out_w](Node<T>& self) {
