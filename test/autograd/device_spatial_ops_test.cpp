@@ -76,7 +76,8 @@ BOOST_AUTO_TEST_CASE(add_matches_finite_differences_and_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(add_rejects_different_shapes_as_the_cpu_op) {
-  const Emulated a(Tensor<double>::zeros({2, 3}).to<HostEmulated>()), b(Tensor<double>::zeros({3, 2}).to<HostEmulated>());
+  const Emulated a(Tensor<double>::zeros({2, 3}).to<HostEmulated>());
+  const Emulated b(Tensor<double>::zeros({3, 2}).to<HostEmulated>());
   const std::string message = test::error_message([&] { (void)add(a, b); });
   BOOST_TEST(message.find("add: shapes [2, 3] and [3, 2] differ") != std::string::npos, message);
 }
@@ -230,6 +231,21 @@ BOOST_AUTO_TEST_CASE(a_residual_network_matches_the_cpu) {
                     test::residual_net_inputs({3, 2, 8, 8}, 4, 3, 110));
   for (std::size_t i = 0; i < running.size(); ++i)
     BOOST_TEST(relative_difference(running[i].to<Cpu>(), cpu_running[i]) <= 1e-12, "running statistic " << i);
+}
+
+BOOST_AUTO_TEST_CASE(a_residual_step_in_float_matches_the_cpu) {
+  // The step the CUDA check runs on Var<float, Cuda>, here on HostEmulated.
+  std::vector<Tensor<float>> inputs;
+  for (const auto& t : test::residual_net_inputs({4, 3, 9, 7}, 5, 4, 120)) inputs.push_back(tensor_cast<float>(t));
+  const std::vector<std::int64_t> targets{3, 0, 1, 2};
+  const auto cpu = test::residual_step<float, Cpu>(inputs, targets);
+  const auto emulated = test::residual_step<float, HostEmulated>(inputs, targets);
+  BOOST_TEST(relative_difference(emulated.loss, cpu.loss) <= 1e-5);
+  BOOST_REQUIRE_EQUAL(emulated.grads.size(), 9u);
+  for (std::size_t i = 0; i < cpu.grads.size(); ++i)
+    BOOST_TEST(relative_difference(emulated.grads[i], cpu.grads[i]) <= 1e-5, "gradient of input " << i);
+  for (std::size_t i = 0; i < cpu.running.size(); ++i)
+    BOOST_TEST(relative_difference(emulated.running[i], cpu.running[i]) <= 1e-5, "running statistic " << i);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

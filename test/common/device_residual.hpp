@@ -35,9 +35,15 @@ V residual_net(const std::vector<V>& v, std::vector<Running>& running, std::span
 inline std::vector<Tensor<double>> residual_net_inputs(const Shape& x, std::int64_t filters, std::int64_t classes,
                                                        std::uint64_t seed) {
   const std::int64_t C = x[1], F = filters;
-  return {random_tensor(x, seed),           random_tensor({F, C, 3, 3}, seed + 1), random_tensor({F}, seed + 2, 0.5, 1.5),
-          random_tensor({F}, seed + 3),     random_tensor({F, F, 3, 3}, seed + 4), random_tensor({F}, seed + 5, 0.5, 1.5),
-          random_tensor({F}, seed + 6),     random_tensor({classes, F}, seed + 7), random_tensor({classes}, seed + 8)};
+  return {random_tensor(x, seed),
+          random_tensor({F, C, 3, 3}, seed + 1),
+          random_tensor({F}, seed + 2, 0.5, 1.5),
+          random_tensor({F}, seed + 3),
+          random_tensor({F, F, 3, 3}, seed + 4),
+          random_tensor({F}, seed + 5, 0.5, 1.5),
+          random_tensor({F}, seed + 6),
+          random_tensor({classes, F}, seed + 7),
+          random_tensor({classes}, seed + 8)};
 }
 
 // Running statistics at PyTorch's start: mean 0, var 1, for two batch norms of `filters` channels.

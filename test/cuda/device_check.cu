@@ -13,6 +13,7 @@
 #include "checks/reductions.cuh"
 #include "checks/spatial.cuh"
 #include "checks/autograd.cuh"
+#include "checks/autograd_spatial.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -37,6 +38,7 @@ int main() {
     check_reductions();
     check_spatial();
     check_autograd();
+    check_autograd_spatial();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});
