@@ -32,8 +32,12 @@
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/autograd/device_ops/activation.hpp"
+#include "ptrain/autograd/device_ops/arithmetic.hpp"
+#include "ptrain/autograd/device_ops/batch_norm.hpp"
+#include "ptrain/autograd/device_ops/conv.hpp"
 #include "ptrain/autograd/device_ops/linear.hpp"
 #include "ptrain/autograd/device_ops/loss.hpp"
+#include "ptrain/autograd/device_ops/pool.hpp"
 #include "ptrain/autograd/gradcheck.hpp"
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/activation.hpp"
