@@ -78,6 +78,11 @@ struct Add {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
 };
+struct AddConstant {
+  double value;
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T x) const { return x + static_cast<T>(value); }
+};
 // y = alpha * x + y
 template <class T>
 struct Axpy {

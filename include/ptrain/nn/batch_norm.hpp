@@ -1,7 +1,12 @@
 #pragma once
+#include <type_traits>
 #include <utility>
 
+#include "ptrain/autograd/device_ops/batch_norm.hpp"
 #include "ptrain/autograd/ops/batch_norm.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/functors.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -9,9 +14,10 @@ namespace ptrain {
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
 // buffers named as torchvision's state_dict names them. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
-// statistics of the global batch, as torch.nn.SyncBatchNorm.
-template <class T = float>
-class BatchNorm2d : public Module<T> {
+// statistics of the global batch, as torch.nn.SyncBatchNorm. On a device other than the CPU
+// (autograd/device_ops/batch_norm.hpp) the layer is local: no sync hook yet.
+template <class T = float, class D = Cpu>
+class BatchNorm2d : public Module<T, D> {
  public:
   explicit BatchNorm2d(std::int64_t channels, double eps = 1e-5, double momentum = 0.1, bool affine = true)
       : eps_(eps), momentum_(momentum) {
@@ -24,9 +30,17 @@ class BatchNorm2d : public Module<T> {
     running_var = this->register_buffer("running_var", Tensor<T>::ones({channels}));
     num_batches_tracked = this->register_buffer("num_batches_tracked", Tensor<T>::zeros({}));
   }
-  Var<T> forward(const Var<T>& x) override {
-    if (this->is_training()) num_batches_tracked[0] += T(1);
-    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
+  Var<T, D> forward(const Var<T, D>& x) override {
+    if constexpr (std::is_same_v<D, Cpu>) {
+      if (this->is_training()) num_batches_tracked[0] += T(1);
+      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
+    } else {
+      check(!sync_, "BatchNorm2d: synchronised batch norm runs on the CPU only, not on ", D::name);
+      if (this->is_training())
+        kernels::indexed::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
+                              kernels::AddConstant{1.0});
+      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_);
+    }
   }
 
   // An empty hook makes the layer local again. Forward's graph keeps a copy of the hook: what it
@@ -34,8 +48,8 @@ class BatchNorm2d : public Module<T> {
   void set_sync(BatchNormSync sync) { sync_ = std::move(sync); }
   bool synchronised() const { return static_cast<bool>(sync_); }
 
-  Var<T> weight, bias;
-  Tensor<T> running_mean, running_var, num_batches_tracked;
+  Var<T, D> weight, bias;
+  Tensor<T, D> running_mean, running_var, num_batches_tracked;
 
  private:
   double eps_, momentum_;

@@ -2,6 +2,7 @@
 // nn.Conv2d and nn.ConvTranspose2d: parameters named weight and bias, initialised as PyTorch's.
 #include <type_traits>
 
+#include "ptrain/autograd/device_ops/conv.hpp"
 #include "ptrain/autograd/ops/conv.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
@@ -15,8 +16,8 @@ enum class ConvKind { direct, transposed };
 // Both draw weight and bias as _ConvNd.reset_parameters: fan_in = weight.size(1) * kh * kw.
 // Options come by reference: GCC 12.2 at -O2 -march=native (AVX-512) miscompiled the by-value
 // default `Conv2dOptions options = {}`, handing the constructor pad_h = 1.
-template <class T, ConvKind kind>
-class Convolution2d : public Module<T> {
+template <class T, ConvKind kind, class D = Cpu>
+class Convolution2d : public Module<T, D> {
  public:
   using Options = std::conditional_t<kind == ConvKind::direct, Conv2dOptions, ConvTranspose2dOptions>;
   static constexpr const char* name = kind == ConvKind::direct ? "Conv2d" : "ConvTranspose2d";
@@ -40,21 +41,21 @@ class Convolution2d : public Module<T> {
     weight = this->register_parameter("weight", w);
     if (bias) this->bias = this->register_parameter("bias", b);
   }
-  Var<T> forward(const Var<T>& x) override {
+  Var<T, D> forward(const Var<T, D>& x) override {
     if constexpr (kind == ConvKind::direct) return conv2d(x, weight, bias, options_);
     else return conv_transpose2d(x, weight, bias, options_);
   }
   const Options& options() const { return options_; }
 
-  Var<T> weight, bias;
+  Var<T, D> weight, bias;
 
  private:
   Options options_;
 };
 
-template <class T = float>
-using Conv2d = Convolution2d<T, ConvKind::direct>;
-template <class T = float>
-using ConvTranspose2d = Convolution2d<T, ConvKind::transposed>;
+template <class T = float, class D = Cpu>
+using Conv2d = Convolution2d<T, ConvKind::direct, D>;
+template <class T = float, class D = Cpu>
+using ConvTranspose2d = Convolution2d<T, ConvKind::transposed, D>;
 
 }  // namespace ptrain

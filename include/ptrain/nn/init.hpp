@@ -1,6 +1,7 @@
 #pragma once
 // PyTorch's default initialisations (torch.nn.init), drawn from a given Rng.
 #include <cmath>
+#include <type_traits>
 
 #include "ptrain/core/rng.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -74,6 +75,19 @@ void default_layer_init(Tensor<T>& weight, Tensor<T>* bias, Rng& rng = global_rn
   if (bias && bias->defined()) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in(weight)));
     uniform(*bias, -bound, bound, rng);
+  }
+}
+
+// Runs a host initialiser on a tensor of any device: in place on the CPU, through a host copy
+// elsewhere (the same draws either way).
+template <class T, class D, class Init>
+void on_host(Tensor<T, D>& t, Init&& init) {
+  if constexpr (std::is_same_v<D, Cpu>) {
+    init(t);
+  } else {
+    Tensor<T> host = t.template to<Cpu>();
+    init(host);
+    t.copy_from(host.template to<D>());
   }
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 // The parameter-free layers: activations, pooling, dropout, flatten, upsampling.
+#include "ptrain/autograd/device_ops/activation.hpp"
+#include "ptrain/autograd/device_ops/pool.hpp"
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/dropout.hpp"
 #include "ptrain/autograd/ops/pool.hpp"
@@ -9,35 +11,35 @@
 
 namespace ptrain {
 
-template <class T = float>
-class ReLU : public Module<T> {
+template <class T = float, class D = Cpu>
+class ReLU : public Module<T, D> {
  public:
-  Var<T> forward(const Var<T>& x) override { return relu(x); }
+  Var<T, D> forward(const Var<T, D>& x) override { return relu(x); }
 };
 
-template <class T = float>
-class Sigmoid : public Module<T> {
+template <class T = float, class D = Cpu>
+class Sigmoid : public Module<T, D> {
  public:
-  Var<T> forward(const Var<T>& x) override { return sigmoid(x); }
+  Var<T, D> forward(const Var<T, D>& x) override { return sigmoid(x); }
 };
 
-template <class T = float>
-class Flatten : public Module<T> {
+template <class T = float, class D = Cpu>
+class Flatten : public Module<T, D> {
  public:
   explicit Flatten(int start_dim = 1) : start_dim_(start_dim) {}
-  Var<T> forward(const Var<T>& x) override { return flatten(x, start_dim_); }
+  Var<T, D> forward(const Var<T, D>& x) override { return flatten(x, start_dim_); }
 
  private:
   int start_dim_;
 };
 
-template <class T = float>
-class Dropout : public Module<T> {
+template <class T = float, class D = Cpu>
+class Dropout : public Module<T, D> {
  public:
   explicit Dropout(double p = 0.5, Rng* rng = nullptr) : p_(p), rng_(rng ? rng : &global_rng()) {
     check(p >= 0 && p <= 1, "Dropout: p=", p, " is not a probability");
   }
-  Var<T> forward(const Var<T>& x) override { return dropout(x, p_, this->is_training(), *rng_); }
+  Var<T, D> forward(const Var<T, D>& x) override { return dropout(x, p_, this->is_training(), *rng_); }
 
  private:
   double p_;
@@ -48,13 +50,13 @@ enum class PoolKind { max, average };
 
 // nn.MaxPool2d / nn.AvgPool2d: square windows with stride defaulting to the kernel size, or any
 // Pool2dOptions (ceil_mode, rectangular windows).
-template <class T, PoolKind kind>
-class Pool2d : public Module<T> {
+template <class T, PoolKind kind, class D = Cpu>
+class Pool2d : public Module<T, D> {
  public:
   explicit Pool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
       : Pool2d(Pool2dOptions::square(kernel, stride, padding)) {}
   explicit Pool2d(const Pool2dOptions& options) : options_(options) {}
-  Var<T> forward(const Var<T>& x) override {
+  Var<T, D> forward(const Var<T, D>& x) override {
     if constexpr (kind == PoolKind::max) return max_pool2d(x, options_);
     else return avg_pool2d(x, options_);
   }
@@ -63,17 +65,17 @@ class Pool2d : public Module<T> {
   Pool2dOptions options_;
 };
 
-template <class T = float>
-using MaxPool2d = Pool2d<T, PoolKind::max>;
-template <class T = float>
-using AvgPool2d = Pool2d<T, PoolKind::average>;
+template <class T = float, class D = Cpu>
+using MaxPool2d = Pool2d<T, PoolKind::max, D>;
+template <class T = float, class D = Cpu>
+using AvgPool2d = Pool2d<T, PoolKind::average, D>;
 
-template <class T = float>
-class AdaptiveAvgPool2d : public Module<T> {
+template <class T = float, class D = Cpu>
+class AdaptiveAvgPool2d : public Module<T, D> {
  public:
   AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
   explicit AdaptiveAvgPool2d(std::int64_t out) : AdaptiveAvgPool2d(out, out) {}
-  Var<T> forward(const Var<T>& x) override { return adaptive_avg_pool2d(x, out_h_, out_w_); }
+  Var<T, D> forward(const Var<T, D>& x) override { return adaptive_avg_pool2d(x, out_h_, out_w_); }
 
  private:
   std::int64_t out_h_, out_w_;
@@ -81,13 +83,13 @@ class AdaptiveAvgPool2d : public Module<T> {
 
 // nn.Upsample: Upsample<T>(2.0) doubles H and W by repeating pixels;
 // Upsample<T>(UpsampleOptions::by_scale(2.0, UpsampleMode::bilinear)) interpolates.
-template <class T = float>
-class Upsample : public Module<T> {
+template <class T = float, class D = Cpu>
+class Upsample : public Module<T, D> {
  public:
   explicit Upsample(const UpsampleOptions& options) : options_(options) { check_upsample_options(options_); }
   explicit Upsample(double scale_factor, UpsampleMode mode = UpsampleMode::nearest, bool align_corners = false)
       : Upsample(UpsampleOptions::by_scale(scale_factor, mode, align_corners)) {}
-  Var<T> forward(const Var<T>& x) override { return upsample(x, options_); }
+  Var<T, D> forward(const Var<T, D>& x) override { return upsample(x, options_); }
   const UpsampleOptions& options() const { return options_; }
 
  private:

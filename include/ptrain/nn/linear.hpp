@@ -1,14 +1,15 @@
 #pragma once
 #include <memory>
 
+#include "ptrain/autograd/device_ops/linear.hpp"
 #include "ptrain/autograd/ops/linear.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
 
-template <class T = float>
-class Linear : public Module<T> {
+template <class T = float, class D = Cpu>
+class Linear : public Module<T, D> {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true) {
     check(in_features > 0 && out_features > 0, "Linear(", in_features, ", ", out_features, "): sizes must be positive");
@@ -18,9 +19,9 @@ class Linear : public Module<T> {
     weight = this->register_parameter("weight", w);
     if (bias) this->bias = this->register_parameter("bias", b);
   }
-  Var<T> forward(const Var<T>& x) override { return linear(x, weight, bias); }
+  Var<T, D> forward(const Var<T, D>& x) override { return linear(x, weight, bias); }
 
-  Var<T> weight, bias;
+  Var<T, D> weight, bias;
 };
 
 }  // namespace ptrain

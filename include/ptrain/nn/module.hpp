@@ -1,44 +1,49 @@
 #pragma once
-// Module<T>: parameters, buffers and child modules under stable hierarchical names in
-// torchvision's style (`layer1.0.conv1.weight`), train/eval mode and freezing.
+// Module<T, D>: parameters, buffers and child modules under stable hierarchical names in
+// torchvision's style (`layer1.0.conv1.weight`), train/eval mode and freezing. D is the device the
+// parameters live on (Cpu unless named); layers draw their initial values on the host, from the
+// same generator whatever the device, so a model built for Cuda starts with the CPU model's weights.
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/device/cpu.hpp"
 
 namespace ptrain {
 
-template <class T = float>
+template <class T = float, class D = Cpu>
 class Module {
  public:
   using scalar_type = T;
+  using device_type = D;
 
   Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   virtual ~Module() = default;
 
-  virtual Var<T> forward(const Var<T>& x) = 0;
-  Var<T> operator()(const Var<T>& x) { return forward(x); }
+  virtual Var<T, D> forward(const Var<T, D>& x) = 0;
+  Var<T, D> operator()(const Var<T, D>& x) { return forward(x); }
 
   // Parameters in registration order, depth first: the order of torchvision's state_dict.
-  std::vector<std::pair<std::string, Var<T>>> named_parameters() const {
-    std::vector<std::pair<std::string, Var<T>>> out;
+  std::vector<std::pair<std::string, Var<T, D>>> named_parameters() const {
+    std::vector<std::pair<std::string, Var<T, D>>> out;
     visit([&](const std::string& prefix, const Module& m) {
       for (const auto& [name, p] : m.parameters_) out.emplace_back(prefix + name, p);
     });
     return out;
   }
-  std::vector<Var<T>> parameters() const {
-    std::vector<Var<T>> out;
+  std::vector<Var<T, D>> parameters() const {
+    std::vector<Var<T, D>> out;
     for (auto& [name, p] : named_parameters()) out.push_back(p);
     return out;
   }
   // Buffers (running statistics): state that is saved and synchronised but not trained.
-  std::vector<std::pair<std::string, Tensor<T>*>> named_buffers() {
-    std::vector<std::pair<std::string, Tensor<T>*>> out;
+  std::vector<std::pair<std::string, Tensor<T, D>*>> named_buffers() {
+    std::vector<std::pair<std::string, Tensor<T, D>*>> out;
     visit([&](const std::string& prefix, const Module& m) {
       for (auto& [name, b] : const_cast<Module&>(m).buffers_) out.emplace_back(prefix + name, &b);
     });
@@ -67,15 +72,16 @@ class Module {
   }
 
  protected:
-  // Both return handles that share the registered storage: keep them as members.
-  Var<T> register_parameter(std::string name, Tensor<T> value) {
+  // Both take the initial value on the host (copied to D, shared on the CPU) and return handles
+  // that share the registered storage: keep them as members.
+  Var<T, D> register_parameter(std::string name, Tensor<T> value) {
     check(!has_name(name), "register_parameter: '", name, "' is already registered");
-    parameters_.emplace_back(std::move(name), Var<T>(std::move(value), true));
+    parameters_.emplace_back(std::move(name), Var<T, D>(on_device(std::move(value)), true));
     return parameters_.back().second;
   }
-  Tensor<T> register_buffer(std::string name, Tensor<T> value) {
+  Tensor<T, D> register_buffer(std::string name, Tensor<T> value) {
     check(!has_name(name), "register_buffer: '", name, "' is already registered");
-    buffers_.emplace_back(std::move(name), std::move(value));
+    buffers_.emplace_back(std::move(name), on_device(std::move(value)));
     return buffers_.back().second;
   }
   template <class M>
@@ -95,6 +101,11 @@ class Module {
   }
 
  private:
+  static Tensor<T, D> on_device(Tensor<T> value) {
+    if constexpr (std::is_same_v<D, Cpu>) return value;
+    else return value.template to<D>();
+  }
+
   template <class F>
   void visit(F&& f, const std::string& prefix = "") const {
     f(prefix, *this);
@@ -108,8 +119,8 @@ class Module {
     return false;
   }
 
-  std::vector<std::pair<std::string, Var<T>>> parameters_;
-  std::vector<std::pair<std::string, Tensor<T>>> buffers_;
+  std::vector<std::pair<std::string, Var<T, D>>> parameters_;
+  std::vector<std::pair<std::string, Tensor<T, D>>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

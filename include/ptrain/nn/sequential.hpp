@@ -12,10 +12,10 @@
 
 namespace ptrain {
 
-template <class T = float>
-class Sequential : public Module<T> {
+template <class T = float, class D = Cpu>
+class Sequential : public Module<T, D> {
  public:
-  using ModulePtr = std::shared_ptr<Module<T>>;
+  using ModulePtr = std::shared_ptr<Module<T, D>>;
 
   Sequential() = default;
   Sequential(std::initializer_list<ModulePtr> layers) {
@@ -31,8 +31,8 @@ class Sequential : public Module<T> {
     this->register_module(name, std::move(layer));
   }
 
-  Var<T> forward(const Var<T>& x) override {
-    Var<T> h = x;
+  Var<T, D> forward(const Var<T, D>& x) override {
+    Var<T, D> h = x;
     for (const auto& [name, layer] : this->children()) h = layer->forward(h);
     return h;
   }
@@ -51,13 +51,14 @@ class Sequential : public Module<T> {
 // replace_child(*model, "fc", make<Linear<float>>(2048, 5)): replaces the child at a dotted path
 // ("fc", "layer4.1"). Its parent must be a Sequential; other modules call their children through
 // members of their own, which would go on running the old child.
-template <class T>
-void replace_child(Module<T>& root, const std::string& path, std::shared_ptr<Module<std::type_identity_t<T>>> module) {
-  Module<T>* parent = &root;
+template <class T, class D>
+void replace_child(Module<T, D>& root, const std::string& path,
+                   std::shared_ptr<Module<std::type_identity_t<T>, std::type_identity_t<D>>> module) {
+  Module<T, D>* parent = &root;
   std::string parent_path, name = path;
   for (std::size_t dot; (dot = name.find('.')) != std::string::npos;) {
     const std::string step = name.substr(0, dot);
-    Module<T>* next = nullptr;
+    Module<T, D>* next = nullptr;
     for (const auto& [child_name, child] : parent->children())
       if (child_name == step) next = child.get();
     check(next != nullptr, "replace_child('", path, "'): ", parent_path.empty() ? "the model" : "'" + parent_path + "'",
@@ -66,7 +67,7 @@ void replace_child(Module<T>& root, const std::string& path, std::shared_ptr<Mod
     parent_path += (parent_path.empty() ? "" : ".") + step;
     name = name.substr(dot + 1);
   }
-  auto* sequential = dynamic_cast<Sequential<T>*>(parent);
+  auto* sequential = dynamic_cast<Sequential<T, D>*>(parent);
   check(sequential != nullptr, "replace_child('", path, "'): ",
         parent_path.empty() ? "the model" : "'" + parent_path + "'",
         " is not a Sequential; its forward calls its children through its own members, so a replaced child "

@@ -15,6 +15,10 @@
 //   reduce(totals)                      sum an epoch's loss/correct/count over ranks
 //   is_main()                           whether this process prints and writes logs
 // A policy implements only the points it needs.
+//
+// The model's device (Model::device_type: Cpu, HostEmulated, Cuda) is where forward, backward and
+// the optimizer run; batches come from the loaders on the host and go over once each, and only
+// the loss and the correct count come back.
 #include <chrono>
 #include <cmath>
 #include <concepts>
@@ -24,9 +28,12 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
+#include "ptrain/autograd/device_ops/accuracy.hpp"
+#include "ptrain/autograd/device_ops/loss.hpp"
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
@@ -58,8 +65,9 @@ template <class Model, class... Policies>
 class Trainer {
  public:
   using T = typename Model::scalar_type;
-  static_assert(std::derived_from<Model, Module<T>>,
-                "Trainer<Model>: Model must derive from ptrain::Module<T> (see docs/architecture.md)");
+  using D = typename Model::device_type;
+  static_assert(std::derived_from<Model, Module<T, D>>,
+                "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
 
   template <class Opt>
   Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options = {},
@@ -100,7 +108,7 @@ class Trainer {
 
   Model& model() { return *model_; }
   // The layers this rank runs: the whole model, or its pipeline stage.
-  Module<T>& local_model() { return *local_; }
+  Module<T, D>& local_model() { return *local_; }
   template <class P>
   P& policy() { return std::get<P>(policies_); }
   std::int64_t global_step() const { return step_; }
@@ -238,12 +246,12 @@ class Trainer {
         replaced = p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
     });
     if (replaced) return *replaced;
-    const Var<T> logits = model_->forward(Var<T>(inputs));
-    const Var<T> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
+    const Var<T, D> logits = model_->forward(on_device(inputs));
+    const Var<T, D> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
     before_backward(true);
     backward(loss);
     const double n = static_cast<double>(targets.size());
-    return {static_cast<double>(loss.value()[0]) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
+    return {first_value(loss.value()) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
   }
 
   EpochTotals evaluate_batch(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
@@ -253,9 +261,19 @@ class Trainer {
         replaced = p.evaluate_batch(*local_, inputs, targets);
     });
     if (replaced) return *replaced;
-    const Var<T> logits = model_->forward(Var<T>(inputs));
+    const Var<T, D> logits = model_->forward(on_device(inputs));
     const double n = static_cast<double>(targets.size());
-    return {cross_entropy(logits, targets).value()[0] * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
+    return {first_value(cross_entropy(logits, targets).value()) * n,
+            static_cast<double>(top1_correct(logits.value(), targets)), n};
+  }
+
+  static Var<T, D> on_device(const Tensor<T>& inputs) {
+    if constexpr (std::is_same_v<D, Cpu>) return Var<T, D>(inputs);
+    else return Var<T, D>(inputs.template to<D>());
+  }
+  static double first_value(const Tensor<T, D>& t) {
+    if constexpr (std::is_same_v<D, Cpu>) return static_cast<double>(t[0]);
+    else return static_cast<double>(t.to_vector()[0]);
   }
 
   void reduce(EpochTotals& totals) {
@@ -284,7 +302,7 @@ class Trainer {
   }
 
   std::shared_ptr<Model> model_;
-  Module<T>* local_ = nullptr;
+  Module<T, D>* local_ = nullptr;
   TrainerOptions options_;
   std::tuple<Policies...> policies_;
   std::function<void()> step_optimizer_;

@@ -1,0 +1,145 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ptrain/core/rng.hpp>
+#include <ptrain/device/host_emulated.hpp>
+#include <ptrain/models/resnet.hpp>
+#include <ptrain/nn/batch_norm.hpp>
+#include <ptrain/nn/conv.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "../common/device_mlp.hpp"  // relative_difference
+
+using namespace ptrain;
+
+namespace {
+
+// A small residual network of every layer ResNet uses, on device D, weights drawn from seed.
+template <class D>
+std::shared_ptr<Sequential<float, D>> small_resnet(std::uint64_t seed) {
+  manual_seed(seed);
+  auto net = make<Sequential<float, D>>();
+  net->push_back("conv1", make<Conv2d<float, D>>(3, 8, 3, Conv2dOptions{.pad_h = 1, .pad_w = 1}));
+  net->push_back("bn1", make<BatchNorm2d<float, D>>(8));
+  net->push_back("relu", make<ReLU<float, D>>());
+  net->push_back("maxpool", make<MaxPool2d<float, D>>(2));
+  net->push_back("layer1", make<BasicBlock<float, D>>(8, 16, 2));
+  net->push_back("avgpool", make<AdaptiveAvgPool2d<float, D>>(1));
+  net->push_back("flatten", make<Flatten<float, D>>(1));
+  net->push_back("fc", make<Linear<float, D>>(16, 5));
+  return net;
+}
+
+Tensor<float> images(std::int64_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  Tensor<float> x({n, 3, 12, 12});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
+  return x;
+}
+
+std::vector<std::int64_t> labels(std::int64_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(static_cast<std::int64_t>(rng.below(5)));
+  return out;
+}
+
+template <class T, class D>
+double max_state_difference(Module<T, D>& device, Module<T>& cpu) {
+  double worst = 0;
+  const auto dp = device.named_parameters(), cp = cpu.named_parameters();
+  BOOST_REQUIRE_EQUAL(dp.size(), cp.size());
+  for (std::size_t i = 0; i < dp.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(dp[i].first, cp[i].first);
+    worst = std::max(worst, test::relative_difference(dp[i].second.value().template to<Cpu>(), cp[i].second.value()));
+  }
+  const auto db = device.named_buffers(), cb = cpu.named_buffers();
+  BOOST_REQUIRE_EQUAL(db.size(), cb.size());
+  for (std::size_t i = 0; i < db.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(db[i].first, cb[i].first);
+    worst = std::max(worst, test::relative_difference(db[i].second->template to<Cpu>(), *cb[i].second));
+  }
+  return worst;
+}
+
+const SgdOptions sgd_options{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3};
+const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(device_trainer_test)
+
+BOOST_AUTO_TEST_CASE(a_device_resnet_starts_with_the_cpu_resnets_weights) {
+  manual_seed(7);
+  auto cpu = resnet18<float>({.num_classes = 10, .cifar_stem = true});
+  manual_seed(7);
+  auto device = resnet18<float, HostEmulated>({.num_classes = 10, .cifar_stem = true});
+  BOOST_TEST(max_state_difference(*device, *cpu) == 0.0);
+  BOOST_TEST(device->parameter_count() == cpu->parameter_count());
+}
+
+BOOST_AUTO_TEST_CASE(training_on_a_device_equals_training_on_the_cpu) {
+  auto cpu = small_resnet<Cpu>(3);
+  auto device = small_resnet<HostEmulated>(3);
+  BOOST_REQUIRE(max_state_difference(*device, *cpu) == 0.0);
+  auto cpu_sgd = make<Sgd<float>>(cpu->parameters(), sgd_options);
+  auto device_sgd = make<DeviceSgd<float, HostEmulated>>(device->parameters(), sgd_options);
+  Trainer<Sequential<float>> cpu_trainer(cpu, cpu_sgd, quiet);
+  Trainer<Sequential<float, HostEmulated>> device_trainer(device, device_sgd, quiet);
+  for (int step = 0; step < 4; ++step) {
+    const Tensor<float> x = images(6, 100 + step);
+    const auto y = labels(6, 200 + step);
+    const EpochTotals want = cpu_trainer.train_step(x, y);
+    const EpochTotals got = device_trainer.train_step(x, y);
+    BOOST_TEST(got.loss_sum == want.loss_sum, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(got.correct == want.correct);
+    BOOST_TEST(got.samples == want.samples);
+  }
+  // Weights, running statistics and num_batches_tracked (4) after four steps.
+  BOOST_TEST(max_state_difference(*device, *cpu) <= 1e-5);
+  BOOST_TEST(device->named_buffers().back().second->to_vector()[0] == 4.0f);
+
+  // Evaluation mode: the running statistics normalise, on both.
+  cpu->eval();
+  device->eval();
+  NoGradGuard no_grad;
+  const Tensor<float> x = images(3, 300);
+  const Tensor<float> want = cpu->forward(Var<float>(x)).value();
+  const Tensor<float> got = device->forward(Var<float, HostEmulated>(x.to<HostEmulated>())).value().to<Cpu>();
+  BOOST_TEST(test::relative_difference(got, want) <= 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(gradient_accumulation_on_a_device_equals_the_cpu) {
+  auto cpu = small_resnet<Cpu>(5);
+  auto device = small_resnet<HostEmulated>(5);
+  const TrainerOptions accumulate{.progress_bar = false, .print_epochs = false, .accumulation_steps = 2};
+  Trainer<Sequential<float>> cpu_trainer(cpu, make<Sgd<float>>(cpu->parameters(), sgd_options), accumulate);
+  Trainer<Sequential<float, HostEmulated>> device_trainer(
+      device, make<DeviceSgd<float, HostEmulated>>(device->parameters(), sgd_options), accumulate);
+  for (int step = 0; step < 4; ++step) {
+    cpu_trainer.train_step(images(4, 400 + step), labels(4, 500 + step));
+    device_trainer.train_step(images(4, 400 + step), labels(4, 500 + step));
+  }
+  BOOST_TEST(device_trainer.global_step() == 2);
+  BOOST_TEST(max_state_difference(*device, *cpu) <= 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(a_sync_hook_on_a_device_batch_norm_is_refused) {
+  BatchNorm2d<float, HostEmulated> bn(4);
+  bn.set_sync([](std::span<double>) {});
+  const Var<float, HostEmulated> x(Tensor<float>::ones({2, 4, 3, 3}).to<HostEmulated>());
+  BOOST_CHECK_EXCEPTION(bn.forward(x), Error, [](const Error& e) {
+    return std::string(e.what()).find("runs on the CPU only, not on host-emulated") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
