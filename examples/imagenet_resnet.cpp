@@ -3,27 +3,45 @@
 // rate over the whole run (momentum kept at 0.9), torchvision's resize-and-crop (at 8/7 of the
 // crop size, 256 for 224) and ImageNet normalisation, and the validation top-1 and top-5 accuracy
 // after each epoch. One process, or data-parallel under mpiexec (see common/strategy.hpp).
+//
+// imagenet_resnet_cuda is this file compiled by nvcc. With --device cuda (its default) each rank
+// trains on its GPU of the node as the ImageNet project did with Apex AMP O2 and DDP: the network
+// in half with fp32 master weights and dynamic loss scaling (MixedPrecision<Fp16, Cuda>), the
+// gradients averaged by NCCL in fp16 (DataParallel<NcclAllreduce, Fp16>).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include <ptrain/mpi.hpp>
+#if defined(__CUDACC__)
+#include <ptrain/cuda.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+#endif
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "common/image_folders.hpp"
 #include "common/strategy.hpp"
 #include "common/top_k.hpp"
 
 namespace {
 
-using Net = ptrain::Sequential<float>;
+// The SGD of the run, stepping `parameters` (the model's, or mixed precision's fp32 masters) on D.
+template <class D>
+auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> parameters) {
+  const ptrain::SgdOptions options{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")};
+  if constexpr (std::is_same_v<D, ptrain::Cpu>) return std::make_shared<ptrain::Sgd<float>>(std::move(parameters), options);
+  else return std::make_shared<ptrain::DeviceSgd<float, D>>(std::move(parameters), options);
+}
 
-template <class... Policies>
+template <class Net, class Optimizer, class... Policies>
 int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data,
-          std::shared_ptr<Net> model, examples::DataShard shard, Policies... policies) {
+          std::shared_ptr<Net> model, std::shared_ptr<Optimizer> sgd, examples::DataShard shard,
+          Policies... policies) {
   const ptrain::ImageFolder &train_set = data.train, &val_set = data.validation;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long batch = cli.integer("--batch"), size = cli.integer("--image-size");
@@ -41,8 +59,6 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::Spli
                                 ptrain::Compose(ptrain::Resize(resize), ptrain::CenterCrop(size), normalize));
 
   const double max_lr = cli.real("--lr");
-  auto sgd = std::make_shared<ptrain::Sgd<float>>(
-      model->parameters(), ptrain::SgdOptions{.lr = max_lr, .momentum = 0.9, .weight_decay = cli.real("--wd")});
   ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
@@ -61,23 +77,50 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::Spli
   });
   if (trainer.is_main())
     std::printf("imagenet_resnet: %s, %lld parameters, %lld classes, %lld training and %lld validation images at "
-                "%ldx%ld, batch %ld, %d rank(s) x %d thread(s)%s%s\n",
+                "%ldx%ld, batch %ld, %d rank(s) x %d thread(s) on %s%s%s\n",
                 cli.str("--arch").c_str(), static_cast<long long>(model->parameter_count()),
                 static_cast<long long>(train_set.num_classes()), static_cast<long long>(train_set.size()),
                 static_cast<long long>(val_set.size()), size, size, batch, world.size(), ptrain::num_threads(),
-                shard.count > 1 ? ", gradients on the wire as " : "",
+                Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   trainer.fit(train_loader, epochs);
   return top1 < cli.real("--min-accuracy") ? 1 : 0;
 }
 
-std::shared_ptr<Net> make_resnet(const std::string& arch, std::int64_t num_classes) {
+template <class T, class D>
+std::shared_ptr<ptrain::Sequential<T, D>> make_resnet(const std::string& arch, std::int64_t num_classes) {
   const ptrain::ResNetOptions options{.num_classes = num_classes};
-  if (arch == "resnet18") return ptrain::resnet18<float>(options);
-  if (arch == "resnet34") return ptrain::resnet34<float>(options);
-  if (arch == "resnet50") return ptrain::resnet50<float>(options);
+  if (arch == "resnet18") return ptrain::resnet18<T, D>(options);
+  if (arch == "resnet34") return ptrain::resnet34<T, D>(options);
+  if (arch == "resnet50") return ptrain::resnet50<T, D>(options);
   ptrain::fail("--arch '", arch, "': expected resnet18, resnet34 or resnet50");
 }
+
+int train_on_cpu(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data) {
+  auto model = make_resnet<float, ptrain::Cpu>(cli.str("--arch"), data.train.num_classes());
+  auto sgd = make_sgd(cli, model->parameters());
+  return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
+    return train(cli, world, data, model, sgd, shard, policies...);
+  });
+}
+
+#if defined(__CUDACC__)
+int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world,
+                  const examples::SplitFolders& data) {
+  using ptrain::Cuda, ptrain::Fp16;
+  ptrain::check(world.size() == 1 || cli.str("--compression") == "fp16", "--device cuda averages gradients in fp16 "
+                "over NCCL (DataParallel<NcclAllreduce, Fp16>); --compression ", cli.str("--compression"),
+                " is for --device cpu");
+  const int device = ptrain::select_local_cuda_device(session.info());
+  auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
+  ptrain::MixedPrecision<Fp16, Cuda> amp(*model);
+  auto sgd = make_sgd<Cuda>(cli, amp.master_parameters());
+  if (world.size() == 1) return train(cli, world, data, model, sgd, examples::DataShard{}, amp);
+  ptrain::NcclComm nccl(world, device);
+  return train(cli, world, data, model, sgd, examples::DataShard{world.rank(), world.size()},
+               ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>(nccl), amp);
+}
+#endif
 
 }  // namespace
 
@@ -97,16 +140,19 @@ int main(int argc, char** argv) {
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final validation top-1 accuracy (percent) is below this");
   examples::add_strategy_options(cli);
+  examples::add_device_option(cli);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
+  const auto device = examples::choose_device(cli, "imagenet_resnet");
+  if (!device) return 2;
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
     const examples::SplitFolders data = examples::open_split_folders("--data", cli.str("--data"), "train", "val");
     ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-    auto model = make_resnet(cli.str("--arch"), data.train.num_classes());
-    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-      return train(cli, world, data, model, shard, policies...);
-    });
+#if defined(__CUDACC__)
+    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world, data);
+#endif
+    return train_on_cpu(cli, world, data);
   });
 }

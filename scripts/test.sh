@@ -22,10 +22,11 @@ echo
 echo "==== summary ===="
 if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
-  for program in cuda_device_check cuda_header_checks; do
+  for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks examples/imagenet_resnet_cuda; do
+    [ -x "build/$program" ] || continue
     # The architectures nvcc was given for it (Makefile generator).
-    archs=$(grep -ho 'sm_[0-9]*' "build/test/cuda/CMakeFiles/$program.dir/flags.make" 2>/dev/null | sort -u | paste -sd, - || true)
-    echo "  compiled: test/cuda/$program${archs:+ (GPU code for $archs)}"
+    archs=$(grep -ho 'sm_[0-9]*' "build/$(dirname "$program")/CMakeFiles/$(basename "$program").dir/flags.make" 2>/dev/null | sort -u | paste -sd, - || true)
+    echo "  compiled: $program${archs:+ (GPU code for $archs)}"
   done
   grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
   not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | grep -v "Slurm" | sed 's/^package test: //' | awk '!seen[$0]++' || true)

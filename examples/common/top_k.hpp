@@ -1,6 +1,7 @@
 #pragma once
 // Top-k accuracy of a model over an evaluation loader (torchvision's Acc@1 and Acc@5): each rank
 // counts the shard its DistributedSampler gives it and the counts are summed over the ranks.
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -8,15 +9,25 @@
 
 namespace examples {
 
-// A collective: every rank of comm calls it. The model is left in training mode.
+// A collective: every rank of comm calls it. The model is left in training mode. A model on
+// another device gets each batch there, in its scalar type, and hands its scores back.
 template <class Model, class Loader, ptrain::Communicator C>
 ptrain::TopKAccuracy evaluate_top_k(Model& model, Loader& loader, C& comm, std::vector<int> ks = {1, 5}) {
+  using T = typename Model::scalar_type;
+  using D = typename Model::device_type;
   model.eval();
   ptrain::TopKAccuracy accuracy(std::move(ks));
   {
     ptrain::NoGradGuard no_grad;
-    for (const auto& batch : loader)
-      accuracy.update(model.forward(ptrain::Var<typename Model::scalar_type>(batch.inputs)), batch.targets);
+    for (const auto& batch : loader) {
+      const ptrain::Tensor<T> inputs = ptrain::tensor_cast<T>(batch.inputs);
+      if constexpr (std::is_same_v<D, ptrain::Cpu>) {
+        accuracy.update(model.forward(ptrain::Var<T>(inputs)), batch.targets);
+      } else {
+        const auto scores = model.forward(ptrain::Var<T, D>(inputs.template to<D>())).value();
+        accuracy.update(scores.template to<ptrain::Cpu>(), batch.targets);
+      }
+    }
   }
   model.train();
   return accuracy.reduced(comm);

@@ -1,0 +1,57 @@
+#pragma once
+// --device cpu|cuda. The examples' CUDA builds (NAME_cuda, the same source compiled by nvcc) train
+// on a GPU and default to it; a host-compiled build trains on the CPU only. Either exits with
+// code 2 and a sentence, before MPI starts, when the device asked for cannot be used: an unknown
+// name, cuda in a build without CUDA, or "no CUDA device found".
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "cli.hpp"
+
+#if defined(__CUDACC__)
+#include <ptrain/device/cuda_check.hpp>
+#endif
+
+namespace examples {
+
+enum class DeviceKind { cpu, cuda };
+
+#if defined(__CUDACC__)
+inline constexpr bool built_with_cuda = true;
+#else
+inline constexpr bool built_with_cuda = false;
+#endif
+
+inline void add_device_option(Cli& cli) {
+  cli.option("--device", built_with_cuda ? "cuda" : "cpu",
+             built_with_cuda ? "cpu, or cuda: one GPU per rank of a node"
+                             : "cpu (cuda needs the CUDA build of this example, PROGRAM_cuda)");
+}
+
+// The device --device names, or nothing after printing why it cannot be used (exit code 2).
+inline std::optional<DeviceKind> choose_device(const Cli& cli, const std::string& program) {
+  const std::string name = cli.str("--device");
+  if (name == "cpu") return DeviceKind::cpu;
+  if (name != "cuda") {
+    std::fprintf(stderr, "%s: --device '%s': expected cpu or cuda\n", program.c_str(), name.c_str());
+    return std::nullopt;
+  }
+#if defined(__CUDACC__)
+  try {
+    ptrain::require_cuda_device();
+  } catch (const ptrain::NoCudaDevice& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return std::nullopt;
+  }
+  return DeviceKind::cuda;
+#else
+  std::fprintf(stderr,
+               "%s: --device cuda: this build has no CUDA; build %s_cuda (configure with a CUDA toolkit, "
+               "-DPTRAIN_CUDA=ON)\n",
+               program.c_str(), program.c_str());
+  return std::nullopt;
+#endif
+}
+
+}  // namespace examples
