@@ -3,6 +3,7 @@
 // conv2d, concat), in double, float, half and bfloat16.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -275,6 +276,37 @@ BOOST_AUTO_TEST_CASE(casts_match_tensor_cast) {
   check_casts_from<double>();
   check_casts_from<half>();
   check_casts_from<ptrain::bfloat16>();
+}
+
+namespace {
+// What the CPU's data-parallel average does (parallel/detail/gradient_buckets.hpp): convert, then
+// multiply in To. cast_scaled must give the same bits, in place too when From is To.
+template <class From, class To>
+void check_cast_scaled(To scale) {
+  const Tensor<From> src = values<From>(Shape{1027}, 12, -3.0, 3.0);
+  Tensor<To> want = tensor_cast<To>(src).clone();  // tensor_cast to the same type shares storage
+  for (std::int64_t i = 0; i < want.numel(); ++i) want[i] *= scale;
+  Tensor<To> got(src.shape());
+  ki::cast_scaled(ex, src.data(), got.data(), src.numel(), scale);
+  if constexpr (std::is_same_v<From, To>) {
+    Tensor<To> in_place = src.clone();
+    ki::cast_scaled(ex, in_place.data(), in_place.data(), in_place.numel(), scale);
+    BOOST_TEST(std::equal(in_place.data(), in_place.data() + want.numel(), want.data(), same_bits<To>));
+  }
+  for (std::int64_t i = 0; i < want.numel(); ++i)
+    BOOST_TEST(same_bits(got[i], want[i]), scalar_name<From> << " -> " << scalar_name<To> << " element " << i
+                                                              << ": got " << static_cast<double>(got[i])
+                                                              << ", expected " << static_cast<double>(want[i]));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cast_scaled_matches_the_cpu_average_bit_for_bit) {
+  check_cast_scaled<half, float>(1.0f / 3.0f);
+  check_cast_scaled<ptrain::bfloat16, float>(0.5f);
+  check_cast_scaled<float, float>(1.0f / 3.0f);
+  check_cast_scaled<double, double>(1.0 / 3.0);
+  BOOST_CHECK_THROW(ki::cast_scaled(ex, static_cast<const float*>(nullptr), static_cast<float*>(nullptr), -1, 1.0f),
+                    Error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

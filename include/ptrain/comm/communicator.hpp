@@ -43,6 +43,10 @@
 // Collectives are called by every rank of the communicator in the same order with matching
 // sizes, as in MPI. Errors (bad sizes, ranks, tags) throw ptrain::Error before anything is sent.
 // Communicators are movable, not copyable, and used from one thread at a time.
+//
+// Buffers are in host memory, except for a communicator that names the device whose memory it
+// moves as C::memory (NcclComm: `using memory = Cuda;`, spans over device pointers); see
+// comm_memory_t below and comm/host_values.hpp for host values through such a communicator.
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -155,5 +159,18 @@ struct CommChecks {
 };
 
 }  // namespace detail
+
+// The device whose memory C's buffers are in: C::memory where C names one, else the host (Cpu).
+template <class C>
+struct CommMemory {
+  using type = Cpu;
+};
+template <class C>
+  requires requires { typename C::memory; }
+struct CommMemory<C> {
+  using type = typename C::memory;
+};
+template <class C>
+using comm_memory_t = typename CommMemory<C>::type;
 
 }  // namespace ptrain

@@ -94,6 +94,7 @@ class NcclRequest {
 class NcclComm {
  public:
   using Request = NcclRequest;
+  using memory = Cuda;  // buffers in GPU memory (comm_memory_t); host values go through comm/host_values.hpp
 
   // Collective over mpi: every rank calls it with its own device.
   NcclComm(MpiComm& mpi, int device) : device_(device) {
@@ -305,5 +306,6 @@ class NcclComm {
 };
 
 static_assert(Communicator<NcclComm>);
+static_assert(std::is_same_v<comm_memory_t<NcclComm>, Cuda>);
 
 }  // namespace ptrain

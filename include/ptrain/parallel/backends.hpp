@@ -1,6 +1,7 @@
 #pragma once
 // Backend tags name the communicator a policy reduces over. MpiAllreduce lives in
-// ptrain/parallel/mpi_allreduce.hpp (it needs MPI), NcclAllreduce comes with the CUDA part.
+// ptrain/parallel/mpi_allreduce.hpp (it needs MPI), NcclAllreduce in ptrain/parallel/nccl_allreduce.hpp
+// (nvcc: it reduces GPU memory).
 #include <concepts>
 
 #include "ptrain/comm/communicator.hpp"

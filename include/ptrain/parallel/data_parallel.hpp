@@ -5,13 +5,20 @@
 //
 //   MpiComm world(session);
 //   Trainer<Net, DataParallel<MpiAllreduce, Fp16>> trainer(model, sgd, {}, {world});
+//
+// The model may be on any device: its named_parameters() are Var<T, D>. A model in host memory
+// (Cpu, HostEmulated) reduces over a host communicator (MpiAllreduce, SelfAllreduce); a Cuda
+// model over one that moves GPU memory (NcclAllreduce, parallel/nccl_allreduce.hpp).
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
-#include "ptrain/nn/module.hpp"
+#include "ptrain/comm/host_values.hpp"
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/detail/gradient_buckets.hpp"
@@ -22,6 +29,37 @@ namespace ptrain {
 struct DataParallelOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;  // of gradients in the model's scalar type
   bool broadcast_buffers = true;                     // running statistics from rank 0 at setup
+};
+
+namespace detail {
+template <class V>
+struct ParameterOf;
+template <class T, class D>
+struct ParameterOf<Var<T, D>> {
+  using scalar = T;
+  using device = D;
+};
+// What a model's named_parameters() hold: Var<T, D>.
+template <class Model>
+using parameter_of = ParameterOf<
+    typename std::remove_cvref_t<decltype(std::declval<Model&>().named_parameters())>::value_type::second_type>;
+
+// The memory a device's tensors live in: the host for Cpu and HostEmulated, else the device's own.
+template <class D>
+using memory_of = std::conditional_t<std::is_base_of_v<Cpu, D>, Cpu, D>;
+
+template <class T, class D>
+std::span<T> elements(Tensor<T, D>& t) {
+  return {t.data(), static_cast<std::size_t>(t.numel())};
+}
+}  // namespace detail
+
+// A model DataParallel can hold (nn::Module<T, D> or any type with these): named Var<T, D>
+// parameters and named buffers (Tensor<T, D>*).
+template <class Model>
+concept DataParallelModel = requires(Model& m) {
+  typename detail::parameter_of<Model>::scalar;
+  m.named_buffers();
 };
 
 template <class BackendTag, class CompressionTag = Fp32>
@@ -58,36 +96,45 @@ class DataParallel {
   }
 
   // Trainer point: same model on every rank, rank 0's weights everywhere, hooks installed.
-  template <class T>
-  void setup(Module<T>& model) {
+  template <DataParallelModel Model>
+  void setup(Model& model) {
+    using T = typename detail::parameter_of<Model>::scalar;
+    using D = typename detail::parameter_of<Model>::device;
+    static_assert(!std::is_same_v<detail::memory_of<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
+                  "DataParallel: this model is in host memory (Cpu or HostEmulated) but the backend's communicator "
+                  "moves device memory (NcclAllreduce): use MpiAllreduce or SelfAllreduce");
+    static_assert(std::is_same_v<detail::memory_of<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, D>,
+                  "DataParallel: a model on a GPU (Var<T, Cuda>) needs a communicator that moves GPU memory: use "
+                  "DataParallel<NcclAllreduce, ...> (ptrain/parallel/nccl_allreduce.hpp, nvcc), not MpiAllreduce "
+                  "or SelfAllreduce");
     std::vector<std::string> descriptions;
     for (const auto& [name, p] : model.named_parameters()) descriptions.push_back("parameter " + name + " " + p.shape().str());
     for (const auto& [name, b] : model.named_buffers()) descriptions.push_back("buffer " + name + " " + b->shape().str());
     detail::check_same_model(*comm_, descriptions, "DataParallel");
 
-    for (auto& [name, p] : model.named_parameters()) comm_->broadcast(p.value(), 0);
+    for (auto& [name, p] : model.named_parameters()) comm_->broadcast(detail::elements(p.value()), 0);
     if (options_.broadcast_buffers)
-      for (auto& [name, b] : model.named_buffers()) comm_->broadcast(*b, 0);
+      for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
 
-    std::vector<Var<T>> trainable;
+    std::vector<Var<T, D>> trainable;
     for (auto& [name, p] : model.named_parameters())
       if (p.requires_grad()) trainable.push_back(p);
     using Wire = typename CompressionTag::template wire<T>;
-    sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire>>(*comm_, std::move(trainable),
-                                                                        options_.bucket_bytes);
+    sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire, D>>(*comm_, std::move(trainable),
+                                                                           options_.bucket_bytes);
   }
 
   // Trainer point: micro-steps of gradient accumulation that end in no optimizer step keep their
   // gradients local.
-  template <class T>
-  void before_backward(Module<T>&, bool ends_in_step) {
+  template <DataParallelModel Model>
+  void before_backward(Model&, bool ends_in_step) {
     check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
     sync_->set_sync(ends_in_step);
   }
 
   // Trainer point: every gradient averaged over the world.
-  template <class T>
-  bool before_optimizer_step(Module<T>&) {
+  template <DataParallelModel Model>
+  bool before_optimizer_step(Model&) {
     check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
     sync_->finish();
     return true;
@@ -98,7 +145,7 @@ class DataParallel {
     requires requires(Totals t) { t.loss_sum + t.correct + t.samples; }
   void reduce(Totals& totals) {
     double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
-    comm_->allreduce_sum(std::span<double>(sums));
+    host_allreduce_sum(*comm_, std::span<double>(sums));
     totals.loss_sum = sums[0];
     totals.correct = sums[1];
     totals.samples = sums[2];

@@ -85,6 +85,17 @@ struct Cast {
   To* dst;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const { dst[i] = cast_scalar<To>(src[i]); }
 };
+// dst[i] = To(src[i]) * scale, the product in To's accumulate type: the cast and the scaling of
+// a data-parallel gradient (parallel/detail/gradient_buckets.hpp) in one pass.
+template <class From, class To>
+struct CastScaled {
+  const From* src;
+  To* dst;
+  accumulate_t<To> scale;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    dst[i] = from_accumulate<To>(to_accumulate(cast_scalar<To>(src[i])) * scale);
+  }
+};
 
 // out[i] = f(in[i]) (kernels/cpu/elementwise.hpp map); in may equal out.
 template <class Ex, class T, class F>
@@ -171,6 +182,12 @@ template <class Ex, class From, class To>
 void cast(const Ex& ex, const From* src, To* dst, std::int64_t n) {
   check(n >= 0, "cast: negative element count ", n);
   ex.indexed(n, Cast<From, To>{src, dst});
+}
+// dst[i] = To(src[i]) * scale; From may equal To and src may equal dst.
+template <class Ex, class From, class To>
+void cast_scaled(const Ex& ex, const From* src, To* dst, std::int64_t n, accumulate_t<To> scale) {
+  check(n >= 0, "cast_scaled: negative element count ", n);
+  ex.indexed(n, CastScaled<From, To>{src, dst, scale});
 }
 
 }  // namespace ptrain::kernels::indexed

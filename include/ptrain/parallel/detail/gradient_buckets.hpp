@@ -7,6 +7,10 @@
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
 // this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
+//
+// On a device other than Cpu (Var<T, D>, D an ExecutorDevice) the buckets are Tensor<Wire, D> and
+// the copies, casts, zero fills and averages run as kernels through executor_for<D>; the
+// communicator gets a span over the bucket's memory (device memory for Cuda, reduced by NcclComm).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -18,6 +22,8 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
 
 namespace ptrain::detail {
 
@@ -32,10 +38,10 @@ class GradientSync {
   virtual std::size_t bucket_count() const = 0;
 };
 
-template <class T, Communicator Comm, class Wire>
+template <class T, Communicator Comm, class Wire, class D = Cpu>
 class BucketedAllreduce final : public GradientSync {
  public:
-  BucketedAllreduce(Comm& comm, std::vector<Var<T>> params, std::size_t bucket_bytes) : comm_(comm) {
+  BucketedAllreduce(Comm& comm, std::vector<Var<T, D>> params, std::size_t bucket_bytes) : comm_(comm) {
     std::int64_t in_bucket = 0;
     for (auto it = params.rbegin(); it != params.rend(); ++it) {
       const std::int64_t n = it->numel();
@@ -50,11 +56,11 @@ class BucketedAllreduce final : public GradientSync {
       b.size = in_bucket;
     }
     for (auto& b : buckets_) {
-      b.buffer = Tensor<Wire>({b.size});
+      b.buffer = Tensor<Wire, D>({b.size});
       b.pending = b.slots.size();
     }
     for (std::size_t s = 0; s < slots_.size(); ++s)
-      slots_[s].param.on_grad_ready([this, s](Node<T>& node) { gradient_ready(s, node); });
+      slots_[s].param.on_grad_ready([this, s](Node<T, D>& node) { gradient_ready(s, node); });
   }
   ~BucketedAllreduce() override {
     for (auto& slot : slots_) slot.param.on_grad_ready(nullptr);
@@ -70,7 +76,7 @@ class BucketedAllreduce final : public GradientSync {
       Bucket& bucket = buckets_[b];
       for (std::size_t s : bucket.slots)
         if (!slots_[s].ready) {
-          std::fill_n(bucket.buffer.data() + slots_[s].offset, slots_[s].numel, Wire(0.0f));
+          zero_fill(bucket.buffer.data() + slots_[s].offset, slots_[s].numel);
           slots_[s].ready = true;
         }
       bucket.pending = 0;
@@ -85,13 +91,13 @@ class BucketedAllreduce final : public GradientSync {
         // The later buckets' reductions move on only inside MPI: poke them between the copies.
         poke(b + 1, buckets_.size());
         Slot& slot = slots_[s];
-        Tensor<T>& grad = slot.param.grad();
+        Tensor<T, D>& grad = slot.param.grad();
         if constexpr (std::is_same_v<Wire, T>) {
           // Averaged on the way in: the gradient becomes a view of the reduced bucket, no copy back
           // (DDP's gradient_as_bucket_view). The next step's zero_grad lets go of it.
           grad = bucket.buffer.slice(slot.offset, slot.offset + slot.numel).reshape(slot.param.shape());
         } else {
-          if (!grad.defined()) grad = Tensor<T>(slot.param.shape());
+          if (!grad.defined()) grad = Tensor<T, D>(slot.param.shape());
           average_into(bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
         }
         slot.ready = false;
@@ -103,7 +109,7 @@ class BucketedAllreduce final : public GradientSync {
 
  private:
   struct Slot {
-    Var<T> param;
+    Var<T, D> param;
     std::size_t bucket;
     std::int64_t offset, numel;
     bool ready;
@@ -111,17 +117,23 @@ class BucketedAllreduce final : public GradientSync {
   struct Bucket {
     std::vector<std::size_t> slots;
     std::int64_t size = 0;
-    Tensor<Wire> buffer;
+    Tensor<Wire, D> buffer;
     std::size_t pending = 0;
     std::optional<typename Comm::Request> request;
   };
 
-  void gradient_ready(std::size_t s, Node<T>& node) {
+  void gradient_ready(std::size_t s, Node<T, D>& node) {
     Slot& slot = slots_[s];
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
     Wire* dst = bucket.buffer.data() + slot.offset;
-    if constexpr (std::is_same_v<Wire, T>) {
+    if constexpr (!std::is_same_v<D, Cpu>) {
+      const kernels::executor_for<D> ex;
+      if constexpr (std::is_same_v<Wire, T>)
+        kernels::indexed::cast_scaled(ex, node.grad.data(), dst, slot.numel, T(1) / static_cast<T>(comm_.size()));
+      else
+        kernels::indexed::cast(ex, node.grad.data(), dst, slot.numel);
+    } else if constexpr (std::is_same_v<Wire, T>) {
       // Scaled by 1/world here, so the reduced bucket is already the average. The gradient may
       // itself be last step's view of this very range (accumulation without zero_grad): in place.
       const T inverse_world = T(1) / static_cast<T>(comm_.size());
@@ -143,15 +155,24 @@ class BucketedAllreduce final : public GradientSync {
       if (buckets_[b].request) buckets_[b].request->test();
   }
 
-  // grad = sum * inverse_world in one pass over memory: cast and scale a cache-sized chunk at a
-  // time (a whole-tensor cast followed by a whole-tensor scale reads and writes it twice).
+  static void zero_fill(Wire* p, std::int64_t numel) {
+    if constexpr (std::is_same_v<D, Cpu>) std::fill_n(p, numel, Wire(0.0f));
+    else kernels::indexed::fill(kernels::executor_for<D>{}, p, numel, 0.0f);
+  }
+
+  // grad = sum * inverse_world in one pass over memory. On the CPU: cast and scale a cache-sized
+  // chunk at a time (a whole-tensor cast followed by a whole-tensor scale reads and writes it twice).
   static void average_into(const Wire* sum, T* grad, std::int64_t numel, T inverse_world) {
-    const auto n = static_cast<std::size_t>(numel);
-    constexpr std::size_t chunk = 4096;
-    for (std::size_t at = 0; at < n; at += chunk) {
-      const std::size_t m = std::min(chunk, n - at);
-      convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
-      for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
+    if constexpr (!std::is_same_v<D, Cpu>) {
+      kernels::indexed::cast_scaled(kernels::executor_for<D>{}, sum, grad, numel, inverse_world);
+    } else {
+      const auto n = static_cast<std::size_t>(numel);
+      constexpr std::size_t chunk = 4096;
+      for (std::size_t at = 0; at < n; at += chunk) {
+        const std::size_t m = std::min(chunk, n - at);
+        convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
+        for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
+      }
     }
   }
 

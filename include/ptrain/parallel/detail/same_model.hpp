@@ -2,7 +2,8 @@
 // Every rank must hold the same parameters and buffers, with the same names and shapes, in the
 // same order: data parallelism reduces them by position. Each rank hashes the description of
 // each entry; the hashes are gathered; the first entry where some rank differs from rank 0 is
-// reported identically on every rank.
+// reported identically on every rank. The values travel as host values (comm/host_values.hpp),
+// so a communicator of device memory (NcclComm) checks the model as well.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/host_values.hpp"
 #include "ptrain/core/error.hpp"
 
 namespace ptrain::detail {
@@ -31,7 +33,7 @@ std::string broadcast_text(C& comm, const std::string& text, int root) {
     buffer[0] = static_cast<double>(n);
     for (std::size_t i = 0; i < n; ++i) buffer[i + 1] = static_cast<unsigned char>(text[i]);
   }
-  comm.broadcast(std::span<double>(buffer), root);
+  host_broadcast(comm, std::span<double>(buffer), root);
   std::string out(static_cast<std::size_t>(buffer[0]), ' ');
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(static_cast<int>(buffer[i + 1]));
   return out;
@@ -43,13 +45,13 @@ void check_same_model(C& comm, const std::vector<std::string>& descriptions, con
   const int ranks = comm.size();
   std::vector<double> counts(static_cast<std::size_t>(ranks));
   const double mine = static_cast<double>(descriptions.size());
-  comm.allgather(std::span<const double>(&mine, 1), std::span<double>(counts));
+  host_allgather(comm, std::span<const double>(&mine, 1), std::span<double>(counts));
   std::size_t longest = 0;
   for (double c : counts) longest = std::max(longest, static_cast<std::size_t>(c));
 
   std::vector<double> hashes(longest, -1.0), all(longest * static_cast<std::size_t>(ranks));
   for (std::size_t i = 0; i < descriptions.size(); ++i) hashes[i] = fnv1a(descriptions[i]);
-  comm.allgather(std::span<const double>(hashes), std::span<double>(all));
+  host_allgather(comm, std::span<const double>(hashes), std::span<double>(all));
 
   for (std::size_t i = 0; i < longest; ++i)
     for (int r = 1; r < ranks; ++r) {

@@ -1,0 +1,95 @@
+#pragma once
+// Device check: DataParallel<NcclAllreduce, ...> on a Var<float, Cuda> MLP over a world of one:
+// the averaged gradients are the model's own, exactly with fp32 on the wire (views of the reduced
+// bucket) and within fp16 rounding with fp16. It needs an MPI session (NcclComm takes NCCL's id
+// through MPI), which device_check's main does not start: there the whole NcclAllreduce path is
+// compiled (instantiated) but not run. Without the MPI headers (a target not linked to
+// ptrain::mpi) the check is left out.
+#include <cstdio>
+
+#if __has_include(<mpi.h>) && __has_include(<nccl.h>)
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ptrain/autograd/device_ops/activation.hpp>
+#include <ptrain/autograd/device_ops/linear.hpp>
+#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/kernels/cuda/executor_for.cuh>
+#include <ptrain/launch/mpi_session.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+
+#include "../../common/device_mlp.hpp"
+#include "checks/common.cuh"
+
+namespace ptrain::device_checks {
+
+namespace data_parallel_detail {
+// What DataParallel needs of a model: named Var<float, Cuda> parameters and named buffers.
+struct CudaMlp {
+  std::vector<Var<float, Cuda>> params;  // w1, b1, w2, b2
+
+  explicit CudaMlp(const std::vector<Tensor<float>>& weights) {
+    for (const auto& w : weights) params.emplace_back(w.to<Cuda>(), true);
+  }
+  std::vector<std::pair<std::string, Var<float, Cuda>>> named_parameters() {
+    return {{"w1", params[0]}, {"b1", params[1]}, {"w2", params[2]}, {"b2", params[3]}};
+  }
+  std::vector<std::pair<std::string, Tensor<float, Cuda>*>> named_buffers() { return {}; }
+  Var<float, Cuda> loss(const Tensor<float>& x, const std::vector<std::int64_t>& targets) {
+    const Var<float, Cuda> input(x.to<Cuda>());
+    return cross_entropy(linear(relu(linear(input, params[0], params[1])), params[2], params[3]), targets);
+  }
+};
+
+// One data-parallel step's averaged gradients against the same model's own (world of one).
+template <class Compression>
+void check_one_step(NcclComm& nccl, double tol) {
+  const auto weights = test::mlp_weights<float>(6, 9, 4, 41);
+  const Tensor<float> x = signed_values<float>(Shape{8, 6}, 42, -1.0, 1.0);
+  const std::vector<std::int64_t> targets{0, 1, 2, 3, 3, 2, 1, 0};
+
+  CudaMlp alone(weights);
+  backward(alone.loss(x, targets));
+
+  CudaMlp model(weights);
+  DataParallel<NcclAllreduce, Compression> dp(nccl, {.bucket_bytes = 64});
+  dp.setup(model);
+  dp.before_backward(model, true);
+  backward(model.loss(x, targets));
+  dp.before_optimizer_step(model);
+  for (std::size_t i = 0; i < model.params.size(); ++i)
+    expect_close(model.params[i].grad(), alone.params[i].grad().to<Cpu>(), tol,
+                 std::string("DataParallel<NcclAllreduce, ") + Compression::name + "> on Var<float, Cuda>: gradient " +
+                     std::to_string(i) + " averaged over a world of one");
+  expect(dp.bucket_count() > 1, "DataParallel<NcclAllreduce>: 64-byte buckets make several");
+}
+}  // namespace data_parallel_detail
+
+// Under an MPI session of one rank (a program that has one).
+inline void check_data_parallel(MpiSession& session) {
+  MpiComm world(session);
+  if (world.size() != 1) {
+    std::printf("skip: the DataParallel<NcclAllreduce> check runs on a world of one rank\n");
+    return;
+  }
+  NcclComm nccl(world, 0);
+  data_parallel_detail::check_one_step<Fp32>(nccl, 1e-6);
+  data_parallel_detail::check_one_step<Fp16>(nccl, 1e-3);
+}
+
+inline void check_data_parallel() {
+  std::printf("skip: DataParallel<NcclAllreduce> needs an MPI session; compiled, not run\n");
+}
+
+}  // namespace ptrain::device_checks
+
+#else
+namespace ptrain::device_checks {
+inline void check_data_parallel() {
+  std::printf("skip: DataParallel<NcclAllreduce> left out (built without the MPI and NCCL headers)\n");
+}
+}  // namespace ptrain::device_checks
+#endif
