@@ -3,6 +3,7 @@
 // ptrain/mpi.hpp, so that a CPU-only user needs neither toolkit.
 #include "ptrain/comm/any_comm.hpp"
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/host_values.hpp"
 #include "ptrain/comm/self_comm.hpp"
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
