@@ -14,13 +14,13 @@
 #include <vector>
 
 #include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/optim/device_sgd.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 
-#include "../common/device_mlp.hpp"
+#include "../common/device_amp.hpp"
 #include "../common/stdout_capture.hpp"
 
 using namespace ptrain;
@@ -47,23 +47,11 @@ struct ptrain::kernels::ExecutorFor<CountingDevice> {
 
 namespace {
 
-// The smallest model the policy takes: anything whose parameters() gives the Var<T, D>s.
-template <class T, class D>
-struct Mlp {
-  std::vector<Var<T, D>> weights;  // w1, b1, w2, b2
-  std::vector<Var<T, D>> parameters() const { return weights; }
-  Var<T, D> forward(const Var<T, D>& x) const {
-    return linear(relu(linear(x, weights[0], weights[1])), weights[2], weights[3]);
-  }
-};
-
 const std::vector<std::int64_t> targets{0, 3, 1, 4, 2, 2, 0, 1};
 
 template <class T, class D>
-Mlp<T, D> make_mlp(bool freeze_b1 = false) {
-  Mlp<T, D> m;
-  for (const auto& w : test::mlp_weights<float>(6, 16, 5, 7))
-    m.weights.emplace_back(tensor_cast<T>(w).template to<D>(), true);
+test::AmpMlp<T, D> make_mlp(bool freeze_b1 = false) {
+  auto m = test::amp_mlp<T, D>(6, 16, 5, 7);
   if (freeze_b1) m.weights[1].set_requires_grad(false);
   return m;
 }
@@ -84,34 +72,15 @@ bool same_bits(const Tensor<T, D>& a, const Tensor<T, D>& b) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
 }
 
-// One Trainer step driven by hand: the loss scaled through cross_entropy's grad_scale, backward,
-// after_backward(model) (to inject gradients), the policy's points around the optimizer's step.
-// Returns whether the step was taken.
 template <class Amp, class Model, class Opt, class T, class AfterBackward>
 bool train_step(Amp& amp, Model& model, Opt& opt, const Tensor<T>& x, const AfterBackward& after_backward) {
-  using D = typename Amp::device_type;
-  for (auto& w : model.weights) w.zero_grad();
-  const Var<T, D> loss = cross_entropy(model.forward(Var<T, D>(x.template to<D>())), targets, 0.0, amp.loss_scale());
-  backward(loss);
-  after_backward(model);
-  const bool proceed = amp.before_optimizer_step(model);
-  if (proceed) {
-    NoGradGuard no_grad;
-    opt.step();
-  }
-  amp.after_optimizer_step(model);
-  return proceed;
+  return test::amp_train_step(amp, model, opt, x, targets, after_backward);
 }
 
 // poison 1: an inf written into w2's gradient; 2: a NaN; 0: nothing.
 auto poisoner(int poison) {
   return [poison](auto& model) {
-    using Grad = std::decay_t<decltype(model.weights[2].grad())>;
-    using T = typename Grad::value_type;
-    using D = typename Grad::device_type;
-    if (!poison) return;
-    const T bad(poison == 1 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN());
-    D::copy_from_host(model.weights[2].grad().data() + 5, &bad, 1);
+    if (poison) test::poison_w2(poison == 1 ? std::numeric_limits<float>::infinity() : std::nanf(""))(model);
   };
 }
 const auto no_change = [](auto&) {};
@@ -136,7 +105,7 @@ void check_steps_match_cpu(int steps, bool same_gradients, double tol) {
   DeviceSgd<float, HostEmulated> dev_sgd(dev_amp.master_parameters(), sgd_options);
   const Tensor<T> x = inputs<T>();
   const auto b1_before = as_floats(dev.weights[1].value());
-  const auto device_gradients = [&](Mlp<T, Cpu>& model) {
+  const auto device_gradients = [&](test::AmpMlp<T, Cpu>& model) {
     if (!same_gradients) return;
     for (std::size_t i = 0; i < 4; ++i)
       if (model.weights[i].grad().defined()) model.weights[i].grad() = dev.weights[i].grad().template to<Cpu>();
@@ -279,7 +248,7 @@ BOOST_AUTO_TEST_CASE(one_device_read_per_step) {
     std::vector<half> values(static_cast<std::size_t>(n), half(0.5f));
     params.emplace_back(Tensor<half, CountingDevice>::from({n}, values), true);
   }
-  Mlp<half, CountingDevice> model{params};
+  test::AmpMlp<half, CountingDevice> model{params};
   MixedPrecision<Fp16, CountingDevice> amp(model);
   for (int poisoned = 0; poisoned < 2; ++poisoned) {
     for (auto& p : params) p.grad() = Tensor<half, CountingDevice>::full(p.shape(), half(2.0f));
