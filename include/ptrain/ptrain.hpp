@@ -71,6 +71,7 @@
 #include "ptrain/models/small_cnn.hpp"
 
 #include "ptrain/optim/adam.hpp"
+#include "ptrain/optim/device_adam.hpp"
 #include "ptrain/optim/device_sgd.hpp"
 #include "ptrain/optim/one_cycle.hpp"
 #include "ptrain/optim/optimizer.hpp"

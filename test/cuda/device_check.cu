@@ -15,6 +15,7 @@
 #include "checks/autograd.cuh"
 #include "checks/autograd_spatial.cuh"
 #include "checks/data_parallel.cuh"
+#include "checks/mixed_precision.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -41,6 +42,7 @@ int main() {
     check_autograd();
     check_autograd_spatial();
     check_data_parallel();
+    check_mixed_precision();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/data/dataset.hpp>
 #include <ptrain/data/loader.hpp>
@@ -19,41 +17,14 @@
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/stdout_capture.hpp"
+
 using namespace ptrain;
+using ptrain::test::StdoutCapture;
 
 namespace {
 
 const TrainerOptions quiet{.csv_log = "", .progress_bar = false, .print_epochs = false};
-
-// What the code in between writes to stdout (file descriptor 1).
-class StdoutCapture {
- public:
-  StdoutCapture() : file_(std::tmpfile()) {
-    std::fflush(stdout);
-    saved_ = ::dup(::fileno(stdout));
-    ::dup2(::fileno(file_), ::fileno(stdout));
-  }
-  StdoutCapture(const StdoutCapture&) = delete;
-  StdoutCapture& operator=(const StdoutCapture&) = delete;
-  ~StdoutCapture() { finish(); }
-  std::string finish() {
-    if (!file_) return text_;
-    std::fflush(stdout);
-    ::dup2(saved_, ::fileno(stdout));
-    ::close(saved_);
-    std::rewind(file_);
-    char buffer[4096];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text_.append(buffer, n);
-    std::fclose(file_);
-    file_ = nullptr;
-    return text_;
-  }
-
- private:
-  std::FILE* file_;
-  int saved_ = -1;
-  std::string text_;
-};
 
 // Uniform values rounded to T, as float.
 template <class T>

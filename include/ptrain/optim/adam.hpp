@@ -41,6 +41,35 @@ struct AdamWOptions {
 
 namespace detail {
 
+// The hyperparameters a schedule changes, checked where they are used (Adam, AdamW and their
+// device twins in optim/device_adam.hpp).
+template <class Options>
+void check_adam_step_options(const char* name, const Options& options) {
+  check_hyper(options.lr >= 0 && std::isfinite(options.lr), name, "learning rate", options.lr, "a finite value >= 0");
+  check_hyper(options.beta1 >= 0 && options.beta1 < 1, name, "beta1", options.beta1, "in [0, 1)");
+}
+// All of them, checked when an optimizer is made.
+template <class Options>
+void check_adam_options(const char* name, const Options& options) {
+  check_adam_step_options(name, options);
+  check_hyper(options.eps >= 0 && std::isfinite(options.eps), name, "epsilon", options.eps, "a finite value >= 0");
+  check_hyper(options.beta2 >= 0 && options.beta2 < 1, name, "beta2", options.beta2, "in [0, 1)");
+  check_hyper(options.weight_decay >= 0 && std::isfinite(options.weight_decay), name, "weight_decay",
+              options.weight_decay, "a finite value >= 0");
+}
+// Any finite value is taken (a schedule stepped once past its end may leave the valid range, as
+// in PyTorch); step() refuses to use an invalid one.
+template <class Options>
+void set_adam_lr(const char* name, Options& options, double lr) {
+  check_hyper(std::isfinite(lr), name, "learning rate", lr, "a finite value");
+  options.lr = lr;
+}
+template <class Options>
+void set_adam_beta1(const char* name, Options& options, double beta1) {
+  check_hyper(std::isfinite(beta1), name, "beta1", beta1, "a finite value");
+  options.beta1 = beta1;
+}
+
 // The shared body; Decoupled selects AdamW's weight decay.
 template <class T, bool Decoupled>
 class AdamImpl {
@@ -50,18 +79,13 @@ class AdamImpl {
   static constexpr const char* name = Decoupled ? "AdamW" : "Adam";
 
   AdamImpl(std::vector<Var<T>> params, Options options) : params_(std::move(params)), options_(options) {
-    check_options();
-    check_hyper(options_.eps >= 0 && std::isfinite(options_.eps), name, "epsilon", options_.eps,
-                "a finite value >= 0");
-    check_hyper(options_.beta2 >= 0 && options_.beta2 < 1, name, "beta2", options_.beta2, "in [0, 1)");
-    check_hyper(options_.weight_decay >= 0 && std::isfinite(options_.weight_decay), name, "weight_decay",
-                options_.weight_decay, "a finite value >= 0");
+    check_adam_options(name, options_);
     check_params(name, params_);
     state_.resize(params_.size());
   }
 
   void step() {
-    check_options();
+    check_adam_step_options(name, options_);
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const Tensor<T>* grad = step_grad(name, params_, i);
       if (grad) update(i, *grad);
@@ -70,19 +94,11 @@ class AdamImpl {
 
   void zero_grad(bool set_to_none = true) { zero_grads(params_, set_to_none); }
 
-  // Any finite value is taken (a schedule stepped once past its end may leave the valid range,
-  // as in PyTorch); step() refuses to use an invalid one.
   double lr() const { return options_.lr; }
-  void set_lr(double lr) {
-    check_hyper(std::isfinite(lr), name, "learning rate", lr, "a finite value");
-    options_.lr = lr;
-  }
+  void set_lr(double lr) { set_adam_lr(name, options_, lr); }
   // beta1, the knob OneCycleLR cycles.
   double momentum() const { return options_.beta1; }
-  void set_momentum(double beta1) {
-    check_hyper(std::isfinite(beta1), name, "beta1", beta1, "a finite value");
-    options_.beta1 = beta1;
-  }
+  void set_momentum(double beta1) { set_adam_beta1(name, options_, beta1); }
   const Options& options() const { return options_; }
   const std::vector<Var<T>>& params() const { return params_; }
 
@@ -150,13 +166,6 @@ class AdamImpl {
   }
 
  private:
-  // The hyperparameters a schedule changes, checked where they are used.
-  void check_options() const {
-    check_hyper(options_.lr >= 0 && std::isfinite(options_.lr), name, "learning rate", options_.lr,
-                "a finite value >= 0");
-    check_hyper(options_.beta1 >= 0 && options_.beta1 < 1, name, "beta1", options_.beta1, "in [0, 1)");
-  }
-
   struct ParamState {
     std::int64_t step = 0;  // 0: not created yet
     Tensor<T> exp_avg, exp_avg_sq, max_exp_avg_sq;

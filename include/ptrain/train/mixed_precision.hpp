@@ -6,12 +6,17 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/log.hpp"
-#include "ptrain/nn/module.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
+#include "ptrain/kernels/indexed/optim.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 
@@ -29,7 +34,13 @@ namespace ptrain {
 // scales nothing (scale 1), but still skips a step with inf or NaN gradients.
 // Batch norm weights and buffers are stored in the 16-bit type (Apex O2 keeps them in fp32); their
 // statistics and updates are computed in float.
-template <class Precision>
+//
+// On a device D other than Cpu (MixedPrecision<Fp16, Cuda>, a model of Var<half, Cuda>) the
+// masters are Var<float, D> (step them with DeviceSgd<float, D> or DeviceAdam<float, D>); the
+// casts and the unscaling run as kernels (kernels/indexed/), and the inf/NaN check is one flag on
+// the device, read back once per step. A model is anything whose parameters() gives the
+// Var<T, D>s, in a fixed order.
+template <class Precision, class D = Cpu>
 class MixedPrecision {
   static_assert(std::same_as<Precision, Fp16> || std::same_as<Precision, Bf16>,
                 "MixedPrecision<Fp16> or MixedPrecision<Bf16>: a float model trains without this policy "
@@ -38,6 +49,7 @@ class MixedPrecision {
  public:
   using scalar_type = typename Precision::template wire<float>;  // half or bfloat16
   using T = scalar_type;
+  using device_type = D;
 
   // Fp16: Apex's dynamic loss scaling from 2^16. Bf16: none.
   static LossScalerOptions default_scaling() {
@@ -45,22 +57,28 @@ class MixedPrecision {
     else return {.initial_scale = 1.0, .dynamic = false};
   }
 
-  explicit MixedPrecision(const Module<T>& model, LossScalerOptions scaling = default_scaling())
-      : params_(model.parameters()), scaler_(scaling) {
+  template <class Model>
+  explicit MixedPrecision(const Model& model, LossScalerOptions scaling = default_scaling())
+      : params_(parameters_of(model)), scaler_(scaling) {
     check(!params_.empty(), "MixedPrecision<", Precision::name, ">: the model has no parameters");
     masters_.reserve(params_.size());
-    for (const auto& p : params_) masters_.emplace_back(tensor_cast<float>(p.value()), p.requires_grad());
+    for (const auto& p : params_) {
+      Tensor<float, D> master(p.shape());
+      copy(p.value(), master);
+      masters_.emplace_back(std::move(master), p.requires_grad());
+    }
   }
 
   // The fp32 copies the optimizer steps, in the model's parameter order.
-  const std::vector<Var<float>>& master_parameters() const { return masters_; }
+  const std::vector<Var<float, D>>& master_parameters() const { return masters_; }
   double loss_scale() const { return scaler_.scale(); }
   const LossScaler& scaler() const { return scaler_; }
 
   // The Trainer's model must be the one the masters were made from. Its weights may have changed
   // since (DataParallel broadcasts rank 0's just before): the masters start from them.
-  void setup(Module<T>& model) {
-    const auto params = model.parameters();
+  template <class Model>
+  void setup(Model& model) {
+    const auto params = parameters_of(model);
     bool same = params.size() == params_.size();
     for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].node() == params_[i].node();
     check(same, "MixedPrecision<", Precision::name, ">: the Trainer's model is not the one this policy was made from");
@@ -69,23 +87,23 @@ class MixedPrecision {
 
   // Copies the gradients into the masters' and unscales them; false (skip the step) when one holds
   // an inf or NaN, after updating the loss scale.
-  bool before_optimizer_step(Module<T>&) {
-    const auto inverse = static_cast<float>(1.0 / scaler_.scale());
+  template <class Model>
+  bool before_optimizer_step(Model&) {
+    start_inf_check();
     bool finite = true;
     for (std::size_t i = 0; i < params_.size() && finite; ++i) {
-      const Var<T>& p = params_[i];
-      Var<float>& master = masters_[i];
+      const Var<T, D>& p = params_[i];
+      Var<float, D>& master = masters_[i];
       master.set_requires_grad(p.requires_grad());
       if (!p.requires_grad() || !p.grad().defined()) {
         master.zero_grad();
         continue;
       }
-      Tensor<float>& g = master.grad();
-      if (!g.defined() || g.shape() != p.shape()) g = Tensor<float>(p.shape());
-      copy(p.grad(), g);
-      if (inverse != 1.0f) g.array() *= inverse;
-      finite = std::isfinite(g.array().abs().template maxCoeff<Eigen::PropagateNaN>());
+      Tensor<float, D>& g = master.grad();
+      if (!g.defined() || g.shape() != p.shape()) g = Tensor<float, D>(p.shape());
+      finite = unscale(p.grad(), g);
     }
+    finite = finite && no_inf_found();
     scaler_.update(!finite);
     skipped_ = !finite;
     if (finite) return true;
@@ -96,7 +114,8 @@ class MixedPrecision {
   }
 
   // The stepped masters, rounded, become the model's weights.
-  void after_optimizer_step(Module<T>&) {
+  template <class Model>
+  void after_optimizer_step(Model&) {
     if (skipped_) {
       skipped_ = false;
       return;
@@ -106,15 +125,58 @@ class MixedPrecision {
   }
 
  private:
-  template <class From, class To>
-  static void copy(const Tensor<From>& from, Tensor<To>& to) {
-    const auto n = static_cast<std::size_t>(from.numel());
-    convert(std::span<const From>(from.data(), n), std::span<To>(to.data(), n));
+  static constexpr bool on_cpu = std::is_same_v<D, Cpu>;
+
+  template <class Model>
+  static std::vector<Var<T, D>> parameters_of(const Model& model) {
+    static_assert(std::convertible_to<decltype(model.parameters()), std::vector<Var<T, D>>>,
+                  "MixedPrecision<Precision, D>: the model's parameters() must give std::vector<Var<T, D>>, "
+                  "T the precision's 16-bit type (half for Fp16, bfloat16 for Bf16) and D this policy's device");
+    return model.parameters();
   }
 
-  std::vector<Var<T>> params_;
-  std::vector<Var<float>> masters_;
+  // What differs by device: the element casts, and how the inf/NaN check is made (on the CPU per
+  // tensor on the host; on a device into one flag there, read back once by no_inf_found).
+  template <class From, class To>
+  static void copy(const Tensor<From, D>& from, Tensor<To, D>& to) {
+    if constexpr (on_cpu) {
+      const auto n = static_cast<std::size_t>(from.numel());
+      convert(std::span<const From>(from.data(), n), std::span<To>(to.data(), n));
+    } else {
+      kernels::indexed::cast(kernels::executor_for<D>{}, from.data(), to.data(), from.numel());
+    }
+  }
+
+  void start_inf_check() {
+    if constexpr (!on_cpu) {
+      if (!found_inf_.defined()) found_inf_ = Tensor<std::int32_t, D>(Shape{1});
+      found_inf_.zero();
+    }
+  }
+
+  // master_grad = grad / scale; false when the CPU saw an inf or NaN in it.
+  bool unscale(const Tensor<T, D>& grad, Tensor<float, D>& master_grad) {
+    if constexpr (on_cpu) {
+      const auto inverse = static_cast<float>(1.0 / scaler_.scale());
+      copy(grad, master_grad);
+      if (inverse != 1.0f) master_grad.array() *= inverse;
+      return std::isfinite(master_grad.array().abs().template maxCoeff<Eigen::PropagateNaN>());
+    } else {
+      kernels::indexed::unscale_gradients(kernels::executor_for<D>{}, grad.data(), master_grad.data(), grad.numel(),
+                                          scaler_.scale(), found_inf_.data());
+      return true;
+    }
+  }
+
+  bool no_inf_found() const {
+    if constexpr (on_cpu) return true;
+    else return found_inf_.to_vector()[0] == 0;  // the step's one device-to-host copy
+  }
+
+  std::vector<Var<T, D>> params_;
+  std::vector<Var<float, D>> masters_;
   LossScaler scaler_;
+  Tensor<std::int32_t, D> found_inf_;  // devices only
   bool skipped_ = false;
 };
 
