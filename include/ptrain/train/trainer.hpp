@@ -69,9 +69,12 @@ class Trainer {
   static_assert(std::derived_from<Model, Module<T, D>>,
                 "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
 
+  // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
-  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options = {},
-          Policies... policies)
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer)
+      : Trainer(std::move(model), std::move(optimizer), TrainerOptions{}) {}
+  template <class Opt>
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options, Policies... policies)
       : model_(std::move(model)), options_(std::move(options)), policies_(std::move(policies)...) {
     static_assert(Optimizer<Opt>, "Trainer: the optimizer must satisfy ptrain::Optimizer (step, zero_grad, lr, set_lr)");
     check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
