@@ -1,6 +1,7 @@
 #pragma once
-// add (the residual connection) on a device other than Cpu (HostEmulated, Cuda): the CPU op's
-// check and backward, the sum by kernels::indexed::map2 through executor_for<D>.
+// add (the residual connection) and scale on a device other than Cpu (HostEmulated, Cuda): the CPU
+// ops' checks and backward, the elementwise work by kernels::indexed::map/map2 through executor_for<D>.
+#include <type_traits>
 #include <utility>
 
 #include "ptrain/autograd/ops/arithmetic.hpp"
@@ -24,6 +25,28 @@ Var<T, D> add(const Var<T, D>& a, const Var<T, D>& b) {
 template <class T, kernels::ExecutorDevice D>
 Var<T, D> operator+(const Var<T, D>& a, const Var<T, D>& b) {
   return add(a, b);
+}
+
+// factor * x.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> scale(const Var<T, D>& x, std::type_identity_t<T> factor) {
+  const kernels::Scale by{static_cast<double>(factor)};
+  Tensor<T, D> y(x.shape());
+  kernels::indexed::map(kernels::executor_for<D>{}, x.value().data(), y.data(), y.numel(), by);
+  return make_var<T, D>(std::move(y), {x}, "scale", [by](Node<T, D>& self) {
+    Tensor<T, D> gx(self.grad.shape());
+    kernels::indexed::map(kernels::executor_for<D>{}, self.grad.data(), gx.data(), gx.numel(), by);
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> operator*(const Var<T, D>& x, std::type_identity_t<T> factor) {
+  return scale(x, factor);
+}
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> operator*(std::type_identity_t<T> factor, const Var<T, D>& x) {
+  return scale(x, factor);
 }
 
 }  // namespace ptrain

@@ -1,6 +1,7 @@
 #pragma once
-// cross_entropy on a device other than Cpu (HostEmulated, Cuda): the fused kernels of
-// kernels/indexed/loss.hpp through executor_for<D>, with the CPU op's signature.
+// cross_entropy, mse_loss and binary_cross_entropy_with_logits on a device other than Cpu
+// (HostEmulated, Cuda): the fused kernels of kernels/indexed/loss.hpp through executor_for<D>, with
+// the CPU ops' signatures and checks.
 //
 // Targets come from the host, as the data loader yields them and as the CPU op takes them: they
 // are checked there (a class out of range would make the kernels read outside a row), copied to
@@ -8,6 +9,7 @@
 // stays on the device too: backward multiplies by it in a kernel rather than reading it back.
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/autograd/variable.hpp"
@@ -27,6 +29,20 @@ struct MultiplyByScalarAt {
   const T* factor;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     x[i] = kernels::from_accumulate<T>(kernels::to_accumulate(x[i]) * kernels::to_accumulate(factor[0]));
+  }
+};
+
+// out[i] = factor * g[0] * (a[i] - b[i]): mse_loss' gradient, g[0] the incoming one on the device.
+template <class T>
+struct ScaledDifferenceAt {
+  const T* a;
+  const T* b;
+  const T* g;
+  accumulate_t<T> factor;
+  T* out;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    using kernels::to_accumulate;
+    out[i] = kernels::from_accumulate<T>(factor * to_accumulate(g[0]) * (to_accumulate(a[i]) - to_accumulate(b[i])));
   }
 };
 }  // namespace detail
@@ -58,6 +74,63 @@ Var<T, D> cross_entropy(const Var<T, D>& logits, std::span<const std::int64_t> t
         ex.indexed(gx.numel(), detail::MultiplyByScalarAt<T>{gx.data(), self.grad.data()});
         self.inputs[0]->accumulate(std::move(gx));
       });
+}
+
+// torch.nn.functional.mse_loss(pred, target), reduction mean, as the CPU op: both take a gradient
+// when they need one.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> mse_loss(const Var<T, D>& pred, const Var<T, D>& target) {
+  detail::check_mse_shapes(pred.shape(), target.shape());
+  const std::int64_t n = pred.numel();
+  Tensor<T, D> y(Shape{});
+  kernels::indexed::mse_sum(kernels::executor_for<D>{}, pred.value().data(), target.value().data(), n,
+                            1.0 / static_cast<double>(n), y.data());
+  return make_var<T, D>(std::move(y), {pred, target}, "mse_loss", [n](Node<T, D>& self) {
+    const auto factor = static_cast<accumulate_t<T>>(2.0 / static_cast<double>(n));
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!self.input_needs_grad(k)) continue;
+      Tensor<T, D> gk(self.inputs[k]->value.shape());
+      kernels::executor_for<D>{}.indexed(n, detail::ScaledDifferenceAt<T>{self.inputs[k]->value.data(),
+                                                                          self.inputs[1 - k]->value.data(),
+                                                                          self.grad.data(), factor, gk.data()});
+      self.inputs[k]->accumulate(std::move(gk));
+    }
+  });
+}
+
+// torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, pos_weight), reduction mean,
+// as the CPU op: pos_weight a device tensor broadcasting against the logits, undefined for none.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> binary_cross_entropy_with_logits(const Var<T, D>& logits, const Var<T, D>& targets,
+                                           const Tensor<T, D>& pos_weight = {}) {
+  const kernels::BroadcastIndex weight_at = detail::checked_bce_with_logits_weight_at(
+      logits.shape(), targets.shape(), pos_weight.defined(), pos_weight.shape());
+  const std::int64_t n = logits.numel();
+  Tensor<T, D> y(Shape{});
+  kernels::indexed::bce_with_logits_sum(kernels::executor_for<D>{}, logits.value().data(), targets.value().data(),
+                                        pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n,
+                                        1.0 / static_cast<double>(n), y.data());
+  return make_var<T, D>(std::move(y), {logits, targets}, "binary_cross_entropy_with_logits",
+                        [pos_weight, weight_at, n](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
+    const bool need_x = self.input_needs_grad(0), need_t = self.input_needs_grad(1);
+    Tensor<T, D> gx, gt;
+    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+    if (need_t) gt = Tensor<T, D>(self.inputs[1]->value.shape());
+    kernels::indexed::bce_with_logits_backward(
+        ex, self.inputs[0]->value.data(), self.inputs[1]->value.data(),
+        pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n,
+        static_cast<accumulate_t<T>>(1.0 / static_cast<double>(n)), need_x ? gx.data() : nullptr,
+        need_t ? gt.data() : nullptr);
+    if (need_x) {
+      ex.indexed(n, detail::MultiplyByScalarAt<T>{gx.data(), self.grad.data()});
+      self.inputs[0]->accumulate(std::move(gx));
+    }
+    if (need_t) {
+      ex.indexed(n, detail::MultiplyByScalarAt<T>{gt.data(), self.grad.data()});
+      self.inputs[1]->accumulate(std::move(gt));
+    }
+  });
 }
 
 }  // namespace ptrain
