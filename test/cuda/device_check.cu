@@ -14,6 +14,7 @@
 #include "checks/spatial.cuh"
 #include "checks/autograd.cuh"
 #include "checks/autograd_spatial.cuh"
+#include "checks/autograd_more.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -39,6 +40,7 @@ int main() {
     check_spatial();
     check_autograd();
     check_autograd_spatial();
+    check_autograd_more();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});
