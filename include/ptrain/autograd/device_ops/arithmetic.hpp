@@ -1,9 +1,11 @@
 #pragma once
 // add (the residual connection) and scale on a device other than Cpu (HostEmulated, Cuda): the CPU
 // ops' checks and backward, the elementwise work by kernels::indexed::map/map2 through executor_for<D>.
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
+#include "ptrain/autograd/detail/device_elementwise.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/executor_for.hpp"
@@ -31,13 +33,12 @@ Var<T, D> operator+(const Var<T, D>& a, const Var<T, D>& b) {
 template <class T, kernels::ExecutorDevice D>
 Var<T, D> scale(const Var<T, D>& x, std::type_identity_t<T> factor) {
   const kernels::Scale by{static_cast<double>(factor)};
-  Tensor<T, D> y(x.shape());
-  kernels::indexed::map(kernels::executor_for<D>{}, x.value().data(), y.data(), y.numel(), by);
-  return make_var<T, D>(std::move(y), {x}, "scale", [by](Node<T, D>& self) {
-    Tensor<T, D> gx(self.grad.shape());
-    kernels::indexed::map(kernels::executor_for<D>{}, self.grad.data(), gx.data(), gx.numel(), by);
-    self.inputs[0]->accumulate(std::move(gx));
-  });
+  return detail::device_diagonal_map(
+      x,
+      [by](const T* in, T* out, std::int64_t n) {
+        kernels::indexed::map(kernels::executor_for<D>{}, in, out, n, by);
+      },
+      "scale");
 }
 
 template <class T, kernels::ExecutorDevice D>
