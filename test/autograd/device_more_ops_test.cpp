@@ -1,5 +1,6 @@
 // The rest of the device-generic ops (avg_pool2d, conv_transpose2d, upsample, sigmoid, softmax,
-// log_softmax, scale, concat, mse_loss, binary_cross_entropy_with_logits, dropout) on HostEmulated,
+// log_softmax, scale, concat, sum, mean, nll_loss, mse_loss, binary_cross_entropy_with_logits,
+// dropout) on HostEmulated,
 // the GPU algorithms run by HostExecutor: equal to the CPU ops in float and double, finite-difference
 // gradchecks in double, and the CPU ops' argument checks.
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <ptrain/autograd/device_ops/dropout.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/autograd/device_ops/pool.hpp>
+#include <ptrain/autograd/device_ops/reduce.hpp>
 #include <ptrain/autograd/device_ops/softmax.hpp>
 #include <ptrain/autograd/device_ops/upsample.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
@@ -24,6 +26,7 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/autograd/ops/pool.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
 #include <ptrain/autograd/ops/upsample.hpp>
 
@@ -150,6 +153,23 @@ BOOST_AUTO_TEST_CASE(concat_matches_the_cpu_along_each_dimension) {
   const Tensor<double> a = random_tensor({2, 3}, 38), b = random_tensor({3, 3}, 39);
   expect_same_error([&] { (void)concat({Var<double>(a), Var<double>(b)}, 1); },
                     [&] { (void)concat({emulated(a), emulated(b)}, 1); });
+}
+
+BOOST_AUTO_TEST_CASE(sum_and_mean_match_the_cpu_and_finite_differences) {
+  const std::vector<Tensor<double>> inputs{random_tensor({3, 4, 5}, 44)};
+  check_op([](const auto& v) { return sum(v[0]); }, inputs);
+  check_op([](const auto& v) { return mean(v[0]); }, inputs);
+  const Tensor<double> empty({2, 0});
+  expect_same_error([&] { (void)mean(Var<double>(empty)); }, [&] { (void)mean(emulated(empty)); });
+}
+
+BOOST_AUTO_TEST_CASE(nll_loss_matches_the_cpu_and_finite_differences) {
+  const std::vector<std::int64_t> rows{2, 0, 4, 1, 3}, pixels{1, 0, 2, 2, 1, 0};
+  check_op([&](const auto& v) { return nll_loss(v[0], rows); }, {random_tensor({5, 5}, 45)});
+  check_op([&](const auto& v) { return nll_loss(v[0], pixels); }, {random_tensor({2, 3, 3}, 46)});  // [N, C, d]
+  const Tensor<double> x = random_tensor({2, 3}, 47);
+  const std::vector<std::int64_t> bad{0, 3};
+  expect_same_error([&] { (void)nll_loss(Var<double>(x), bad); }, [&] { (void)nll_loss(emulated(x), bad); });
 }
 
 BOOST_AUTO_TEST_CASE(mse_loss_matches_the_cpu_and_finite_differences) {

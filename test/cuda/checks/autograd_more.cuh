@@ -1,6 +1,7 @@
 #pragma once
 // Device checks: the rest of the device-generic ops (sigmoid, softmax, log_softmax, scale, concat,
-// avg_pool2d, conv_transpose2d, upsample, mse_loss, binary_cross_entropy_with_logits, dropout) on
+// avg_pool2d, conv_transpose2d, upsample, sum, mean, nll_loss, mse_loss,
+// binary_cross_entropy_with_logits, dropout) on
 // Var<float, Cuda> against the same ops on Var<float, HostEmulated>: values and input gradients.
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@
 #include <ptrain/autograd/device_ops/dropout.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/autograd/device_ops/pool.hpp>
+#include <ptrain/autograd/device_ops/reduce.hpp>
 #include <ptrain/autograd/device_ops/softmax.hpp>
 #include <ptrain/autograd/device_ops/upsample.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
@@ -92,6 +94,12 @@ inline void check_autograd_more() {
         std::pair{"upsample bilinear x1.5", UpsampleOptions::by_scale(1.5, UpsampleMode::bilinear)},
         std::pair{"upsample bilinear aligned to 40x45", UpsampleOptions::to_size(40, 45, UpsampleMode::bilinear, true)}})
     expect_same_op(name, [&](const auto& v) { return upsample(v[0], options); }, {images});
+  expect_same_op("sum", [](const auto& v) { return sum(v[0]); }, {images});
+  expect_same_op("mean", [](const auto& v) { return mean(v[0]); }, {rows});
+  std::vector<std::int64_t> pixel_targets(3 * 19 * 23);
+  for (std::size_t i = 0; i < pixel_targets.size(); ++i) pixel_targets[i] = static_cast<std::int64_t>((i * 7) % 5);
+  expect_same_op("nll_loss per pixel", [&](const auto& v) { return nll_loss(log_softmax(v[0], 1), pixel_targets); },
+                 {images});
   expect_same_op("mse_loss", [](const auto& v) { return mse_loss(v[0], v[1]); },
                  {rows, signed_values<float>(Shape{37, 301}, 67)});
   const Tensor<float> probabilities = signed_values<float>(Shape{37, 301}, 68, 0.0, 1.0);

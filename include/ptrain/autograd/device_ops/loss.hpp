@@ -1,5 +1,5 @@
 #pragma once
-// cross_entropy, mse_loss and binary_cross_entropy_with_logits on a device other than Cpu
+// cross_entropy, nll_loss, mse_loss and binary_cross_entropy_with_logits on a device other than Cpu
 // (HostEmulated, Cuda): the fused kernels of kernels/indexed/loss.hpp through executor_for<D>, with
 // the CPU ops' signatures and checks.
 //
@@ -17,7 +17,11 @@
 #include "ptrain/core/host_device.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/indexed.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
 #include "ptrain/kernels/indexed/loss.hpp"
+#include "ptrain/kernels/indexed/reduce.hpp"
+#include "ptrain/kernels/indexed/softmax.hpp"
+#include "ptrain/kernels/layout.hpp"
 
 namespace ptrain {
 
@@ -29,6 +33,30 @@ struct MultiplyByScalarAt {
   const T* factor;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     x[i] = kernels::from_accumulate<T>(kernels::to_accumulate(x[i]) * kernels::to_accumulate(factor[0]));
+  }
+};
+
+// The log-probability at each position's target (nll_loss' terms).
+template <class T>
+struct TargetEntry {
+  const T* x;
+  const std::int64_t* targets;
+  kernels::ReductionLayout l;
+  PTRAIN_HOST_DEVICE double operator()(std::int64_t row) const {
+    return kernels::indexed::load_double(x, kernels::indexed::row_element(l, row, targets[row]));
+  }
+};
+// gx at each position's target = factor * g[0]; one thread per position, each writing its own element.
+template <class T>
+struct TargetGrad {
+  T* gx;
+  const std::int64_t* targets;
+  kernels::ReductionLayout l;
+  const T* g;
+  double factor;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t row) const {
+    gx[kernels::indexed::row_element(l, row, targets[row])] = kernels::from_accumulate<T>(
+        static_cast<accumulate_t<T>>(factor * static_cast<double>(kernels::to_accumulate(g[0]))));
   }
 };
 
@@ -74,6 +102,28 @@ Var<T, D> cross_entropy(const Var<T, D>& logits, std::span<const std::int64_t> t
         ex.indexed(gx.numel(), detail::MultiplyByScalarAt<T>{gx.data(), self.grad.data()});
         self.inputs[0]->accumulate(std::move(gx));
       });
+}
+
+// torch.nn.functional.nll_loss(log_probs, targets), reduction mean, as the CPU op: host targets,
+// checked there and copied to the device once per call, as cross_entropy's.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> nll_loss(const Var<T, D>& log_probs, std::span<const std::int64_t> targets) {
+  const auto layout = detail::nll_loss_layout(log_probs.shape(), targets);
+  const std::int64_t positions = layout.outer * layout.inner;
+  Tensor<std::int64_t, D> device_targets(Shape{positions});
+  D::copy_from_host(device_targets.data(), targets.data(), static_cast<std::size_t>(positions));
+  Tensor<T, D> y(Shape{});
+  kernels::indexed::sum_terms(kernels::executor_for<D>{}, positions,
+                              detail::TargetEntry<T>{log_probs.value().data(), device_targets.data(), layout},
+                              -1.0 / static_cast<double>(positions), y.data());
+  return make_var<T, D>(std::move(y), {log_probs}, "nll_loss", [device_targets, layout, positions](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::indexed::fill(ex, gx.data(), gx.numel(), accumulate_t<T>(0));
+    ex.indexed(positions, detail::TargetGrad<T>{gx.data(), device_targets.data(), layout, self.grad.data(),
+                                                -1.0 / static_cast<double>(positions)});
+    self.inputs[0]->accumulate(std::move(gx));
+  });
 }
 
 // torch.nn.functional.mse_loss(pred, target), reduction mean, as the CPU op: both take a gradient

@@ -31,6 +31,14 @@ inline kernels::ReductionLayout cross_entropy_layout(const Shape& logits, std::s
   return layout;
 }
 
+// nll_loss's arguments, checked on the host (on every device): the layout of the log-probabilities.
+inline kernels::ReductionLayout nll_loss_layout(const Shape& log_probs, std::span<const std::int64_t> targets) {
+  const auto layout = class_layout(log_probs, targets, "nll_loss");
+  check(layout.outer * layout.inner > 0, "nll_loss: log_probs of shape ", log_probs,
+        " hold no positions to average over");
+  return layout;
+}
+
 inline void check_mse_shapes(const Shape& pred, const Shape& target) {
   check(pred == target, "mse_loss: prediction of shape ", pred, " and target of shape ", target,
         " differ (expected equal shapes)");
@@ -80,10 +88,8 @@ Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets
 // torch.nn.functional.nll_loss(log_probs, targets), reduction mean: -mean(log_probs[.., t, ..]).
 template <class T>
 Var<T> nll_loss(const Var<T>& log_probs, std::span<const std::int64_t> targets) {
-  const auto layout = detail::class_layout(log_probs.shape(), targets, "nll_loss");
+  const auto layout = detail::nll_loss_layout(log_probs.shape(), targets);
   const std::int64_t positions = layout.outer * layout.inner, C = layout.n, inner = layout.inner;
-  check(positions > 0, "nll_loss: log_probs of shape ", log_probs.shape(),
-        " hold no positions to average over");
   // Flat offsets of the picked entries: all backward needs.
   auto picked = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(positions));
   const T* x = log_probs.value().data();
