@@ -16,6 +16,7 @@
 #include "checks/autograd_spatial.cuh"
 #include "checks/data_parallel.cuh"
 #include "checks/mixed_precision.cuh"
+#include "checks/autograd_more.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -43,6 +44,7 @@ int main() {
     check_autograd_spatial();
     check_data_parallel();
     check_mixed_precision();
+    check_autograd_more();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

@@ -1,8 +1,11 @@
 #pragma once
-// add (the residual connection) on a device other than Cpu (HostEmulated, Cuda): the CPU op's
-// check and backward, the sum by kernels::indexed::map2 through executor_for<D>.
+// add (the residual connection) and scale on a device other than Cpu (HostEmulated, Cuda): the CPU
+// ops' checks and backward, the elementwise work by kernels::indexed::map/map2 through executor_for<D>.
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 
+#include "ptrain/autograd/detail/device_elementwise.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/executor_for.hpp"
@@ -24,6 +27,27 @@ Var<T, D> add(const Var<T, D>& a, const Var<T, D>& b) {
 template <class T, kernels::ExecutorDevice D>
 Var<T, D> operator+(const Var<T, D>& a, const Var<T, D>& b) {
   return add(a, b);
+}
+
+// factor * x.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> scale(const Var<T, D>& x, std::type_identity_t<T> factor) {
+  const kernels::Scale by{static_cast<double>(factor)};
+  return detail::device_diagonal_map(
+      x,
+      [by](const T* in, T* out, std::int64_t n) {
+        kernels::indexed::map(kernels::executor_for<D>{}, in, out, n, by);
+      },
+      "scale");
+}
+
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> operator*(const Var<T, D>& x, std::type_identity_t<T> factor) {
+  return scale(x, factor);
+}
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> operator*(std::type_identity_t<T> factor, const Var<T, D>& x) {
+  return scale(x, factor);
 }
 
 }  // namespace ptrain

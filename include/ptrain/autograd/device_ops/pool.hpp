@@ -1,6 +1,6 @@
 #pragma once
-// max_pool2d and adaptive_avg_pool2d on a device other than Cpu (HostEmulated, Cuda): the CPU ops'
-// checks and geometry, the gather kernels of kernels/indexed/pool.hpp through executor_for<D>.
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d on a device other than Cpu (HostEmulated, Cuda):
+// the CPU ops' checks and geometry, the gather kernels of kernels/indexed/pool.hpp through executor_for<D>.
 #include <cstdint>
 #include <utility>
 
@@ -29,6 +29,24 @@ Var<T, D> max_pool2d(const Var<T, D>& x, const Pool2dOptions& options) {
 template <class T, kernels::ExecutorDevice D>
 Var<T, D> max_pool2d(const Var<T, D>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
   return max_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
+}
+
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> avg_pool2d(const Var<T, D>& x, const Pool2dOptions& options) {
+  const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "avg_pool2d");
+  Tensor<T, D> y({g.batch, g.channels, g.out_h, g.out_w});
+  kernels::indexed::avg_pool2d_forward(kernels::executor_for<D>{}, g, x.value().data(), y.data());
+  return make_var<T, D>(std::move(y), {x}, "avg_pool2d", [g](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::indexed::avg_pool2d_backward(kernels::executor_for<D>{}, g, self.grad.data(), gx.data());
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+
+// nn.AvgPool2d(kernel, stride, padding) with a square window, count_include_pad=True.
+template <class T, kernels::ExecutorDevice D>
+Var<T, D> avg_pool2d(const Var<T, D>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
+  return avg_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
 }
 
 // Output [N, C, out_h, out_w] averaging adaptive windows, as the CPU op.

@@ -25,9 +25,14 @@ Var<T> sigmoid(const Var<T>& x) {
 }
 
 namespace detail {
+// softmax's layout on any device: x seen as [outer, extent of dim, inner].
+inline kernels::ReductionLayout softmax_layout(const Shape& x, int dim, const char* op) {
+  return kernels::ReductionLayout::around(x, wrap_dim(dim, x, op));
+}
+
 template <class T>
 Var<T> softmax_op(const Var<T>& x, int dim, bool take_log, const char* op) {
-  const auto layout = kernels::ReductionLayout::around(x.shape(), wrap_dim(dim, x.shape(), op));
+  const auto layout = softmax_layout(x.shape(), dim, op);
   Tensor<T> y(x.shape());
   kernels::softmax_forward(x.value().data(), y.data(), layout, take_log);
   return make_var<T>(y, {x}, op, [y, layout, take_log](Node<T>& self) {

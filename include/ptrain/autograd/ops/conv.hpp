@@ -94,6 +94,18 @@ kernels::Conv2dGeometry checked_conv2d_geometry(const Var<T, D>& x, const Var<T,
   check_conv_bias(x, weight, bias, g.out_channels, "conv2d");
   return g;
 }
+
+// conv_transpose2d's checks on its arguments, on any device; the geometry of the convolution it
+// transposes.
+template <class T, class D>
+kernels::Conv2dGeometry checked_conv_transpose2d_geometry(const Var<T, D>& x, const Var<T, D>& weight,
+                                                          const Var<T, D>& bias,
+                                                          const ConvTranspose2dOptions& options) {
+  check(x.defined() && weight.defined(), "conv_transpose2d: input and weight must be defined");
+  const kernels::Conv2dGeometry g = conv_transpose2d_geometry(x.shape(), weight.shape(), options);
+  check_conv_bias(x, weight, bias, g.in_channels, "conv_transpose2d");
+  return g;
+}
 }  // namespace detail
 
 template <class T>
@@ -112,9 +124,7 @@ Var<T> conv2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}, co
 template <class T>
 Var<T> conv_transpose2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {},
                         const ConvTranspose2dOptions& options = {}) {
-  check(x.defined() && weight.defined(), "conv_transpose2d: input and weight must be defined");
-  const kernels::Conv2dGeometry g = conv_transpose2d_geometry(x.shape(), weight.shape(), options);
-  detail::check_conv_bias(x, weight, bias, g.in_channels, "conv_transpose2d");
+  const kernels::Conv2dGeometry g = detail::checked_conv_transpose2d_geometry(x, weight, bias, options);
   Tensor<T> y({g.batch, g.in_channels, g.in_h, g.in_w});
   kernels::conv_transpose2d_forward<T>(g, x.value().data(), weight.value().data(),
                                        bias.defined() ? bias.value().data() : nullptr, y.data());

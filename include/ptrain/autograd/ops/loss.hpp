@@ -30,6 +30,31 @@ inline kernels::ReductionLayout cross_entropy_layout(const Shape& logits, std::s
         " hold no positions to average over");
   return layout;
 }
+
+// nll_loss's arguments, checked on the host (on every device): the layout of the log-probabilities.
+inline kernels::ReductionLayout nll_loss_layout(const Shape& log_probs, std::span<const std::int64_t> targets) {
+  const auto layout = class_layout(log_probs, targets, "nll_loss");
+  check(layout.outer * layout.inner > 0, "nll_loss: log_probs of shape ", log_probs,
+        " hold no positions to average over");
+  return layout;
+}
+
+inline void check_mse_shapes(const Shape& pred, const Shape& target) {
+  check(pred == target, "mse_loss: prediction of shape ", pred, " and target of shape ", target,
+        " differ (expected equal shapes)");
+  check(pred.numel() > 0, "mse_loss: empty prediction of shape ", pred);
+}
+
+// binary_cross_entropy_with_logits' checks on any device; where each element finds its pos_weight
+// (pos_weight an undefined shape: none).
+inline kernels::BroadcastIndex checked_bce_with_logits_weight_at(const Shape& logits, const Shape& targets,
+                                                                 bool weighted, const Shape& pos_weight) {
+  constexpr const char* op = "binary_cross_entropy_with_logits";
+  check(logits == targets, op, ": logits of shape ", logits, " and targets of shape ", targets,
+        " differ (expected equal shapes)");
+  check(logits.numel() > 0, op, ": empty logits of shape ", logits);
+  return kernels::BroadcastIndex(weighted ? pos_weight : Shape{}, logits, op);
+}
 }  // namespace detail
 
 // torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
@@ -63,10 +88,8 @@ Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets
 // torch.nn.functional.nll_loss(log_probs, targets), reduction mean: -mean(log_probs[.., t, ..]).
 template <class T>
 Var<T> nll_loss(const Var<T>& log_probs, std::span<const std::int64_t> targets) {
-  const auto layout = detail::class_layout(log_probs.shape(), targets, "nll_loss");
+  const auto layout = detail::nll_loss_layout(log_probs.shape(), targets);
   const std::int64_t positions = layout.outer * layout.inner, C = layout.n, inner = layout.inner;
-  check(positions > 0, "nll_loss: log_probs of shape ", log_probs.shape(),
-        " hold no positions to average over");
   // Flat offsets of the picked entries: all backward needs.
   auto picked = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(positions));
   const T* x = log_probs.value().data();
@@ -90,9 +113,7 @@ Var<T> nll_loss(const Var<T>& log_probs, std::span<const std::int64_t> targets) 
 // take a gradient when they need one (target is usually a constant).
 template <class T>
 Var<T> mse_loss(const Var<T>& pred, const Var<T>& target) {
-  check(pred.shape() == target.shape(), "mse_loss: prediction of shape ", pred.shape(),
-        " and target of shape ", target.shape(), " differ (expected equal shapes)");
-  check(pred.numel() > 0, "mse_loss: empty prediction of shape ", pred.shape());
+  detail::check_mse_shapes(pred.shape(), target.shape());
   const double total = (pred.value().array() - target.value().array()).template cast<double>().square().sum();
   const double n = static_cast<double>(pred.numel());
   Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / n));
@@ -115,11 +136,9 @@ Var<T> mse_loss(const Var<T>& pred, const Var<T>& target) {
 template <class T>
 Var<T> binary_cross_entropy_with_logits(const Var<T>& logits, const Var<T>& targets, const Tensor<T>& pos_weight = {}) {
   constexpr const char* op = "binary_cross_entropy_with_logits";
-  check(logits.shape() == targets.shape(), op, ": logits of shape ", logits.shape(), " and targets of shape ",
-        targets.shape(), " differ (expected equal shapes)");
-  check(logits.numel() > 0, op, ": empty logits of shape ", logits.shape());
   const bool weighted = pos_weight.defined();
-  const kernels::BroadcastIndex weight_at(weighted ? pos_weight.shape() : Shape{}, logits.shape(), op);
+  const kernels::BroadcastIndex weight_at =
+      detail::checked_bce_with_logits_weight_at(logits.shape(), targets.shape(), weighted, pos_weight.shape());
   const auto pw = [pos_weight, weighted, weight_at](std::int64_t i) {
     return weighted ? pos_weight[weight_at(i)] : T(1);
   };

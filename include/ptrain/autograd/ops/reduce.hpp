@@ -5,6 +5,10 @@
 namespace ptrain {
 
 namespace detail {
+inline void check_mean_input(const Shape& x) {
+  check(x.numel() > 0, "mean: the input of shape ", x, " has no elements");
+}
+
 template <class T>
 Var<T> reduce_all(const Var<T>& x, double factor, const char* op) {
   // Summed in double: a float sum over millions of elements would lose digits.
@@ -26,7 +30,7 @@ Var<T> sum(const Var<T>& x) {
 // The mean of all elements, as a scalar of shape []; an empty tensor is an error.
 template <class T>
 Var<T> mean(const Var<T>& x) {
-  check(x.numel() > 0, "mean: the input of shape ", x.shape(), " has no elements");
+  detail::check_mean_input(x.shape());
   return detail::reduce_all(x, 1.0 / static_cast<double>(x.numel()), "mean");
 }
 

@@ -1,13 +1,16 @@
 #pragma once
-// Shape ops: reshape and flatten (views that share the input's storage, on any device) and concat
-// (torch.cat, Cpu).
+// Shape ops on any device: reshape and flatten (views that share the input's storage) and concat
+// (torch.cat; its row copies by kernels/cpu/copy.hpp on Cpu, by kernels/indexed elsewhere).
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/detail/dim.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/cpu/copy.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/indexed/elementwise.hpp"
 
 namespace ptrain {
 
@@ -20,6 +23,14 @@ Var<T, D> reshape_view(const Var<T, D>& x, Tensor<T, D> y, const char* op) {
     // accumulating into it.
     self.inputs[0]->accumulate(self.grad.reshape(in_shape), false);
   });
+}
+
+// rows x cols between row strides on device D.
+template <class D, class T>
+void copy_rows_on(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride, std::int64_t rows,
+                  std::int64_t cols) {
+  if constexpr (std::is_same_v<D, Cpu>) kernels::copy_rows(src, src_stride, dst, dst_stride, rows, cols);
+  else kernels::indexed::copy_rows(kernels::executor_for<D>{}, src, src_stride, dst, dst_stride, rows, cols);
 }
 }  // namespace detail
 
@@ -55,8 +66,8 @@ Var<T, D> flatten(const Var<T, D>& x, int start_dim = 1) {
 
 // The inputs joined along dim, as torch.cat: all have the same rank and the same extents
 // except along dim (the channel concat of Inception and UNet is dim = 1).
-template <class T>
-Var<T> concat(const std::vector<Var<T>>& xs, int dim) {
+template <class T, class D = Cpu>
+Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
   check(!xs.empty(), "concat: no inputs");
   for (std::size_t i = 0; i < xs.size(); ++i) check(xs[i].defined(), "concat: input ", i, " is undefined");
   const Shape& first = xs[0].shape();
@@ -79,35 +90,35 @@ Var<T> concat(const std::vector<Var<T>>& xs, int dim) {
   // blocks[i]: input i's contiguous run per outer index; offsets[i]: where it starts in a row.
   std::vector<std::int64_t> blocks(xs.size()), offsets(xs.size());
   const std::int64_t row = out_shape[d] * inner;
-  Tensor<T> y(out_shape);
+  Tensor<T, D> y(out_shape);
   for (std::size_t i = 0, offset = 0; i < xs.size(); ++i) {
     blocks[i] = xs[i].size(d) * inner;
     offsets[i] = static_cast<std::int64_t>(offset);
     offset += static_cast<std::size_t>(blocks[i]);
-    kernels::copy_rows(xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer, blocks[i]);
+    detail::copy_rows_on<D>(xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer, blocks[i]);
   }
-  return make_var<T>(std::move(y), xs, "concat", [blocks, offsets, outer, row](Node<T>& self) {
+  return make_var<T, D>(std::move(y), xs, "concat", [blocks, offsets, outer, row](Node<T, D>& self) {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       if (!self.input_needs_grad(i)) continue;
       if (outer == 1) {
         // Along the first non-unit dimension each input's gradient is one contiguous run:
         // hand on a view instead of a copy.
-        Tensor<T> flat = self.grad.reshape(Shape{row});
+        Tensor<T, D> flat = self.grad.reshape(Shape{row});
         self.inputs[i]->accumulate(
             flat.slice(offsets[i], offsets[i] + blocks[i]).reshape(self.inputs[i]->value.shape()), false);
         continue;
       }
-      Tensor<T> gi(self.inputs[i]->value.shape());
-      kernels::copy_rows(self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer, blocks[i]);
+      Tensor<T, D> gi(self.inputs[i]->value.shape());
+      detail::copy_rows_on<D>(self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer, blocks[i]);
       self.inputs[i]->accumulate(std::move(gi));
     }
   });
 }
 
 // concat({a, b}, 1): the same, with the scalar type deduced from a braced list.
-template <class T>
-Var<T> concat(std::initializer_list<Var<T>> xs, int dim) {
-  return concat(std::vector<Var<T>>(xs), dim);
+template <class T, class D = Cpu>
+Var<T, D> concat(std::initializer_list<Var<T, D>> xs, int dim) {
+  return concat(std::vector<Var<T, D>>(xs), dim);
 }
 
 }  // namespace ptrain

@@ -47,20 +47,26 @@ inline void check_upsample_options(const UpsampleOptions& o) {
         "upsample: align_corners applies to bilinear mode only (PyTorch rejects it for nearest)");
 }
 
-template <class T>
-Var<T> upsample(const Var<T>& x, const UpsampleOptions& options) {
+namespace detail {
+// upsample's checks and geometry on any device: x [N, C, H, W] resized as the options say.
+inline kernels::Interpolation2d checked_upsample_geometry(const Shape& x, const UpsampleOptions& options) {
   check_upsample_options(options);
-  check(x.shape().rank() == 4, "upsample: input must be [N, C, H, W], got ", x.shape());
+  check(x.rank() == 4, "upsample: input must be [N, C, H, W], got ", x);
   const auto scaled = [](std::int64_t extent, double scale) {
     return static_cast<std::int64_t>(std::floor(static_cast<double>(extent) * scale));
   };
   const bool by_scale = options.scale_h > 0;
-  const std::int64_t out_h = by_scale ? scaled(x.size(2), options.scale_h) : options.out_h;
-  const std::int64_t out_w = by_scale ? scaled(x.size(3), options.scale_w) : options.out_w;
-  const kernels::Interpolation2d g =
-      kernels::make_interpolation2d(x.shape(), options.mode == UpsampleMode::bilinear, options.align_corners, out_h,
-                                    out_w, options.scale_h, options.scale_w);
-  Tensor<T> y({x.size(0), x.size(1), out_h, out_w});
+  const std::int64_t out_h = by_scale ? scaled(x[2], options.scale_h) : options.out_h;
+  const std::int64_t out_w = by_scale ? scaled(x[3], options.scale_w) : options.out_w;
+  return kernels::make_interpolation2d(x, options.mode == UpsampleMode::bilinear, options.align_corners, out_h, out_w,
+                                       options.scale_h, options.scale_w);
+}
+}  // namespace detail
+
+template <class T>
+Var<T> upsample(const Var<T>& x, const UpsampleOptions& options) {
+  const kernels::Interpolation2d g = detail::checked_upsample_geometry(x.shape(), options);
+  Tensor<T> y({x.size(0), x.size(1), g.out_h(), g.out_w()});
   kernels::interpolate2d_forward(g, x.value().data(), y.data());
   return make_var<T>(std::move(y), {x}, "upsample", [g](Node<T>& self) {
     Tensor<T> gx(self.inputs[0]->value.shape());
