@@ -12,7 +12,7 @@ cmake --build build -j "$jobs"
 
 failed=()
 ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
-ctest --test-dir build --output-on-failure 2>&1 | tee "$ctest_console" || failed+=("ctest")
+ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee "$ctest_console" || failed+=("ctest")
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 package_log=build/package_test.log
