@@ -33,9 +33,8 @@ namespace {
 // The SGD of the run, stepping `parameters` (the model's, or mixed precision's fp32 masters) on D.
 template <class D>
 auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> parameters) {
-  const ptrain::SgdOptions options{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")};
-  if constexpr (std::is_same_v<D, ptrain::Cpu>) return std::make_shared<ptrain::Sgd<float>>(std::move(parameters), options);
-  else return std::make_shared<ptrain::DeviceSgd<float, D>>(std::move(parameters), options);
+  return ptrain::make_sgd(std::move(parameters),
+                          ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
 }
 
 template <class Net, class Optimizer, class... Policies>

@@ -13,33 +13,33 @@ namespace ptrain {
 
 namespace detail {
 // torchvision's SqueezeNet init: kaiming_uniform_ (a = 0) weights, zero biases.
-template <class T>
-std::shared_ptr<Conv2d<T>> squeezenet_conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                           const Conv2dOptions& options = {}) {
-  auto conv = make<Conv2d<T>>(in, out, kernel, options);
-  init::kaiming_uniform(conv->weight.value(), 0.0);
+template <class T, class D>
+std::shared_ptr<Conv2d<T, D>> squeezenet_conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                              const Conv2dOptions& options = {}) {
+  auto conv = make<Conv2d<T, D>>(in, out, kernel, options);
+  init::on_host(conv->weight.value(), [](Tensor<T>& w) { init::kaiming_uniform(w, 0.0); });
   conv->bias.value().fill(T(0));
   return conv;
 }
 }  // namespace detail
 
 // Fire module: a 1x1 squeeze, then 1x1 and 3x3 expands whose outputs are concatenated on channels.
-template <class T = float>
-class Fire : public Module<T> {
+template <class T = float, class D = Cpu>
+class Fire : public Module<T, D> {
  public:
   Fire(std::int64_t in, std::int64_t squeeze, std::int64_t expand1x1, std::int64_t expand3x3) {
-    squeeze_ = this->register_module("squeeze", detail::squeezenet_conv<T>(in, squeeze, 1));
-    expand1x1_ = this->register_module("expand1x1", detail::squeezenet_conv<T>(squeeze, expand1x1, 1));
+    squeeze_ = this->register_module("squeeze", detail::squeezenet_conv<T, D>(in, squeeze, 1));
+    expand1x1_ = this->register_module("expand1x1", detail::squeezenet_conv<T, D>(squeeze, expand1x1, 1));
     expand3x3_ = this->register_module("expand3x3",
-                                       detail::squeezenet_conv<T>(squeeze, expand3x3, 3, Conv2dOptions::square(1, 1)));
+                                       detail::squeezenet_conv<T, D>(squeeze, expand3x3, 3, Conv2dOptions::square(1, 1)));
   }
-  Var<T> forward(const Var<T>& x) override {
-    const Var<T> s = relu(squeeze_->forward(x));
-    return concat<T>({relu(expand1x1_->forward(s)), relu(expand3x3_->forward(s))}, 1);
+  Var<T, D> forward(const Var<T, D>& x) override {
+    const Var<T, D> s = relu(squeeze_->forward(x));
+    return concat<T, D>({relu(expand1x1_->forward(s)), relu(expand3x3_->forward(s))}, 1);
   }
 
  private:
-  std::shared_ptr<Conv2d<T>> squeeze_, expand1x1_, expand3x3_;
+  std::shared_ptr<Conv2d<T, D>> squeeze_, expand1x1_, expand3x3_;
 };
 
 enum class SqueezeNetVersion { v1_0, v1_1 };
@@ -49,8 +49,8 @@ struct SqueezeNetOptions {
   double dropout = 0.5;
 };
 
-template <class T = float>
-class SqueezeNet : public Sequential<T> {
+template <class T = float, class D = Cpu>
+class SqueezeNet : public Sequential<T, D> {
  public:
   explicit SqueezeNet(SqueezeNetVersion version, SqueezeNetOptions options = {}) {
     // After the stem (conv, ReLU): Fire modules as {squeeze, expand}, with {0, 0} for a max-pool.
@@ -64,37 +64,37 @@ class SqueezeNet : public Sequential<T> {
              : std::vector<Stage>{{0, 0}, {16, 64},  {16, 64},  {0, 0},    {32, 128}, {32, 128},
                                   {0, 0}, {48, 192}, {48, 192}, {64, 256}, {64, 256}};
     std::int64_t channels = v1_0 ? 96 : 64;
-    auto features = make<Sequential<T>>();
-    features->push_back(detail::squeezenet_conv<T>(3, channels, v1_0 ? 7 : 3, Conv2dOptions::square(2)));
-    features->push_back(make<ReLU<T>>());
+    auto features = make<Sequential<T, D>>();
+    features->push_back(detail::squeezenet_conv<T, D>(3, channels, v1_0 ? 7 : 3, Conv2dOptions::square(2)));
+    features->push_back(make<ReLU<T, D>>());
     Pool2dOptions pool = Pool2dOptions::square(3, 2);
     pool.ceil_mode = true;
     for (const auto& [squeeze, expand] : stages) {
       if (squeeze == 0) {
-        features->push_back(make<MaxPool2d<T>>(pool));
+        features->push_back(make<MaxPool2d<T, D>>(pool));
         continue;
       }
-      features->push_back(make<Fire<T>>(channels, squeeze, expand, expand));
+      features->push_back(make<Fire<T, D>>(channels, squeeze, expand, expand));
       channels = 2 * expand;
     }
-    auto final_conv = make<Conv2d<T>>(channels, options.num_classes, 1);
-    init::normal(final_conv->weight.value(), 0.0, 0.01);
+    auto final_conv = make<Conv2d<T, D>>(channels, options.num_classes, 1);
+    init::on_host(final_conv->weight.value(), [](Tensor<T>& w) { init::normal(w, 0.0, 0.01); });
     final_conv->bias.value().fill(T(0));
     this->push_back("features", features);
-    this->push_back("classifier", make<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
-                                      make<Dropout<T>>(options.dropout), final_conv, make<ReLU<T>>(),
-                                      make<AdaptiveAvgPool2d<T>>(1)}));
-    this->push_back("flatten", make<Flatten<T>>(1));
+    this->push_back("classifier", make<Sequential<T, D>>(std::initializer_list<std::shared_ptr<Module<T, D>>>{
+                                      make<Dropout<T, D>>(options.dropout), final_conv, make<ReLU<T, D>>(),
+                                      make<AdaptiveAvgPool2d<T, D>>(1)}));
+    this->push_back("flatten", make<Flatten<T, D>>(1));
   }
 };
 
-template <class T = float>
-std::shared_ptr<SqueezeNet<T>> squeezenet1_0(SqueezeNetOptions options = {}) {
-  return std::make_shared<SqueezeNet<T>>(SqueezeNetVersion::v1_0, options);
+template <class T = float, class D = Cpu>
+std::shared_ptr<SqueezeNet<T, D>> squeezenet1_0(SqueezeNetOptions options = {}) {
+  return std::make_shared<SqueezeNet<T, D>>(SqueezeNetVersion::v1_0, options);
 }
-template <class T = float>
-std::shared_ptr<SqueezeNet<T>> squeezenet1_1(SqueezeNetOptions options = {}) {
-  return std::make_shared<SqueezeNet<T>>(SqueezeNetVersion::v1_1, options);
+template <class T = float, class D = Cpu>
+std::shared_ptr<SqueezeNet<T, D>> squeezenet1_1(SqueezeNetOptions options = {}) {
+  return std::make_shared<SqueezeNet<T, D>>(SqueezeNetVersion::v1_1, options);
 }
 
 }  // namespace ptrain

@@ -24,15 +24,15 @@ struct UNetOptions {
 
 namespace detail {
 // (3x3 conv => [BN] => ReLU) * 2, as milesial's DoubleConv: a module holding "double_conv".
-template <class T>
-std::shared_ptr<Sequential<T>> unet_double_conv(std::int64_t in, std::int64_t out, bool batch_norm) {
-  auto layers = make<Sequential<T>>();
+template <class T, class D>
+std::shared_ptr<Sequential<T, D>> unet_double_conv(std::int64_t in, std::int64_t out, bool batch_norm) {
+  auto layers = make<Sequential<T, D>>();
   for (int i = 0; i < 2; ++i) {
-    layers->push_back(make<Conv2d<T>>(i == 0 ? in : out, out, 3, Conv2dOptions::square(1, 1), !batch_norm));
-    if (batch_norm) layers->push_back(make<BatchNorm2d<T>>(out));
-    layers->push_back(make<ReLU<T>>());
+    layers->push_back(make<Conv2d<T, D>>(i == 0 ? in : out, out, 3, Conv2dOptions::square(1, 1), !batch_norm));
+    if (batch_norm) layers->push_back(make<BatchNorm2d<T, D>>(out));
+    layers->push_back(make<ReLU<T, D>>());
   }
-  auto block = make<Sequential<T>>();
+  auto block = make<Sequential<T, D>>();
   block->push_back("double_conv", layers);
   return block;
 }
@@ -40,29 +40,29 @@ std::shared_ptr<Sequential<T>> unet_double_conv(std::int64_t in, std::int64_t ou
 
 // One step up: the level below is doubled in size by a 2x2 stride-2 transposed convolution that
 // halves its channels, joined after the skip connection's channels, and convolved twice.
-template <class T = float>
-class UNetUp : public Module<T> {
+template <class T = float, class D = Cpu>
+class UNetUp : public Module<T, D> {
  public:
   UNetUp(std::int64_t in, std::int64_t out, bool batch_norm) {
-    up_ = this->register_module("up", make<ConvTranspose2d<T>>(in, in / 2, 2, ConvTranspose2dOptions::square(2)));
-    conv_ = this->register_module("conv", detail::unet_double_conv<T>(in, out, batch_norm));
+    up_ = this->register_module("up", make<ConvTranspose2d<T, D>>(in, in / 2, 2, ConvTranspose2dOptions::square(2)));
+    conv_ = this->register_module("conv", detail::unet_double_conv<T, D>(in, out, batch_norm));
   }
-  Var<T> forward(const Var<T>& below, const Var<T>& skip) {
-    return conv_->forward(concat({skip, up_->forward(below)}, 1));
+  Var<T, D> forward(const Var<T, D>& below, const Var<T, D>& skip) {
+    return conv_->forward(concat<T, D>({skip, up_->forward(below)}, 1));
   }
-  Var<T> forward(const Var<T>&) override {
+  Var<T, D> forward(const Var<T, D>&) override {
     fail("UNetUp needs the level below and the skip connection: call forward(below, skip)");
   }
 
  private:
-  std::shared_ptr<ConvTranspose2d<T>> up_;
-  std::shared_ptr<Sequential<T>> conv_;
+  std::shared_ptr<ConvTranspose2d<T, D>> up_;
+  std::shared_ptr<Sequential<T, D>> conv_;
 };
 
 // Input [N, in_channels, H, W] with H and W divisible by 2^(levels - 1); output the class scores
 // [N, classes, H, W] (for cross_entropy, or binary_cross_entropy_with_logits with one class).
-template <class T = float>
-class UNet : public Module<T> {
+template <class T = float, class D = Cpu>
+class UNet : public Module<T, D> {
  public:
   explicit UNet(const UNetOptions& options = {}) : options_(options) {
     check(options.levels >= 1 && options.levels <= 16, "UNet: levels must be in [1, 16], got ", options.levels);
@@ -71,33 +71,33 @@ class UNet : public Module<T> {
           options.classes, ", ", options.base_width);
     const auto width = [&](int level) { return options.base_width << level; };
     const bool bn = options.batch_norm;
-    inc_ = this->register_module("inc", detail::unet_double_conv<T>(options.in_channels, width(0), bn));
+    inc_ = this->register_module("inc", detail::unet_double_conv<T, D>(options.in_channels, width(0), bn));
     for (int l = 1; l < options.levels; ++l) {
-      auto pool_conv = make<Sequential<T>>();
-      pool_conv->push_back(make<MaxPool2d<T>>(2));
-      pool_conv->push_back(detail::unet_double_conv<T>(width(l - 1), width(l), bn));
-      auto down = make<Sequential<T>>();
+      auto pool_conv = make<Sequential<T, D>>();
+      pool_conv->push_back(make<MaxPool2d<T, D>>(2));
+      pool_conv->push_back(detail::unet_double_conv<T, D>(width(l - 1), width(l), bn));
+      auto down = make<Sequential<T, D>>();
       down->push_back("maxpool_conv", pool_conv);
       downs_.push_back(this->register_module("down" + std::to_string(l), down));
     }
     for (int k = 1; k < options.levels; ++k) {
       const int l = options.levels - k;
-      ups_.push_back(this->register_module("up" + std::to_string(k), make<UNetUp<T>>(width(l), width(l - 1), bn)));
+      ups_.push_back(this->register_module("up" + std::to_string(k), make<UNetUp<T, D>>(width(l), width(l - 1), bn)));
     }
-    auto outc = make<Sequential<T>>();
-    outc->push_back("conv", make<Conv2d<T>>(width(0), options.classes, 1));
+    auto outc = make<Sequential<T, D>>();
+    outc->push_back("conv", make<Conv2d<T, D>>(width(0), options.classes, 1));
     outc_ = this->register_module("outc", outc);
   }
 
-  Var<T> forward(const Var<T>& x) override {
+  Var<T, D> forward(const Var<T, D>& x) override {
     const std::int64_t multiple = std::int64_t{1} << (options_.levels - 1);
     check(x.shape().rank() == 4 && x.size(1) == options_.in_channels, "UNet: input must be [N, ",
           options_.in_channels, ", H, W], got ", x.shape());
     check(x.size(2) % multiple == 0 && x.size(3) % multiple == 0, "UNet: input ", x.shape(), " has H and W not ",
           "divisible by ", multiple, " = 2^(levels - 1), which ", options_.levels, " levels need");
-    std::vector<Var<T>> skips{inc_->forward(x)};
+    std::vector<Var<T, D>> skips{inc_->forward(x)};
     for (const auto& down : downs_) skips.push_back(down->forward(skips.back()));
-    Var<T> h = skips.back();
+    Var<T, D> h = skips.back();
     skips.pop_back();
     for (const auto& up : ups_) {
       h = up->forward(h, skips.back());
@@ -109,9 +109,9 @@ class UNet : public Module<T> {
 
  private:
   UNetOptions options_;
-  std::shared_ptr<Sequential<T>> inc_, outc_;
-  std::vector<std::shared_ptr<Sequential<T>>> downs_;
-  std::vector<std::shared_ptr<UNetUp<T>>> ups_;
+  std::shared_ptr<Sequential<T, D>> inc_, outc_;
+  std::vector<std::shared_ptr<Sequential<T, D>>> downs_;
+  std::vector<std::shared_ptr<UNetUp<T, D>>> ups_;
 };
 
 }  // namespace ptrain

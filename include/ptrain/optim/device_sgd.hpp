@@ -3,6 +3,8 @@
 // a device other than Cpu, one kernels::indexed::sgd_step per parameter through executor_for<D>.
 // The CPU's Sgd<T> keeps its Eigen loops.
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,5 +58,12 @@ class DeviceSgd {
   // Momentum buffers on the device, made at a parameter's first step with momentum.
   std::vector<Tensor<T, D>> buffers_;
 };
+
+// The SGD for parameters on D: Sgd on the CPU, DeviceSgd elsewhere (code generic over devices).
+template <class T, class D>
+auto make_sgd(std::vector<Var<T, D>> params, SgdOptions options) {
+  if constexpr (std::is_same_v<D, Cpu>) return std::make_shared<Sgd<T>>(std::move(params), options);
+  else return std::make_shared<DeviceSgd<T, D>>(std::move(params), options);
+}
 
 }  // namespace ptrain
