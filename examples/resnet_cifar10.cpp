@@ -2,12 +2,22 @@
 // projects trained it: SGD with momentum, random crop + flip, fp16 gradients on the wire when
 // data-parallel, and images/s per epoch in the style of Horovod's benchmark table. One process,
 // data-parallel under mpiexec, or pipelined with --stages (see common/strategy.hpp).
+//
+// resnet_cifar10_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
+// trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce,
+// --compression>), as Horovod did on GPUs.
 #include <cstdio>
+#include <string>
 
 #include <ptrain/data/cifar10.hpp>
 #include <ptrain/mpi.hpp>
+#if defined(__CUDACC__)
+#include <ptrain/cuda.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+#endif
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "common/strategy.hpp"
 
 namespace {
@@ -34,8 +44,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net>
   ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), shard.count, shard.index, false),
                                  {.batch_size = 500}, normalize);
 
-  auto sgd = std::make_shared<ptrain::Sgd<float>>(
-      model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
+  auto sgd = ptrain::make_sgd(model->parameters(),
+                              ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
   ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   ptrain::Scheduler schedule(*sgd, ptrain::CosineAnnealingLR{
@@ -49,13 +59,38 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net>
   });
   if (trainer.is_main())
     std::printf("resnet_cifar10: %s, %lld parameters, %lld training and %lld test images, batch %ld, %d rank(s) x %d "
-                "thread(s)\n",
+                "thread(s) on %s\n",
                 cli.str("--model").c_str(), static_cast<long long>(model->parameter_count()),
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
-                ptrain::num_threads());
+                ptrain::num_threads(), Net::device_type::name);
   const auto results = trainer.fit(train_loader, &test_loader, epochs);
   return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
 }
+
+// Both ResNets are Sequentials: one Trainer type serves them.
+template <class D>
+std::shared_ptr<ptrain::Sequential<float, D>> make_resnet(const std::string& name) {
+  const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
+  if (name == "resnet18") return ptrain::resnet18<float, D>(options);
+  if (name == "resnet50") return ptrain::resnet50<float, D>(options);
+  ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+}
+
+#if defined(__CUDACC__)
+int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
+  ptrain::check(cli.integer("--stages") == 0, "--stages ", cli.integer("--stages"),
+                ": pipeline stages run on the CPU only (--device cpu)");
+  const int device = ptrain::select_local_cuda_device(session.info());
+  auto model = make_resnet<ptrain::Cuda>(cli.str("--model"));
+  const auto train_on = [&](examples::DataShard shard, auto... policies) {
+    return train(cli, world, model, shard, policies...);
+  };
+  if (world.size() == 1) return train_on(examples::DataShard{});
+  ptrain::NcclComm nccl(world, device);
+  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
+                                                             train_on);
+}
+#endif
 
 }  // namespace
 
@@ -72,22 +107,19 @@ int main(int argc, char** argv) {
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
   examples::add_strategy_options(cli, examples::Pipelines::with);
+  examples::add_device_option(cli);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
+  const auto device = examples::choose_device(cli, "resnet_cifar10");
+  if (!device) return 2;
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
     ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-    const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
-    const std::string name = cli.str("--model");
-    // Both ResNets are Sequentials: one Trainer type serves them.
-    std::shared_ptr<ptrain::Sequential<float>> model;
-    if (name == "resnet18")
-      model = ptrain::resnet18<float>(options);
-    else if (name == "resnet50")
-      model = ptrain::resnet50<float>(options);
-    else
-      ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+#if defined(__CUDACC__)
+    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world);
+#endif
+    auto model = make_resnet<ptrain::Cpu>(cli.str("--model"));
     return examples::with_strategy<examples::Pipelines::with>(
         cli, world, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
   });

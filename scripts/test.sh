@@ -22,7 +22,7 @@ echo
 echo "==== summary ===="
 if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
-  for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks examples/imagenet_resnet_cuda; do
+  for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks $(cd build && ls -d examples/*_cuda 2>/dev/null); do
     [ -x "build/$program" ] || continue
     # The architectures nvcc was given for it (Makefile generator).
     archs=$(grep -ho 'sm_[0-9]*' "build/$(dirname "$program")/CMakeFiles/$(basename "$program").dir/flags.make" 2>/dev/null | sort -u | paste -sd, - || true)

@@ -29,13 +29,15 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
         .option("--checkpoint", "0", "1: recompute each pipeline stage's activations in backward");
 }
 
-template <class Train>
-int with_data_parallel(const Cli& cli, ptrain::MpiComm& world, DataShard shard, Train&& train, auto... others) {
-  using ptrain::DataParallel, ptrain::MpiAllreduce;
+// DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce
+// over an NcclComm in the examples' CUDA builds).
+template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
+int with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
+  using ptrain::DataParallel;
   const std::string wire = cli.str("--compression");
-  if (wire == "fp32") return train(shard, DataParallel<MpiAllreduce, ptrain::Fp32>(world), others...);
-  if (wire == "fp16") return train(shard, DataParallel<MpiAllreduce, ptrain::Fp16>(world), others...);
-  if (wire == "bf16") return train(shard, DataParallel<MpiAllreduce, ptrain::Bf16>(world), others...);
+  if (wire == "fp32") return train(shard, DataParallel<Backend, ptrain::Fp32>(comm), others...);
+  if (wire == "fp16") return train(shard, DataParallel<Backend, ptrain::Fp16>(comm), others...);
+  if (wire == "bf16") return train(shard, DataParallel<Backend, ptrain::Bf16>(comm), others...);
   ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
 }
 

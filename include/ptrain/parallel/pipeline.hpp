@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,7 +68,9 @@ class Pipeline {
   static constexpr int micro_batches = MicroBatches;
   using schedule = Schedule;
 
-  template <Communicator C>
+  // Not for C = Pipeline: nvcc would test Communicator<Pipeline> inside Pipeline's own move.
+  template <class C>
+    requires(!std::same_as<std::remove_cvref_t<C>, Pipeline> && Communicator<C>)
   explicit Pipeline(C& world, PipelineOptions options = {}) : Pipeline(AnyComm::borrow(world), std::move(options)) {}
 
   // Every rank checks the grid before the collective split, so a bad one fails everywhere.
