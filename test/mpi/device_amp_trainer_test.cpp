@@ -21,6 +21,7 @@
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/device_mlp.hpp"  // relative_difference
+#include "../common/small_resnet.hpp"
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
@@ -28,21 +29,6 @@ using namespace ptrain;
 namespace {
 
 constexpr std::int64_t per_rank = 4, classes = 5;
-
-template <class D>
-std::shared_ptr<Sequential<half, D>> small_resnet() {
-  manual_seed(11);
-  auto net = make<Sequential<half, D>>();
-  net->push_back("conv1", make<Conv2d<half, D>>(3, 8, 3, Conv2dOptions{.pad_h = 1, .pad_w = 1}));
-  net->push_back("bn1", make<BatchNorm2d<half, D>>(8));
-  net->push_back("relu", make<ReLU<half, D>>());
-  net->push_back("maxpool", make<MaxPool2d<half, D>>(2));
-  net->push_back("layer1", make<BasicBlock<half, D>>(8, 16, 2));
-  net->push_back("avgpool", make<AdaptiveAvgPool2d<half, D>>(1));
-  net->push_back("flatten", make<Flatten<half, D>>(1));
-  net->push_back("fc", make<Linear<half, D>>(16, classes));
-  return net;
-}
 
 struct Shard {
   Tensor<half> images;
@@ -67,7 +53,7 @@ struct RunResult {
 
 template <class D>
 RunResult train(MpiComm& world, int steps) {
-  auto model = small_resnet<D>();
+  auto model = test::small_resnet<half, D>(11, classes);
   MixedPrecision<Fp16, D> amp(*model);
   auto sgd = make_sgd(amp.master_parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
   Trainer<Sequential<half, D>, DataParallel<MpiAllreduce, Fp16>, MixedPrecision<Fp16, D>> trainer(

@@ -18,26 +18,11 @@
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/device_mlp.hpp"  // relative_difference
+#include "../common/small_resnet.hpp"
 
 using namespace ptrain;
 
 namespace {
-
-// A small residual network of every layer ResNet uses, on device D, weights drawn from seed.
-template <class D>
-std::shared_ptr<Sequential<float, D>> small_resnet(std::uint64_t seed) {
-  manual_seed(seed);
-  auto net = make<Sequential<float, D>>();
-  net->push_back("conv1", make<Conv2d<float, D>>(3, 8, 3, Conv2dOptions{.pad_h = 1, .pad_w = 1}));
-  net->push_back("bn1", make<BatchNorm2d<float, D>>(8));
-  net->push_back("relu", make<ReLU<float, D>>());
-  net->push_back("maxpool", make<MaxPool2d<float, D>>(2));
-  net->push_back("layer1", make<BasicBlock<float, D>>(8, 16, 2));
-  net->push_back("avgpool", make<AdaptiveAvgPool2d<float, D>>(1));
-  net->push_back("flatten", make<Flatten<float, D>>(1));
-  net->push_back("fc", make<Linear<float, D>>(16, 5));
-  return net;
-}
 
 Tensor<float> images(std::int64_t n, std::uint64_t seed) {
   Rng rng(seed);
@@ -88,8 +73,8 @@ BOOST_AUTO_TEST_CASE(a_device_resnet_starts_with_the_cpu_resnets_weights) {
 }
 
 BOOST_AUTO_TEST_CASE(training_on_a_device_equals_training_on_the_cpu) {
-  auto cpu = small_resnet<Cpu>(3);
-  auto device = small_resnet<HostEmulated>(3);
+  auto cpu = test::small_resnet<float, Cpu>(3, 5);
+  auto device = test::small_resnet<float, HostEmulated>(3, 5);
   BOOST_REQUIRE(max_state_difference(*device, *cpu) == 0.0);
   auto cpu_sgd = make<Sgd<float>>(cpu->parameters(), sgd_options);
   auto device_sgd = make<DeviceSgd<float, HostEmulated>>(device->parameters(), sgd_options);
@@ -119,8 +104,8 @@ BOOST_AUTO_TEST_CASE(training_on_a_device_equals_training_on_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(gradient_accumulation_on_a_device_equals_the_cpu) {
-  auto cpu = small_resnet<Cpu>(5);
-  auto device = small_resnet<HostEmulated>(5);
+  auto cpu = test::small_resnet<float, Cpu>(5, 5);
+  auto device = test::small_resnet<float, HostEmulated>(5, 5);
   const TrainerOptions accumulate{.progress_bar = false, .print_epochs = false, .accumulation_steps = 2};
   Trainer<Sequential<float>> cpu_trainer(cpu, make<Sgd<float>>(cpu->parameters(), sgd_options), accumulate);
   Trainer<Sequential<float, HostEmulated>> device_trainer(
