@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ptrain/core/rng.hpp>
+#include <ptrain/device/host_emulated.hpp>
 #include <ptrain/models/resnet.hpp>
 #include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/linear.hpp>
@@ -26,7 +27,8 @@ using Named = std::initializer_list<std::pair<std::string, std::shared_ptr<Modul
 std::filesystem::path file_path(const std::string& name) { return test::test_dir() / name; }
 
 // Every parameter and buffer value, in state-dict order.
-std::vector<std::vector<float>> snapshot(Module<float>& m) {
+template <class D = Cpu>
+std::vector<std::vector<float>> snapshot(Module<float, D>& m) {
   std::vector<std::vector<float>> out;
   for (auto& [name, t] : detail::state_entries(m)) out.push_back(t.to_vector());
   return out;
@@ -87,6 +89,31 @@ BOOST_AUTO_TEST_CASE(round_trips_every_parameter_and_buffer_of_a_resnet) {
   const auto result = load_state_dict(*loaded, path);
   BOOST_TEST(result.all_matched());
   BOOST_TEST(same_bits(snapshot(*saved), snapshot(*loaded)));
+}
+
+// A model on a device (HostEmulated: device memory that is host memory) saves what a CPU model
+// loads, and loads what a CPU model saved, bit for bit; a failed load leaves it unchanged.
+BOOST_AUTO_TEST_CASE(a_device_model_saves_and_loads_through_the_host) {
+  manual_seed(5);
+  auto on_device = resnet18<float, HostEmulated>({.num_classes = 10, .cifar_stem = true});
+  const auto device_path = file_path("device_resnet18.safetensors");
+  save_state_dict(*on_device, device_path);
+  auto on_cpu = resnet18<float>({.num_classes = 10, .cifar_stem = true});
+  fill_buffers(*on_cpu, 3.0f);
+  BOOST_TEST(!same_bits(snapshot(*on_device), snapshot(*on_cpu)));
+  BOOST_TEST(load_state_dict(*on_cpu, device_path).all_matched());
+  BOOST_TEST(same_bits(snapshot(*on_device), snapshot(*on_cpu)));
+
+  fill_buffers(*on_cpu, 9.0f);
+  const auto cpu_path = file_path("cpu_resnet18.safetensors");
+  save_state_dict(*on_cpu, cpu_path);
+  BOOST_TEST(load_state_dict(*on_device, cpu_path).all_matched());
+  BOOST_TEST(same_bits(snapshot(*on_cpu), snapshot(*on_device)));
+
+  const auto before = snapshot(*on_device);
+  save_state_dict(*file_model(), file_path("other_for_device.safetensors"));
+  BOOST_TEST(!error_of([&] { load_state_dict(*on_device, file_path("other_for_device.safetensors")); }).empty());
+  BOOST_TEST(same_bits(before, snapshot(*on_device)));
 }
 
 BOOST_AUTO_TEST_CASE(sixteen_bit_files_load_rounded) {

@@ -1,6 +1,7 @@
 #pragma once
 // A module's parameters and buffers saved to and loaded from a safetensors file under their
-// torchvision names (`layer1.0.conv1.weight`), as torch's state_dict()/load_state_dict() do.
+// torchvision names (`layer1.0.conv1.weight`), as torch's state_dict()/load_state_dict() do. A
+// module on a device is read back to the host to be saved, and loaded through the host.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -26,9 +27,9 @@ inline bool is_batch_counter(std::string_view name) {
 }
 
 // Every parameter and buffer: the state dict's entries, in torchvision's order.
-template <class T>
-std::vector<std::pair<std::string, Tensor<T>>> state_entries(Module<T>& module) {
-  std::vector<std::pair<std::string, Tensor<T>>> out;
+template <class T, class D>
+std::vector<std::pair<std::string, Tensor<T, D>>> state_entries(Module<T, D>& module) {
+  std::vector<std::pair<std::string, Tensor<T, D>>> out;
   for (auto& [name, p] : module.named_parameters()) out.emplace_back(name, p.value());
   for (auto& [name, b] : module.named_buffers()) out.emplace_back(name, *b);
   return out;
@@ -45,13 +46,13 @@ inline std::string join_names(const std::vector<std::string>& names) {
 // Writes every parameter and buffer as dtype (F32, F16 or BF16; F64 for double models), and
 // the BatchNorm counters as I64 as torch does, so that
 // `model.load_state_dict(safetensors.torch.load_file(path))` reads the file in Python.
-template <class T>
-void save_state_dict(Module<T>& module, const std::filesystem::path& path, io::Dtype dtype = io::Dtype::F32,
+template <class T, class D>
+void save_state_dict(Module<T, D>& module, const std::filesystem::path& path, io::Dtype dtype = io::Dtype::F32,
                      std::map<std::string, std::string> metadata = {{"format", "pt"}}) {
   check(dtype != io::Dtype::I64, path.string(), ": save_state_dict stores weights as F16, BF16, F32 or F64, not I64");
   std::vector<io::SafetensorsEntry<T>> entries;
   for (auto& [name, tensor] : detail::state_entries(module))
-    entries.push_back({name, tensor, detail::is_batch_counter(name) ? io::Dtype::I64 : dtype});
+    entries.push_back({name, tensor.template to<Cpu>(), detail::is_batch_counter(name) ? io::Dtype::I64 : dtype});
   io::save_safetensors(path, std::move(entries), metadata);
 }
 
@@ -73,13 +74,13 @@ struct LoadStateDictResult {
 // to T. Every name and shape is checked first and all differences are reported in one error;
 // nothing is changed when loading fails. Unlike torch, a non-strict load also skips (and reports)
 // shape mismatches, which is what loading a backbone under a different classifier head needs.
-template <class T>
-LoadStateDictResult load_state_dict(Module<T>& module, const std::filesystem::path& path,
+template <class T, class D>
+LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem::path& path,
                                     LoadStateDictOptions options = {}) {
   const io::SafetensorsFile file(path);
   auto entries = detail::state_entries(module);
   LoadStateDictResult result;
-  std::vector<std::pair<Tensor<T>, const io::TensorInfo*>> matched;
+  std::vector<std::pair<Tensor<T, D>, const io::TensorInfo*>> matched;
   for (auto& [name, target] : entries) {
     const io::TensorInfo* info = file.find(name);
     if (!info) {
@@ -108,7 +109,7 @@ LoadStateDictResult load_state_dict(Module<T>& module, const std::filesystem::pa
   // Read everything before writing anything: a read error leaves the module as it was.
   std::vector<Tensor<T>> values;
   for (const auto& [target, info] : matched) values.push_back(file.read<T>(*info));
-  for (std::size_t i = 0; i < matched.size(); ++i) matched[i].first.copy_from(values[i]);
+  for (std::size_t i = 0; i < matched.size(); ++i) matched[i].first.copy_from(values[i].template to<D>());
   return result;
 }
 
