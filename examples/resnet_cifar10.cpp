@@ -5,7 +5,9 @@
 //
 // resnet_cifar10_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
 // trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce,
-// --compression>), as Horovod did on GPUs.
+// --compression>), as Horovod did on GPUs; with --stages the ResNet is a pipeline over the GPUs
+// (Pipeline<4> with NCCL messages), the headline Trainer<Model, DataParallel<NcclAllreduce, Fp16>,
+// Pipeline<4>> with --compression fp16 on a grid.
 #include <cstdio>
 #include <string>
 
@@ -77,18 +79,13 @@ std::shared_ptr<ptrain::Sequential<float, D>> make_resnet(const std::string& nam
 }
 
 #if defined(__CUDACC__)
+// Every rank on its GPU; NCCL carries the gradients and, with --stages, the pipeline's messages.
 int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
-  ptrain::check(cli.integer("--stages") == 0, "--stages ", cli.integer("--stages"),
-                ": pipeline stages run on the CPU only (--device cpu)");
   const int device = ptrain::select_local_cuda_device(session.info());
   auto model = make_resnet<ptrain::Cuda>(cli.str("--model"));
-  const auto train_on = [&](examples::DataShard shard, auto... policies) {
-    return train(cli, world, model, shard, policies...);
-  };
-  if (world.size() == 1) return train_on(examples::DataShard{});
   ptrain::NcclComm nccl(world, device);
-  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
-                                                             train_on);
+  return examples::with_strategy<examples::Pipelines::with, ptrain::NcclAllreduce>(
+      cli, nccl, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
 }
 #endif
 

@@ -1,7 +1,8 @@
 #pragma once
 // The parallel strategy of an example, chosen by flags among compiled-in instantiations:
 //   one process                      no policy
-//   mpiexec -n N                     DataParallel<MpiAllreduce, --compression>
+//   mpiexec -n N                     DataParallel<MpiAllreduce, --compression> (NcclAllreduce on
+//                                    the GPUs of a CUDA build)
 //   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
@@ -41,24 +42,26 @@ int with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& trai
   ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
 }
 
-template <Pipelines pipelines = Pipelines::without, class Train>
-int with_strategy(const Cli& cli, ptrain::MpiComm& world, Train&& train) {
+// Over world: an MpiComm (a model in host memory), or in the CUDA builds an NcclComm with
+// Backend = NcclAllreduce (a model on the GPUs; pipeline messages go over NCCL too).
+template <Pipelines pipelines = Pipelines::without, class Backend = ptrain::MpiAllreduce, class Comm, class Train>
+int with_strategy(const Cli& cli, Comm& world, Train&& train) {
   const int stages = pipelines == Pipelines::with ? static_cast<int>(cli.integer("--stages")) : 0;
   if (stages == 0) {
     if (world.size() == 1) return train(DataShard{});
-    return with_data_parallel(cli, world, DataShard{world.rank(), world.size()}, train);
+    return with_data_parallel<Backend>(cli, world, DataShard{world.rank(), world.size()}, train);
   }
   if constexpr (pipelines == Pipelines::with) {
-  const auto pipelined = [&]<class Schedule>(Schedule) {
-    ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
-    const DataShard shard{pipeline.replica(), pipeline.replicas()};
-    if (pipeline.replicas() == 1) return train(shard, pipeline);
-    return with_data_parallel(cli, world, shard, train, pipeline);
-  };
-  const std::string schedule = cli.str("--schedule");
-  if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
-  if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
-  ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+    const auto pipelined = [&]<class Schedule>(Schedule) {
+      ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
+      const DataShard shard{pipeline.replica(), pipeline.replicas()};
+      if (pipeline.replicas() == 1) return train(shard, pipeline);
+      return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
+    };
+    const std::string schedule = cli.str("--schedule");
+    if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
+    if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
+    ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
   }
   return 1;
 }

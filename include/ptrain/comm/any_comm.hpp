@@ -1,13 +1,15 @@
 #pragma once
 // AnyComm: any Communicator behind one type, for the policies whose type must not name the
-// communicator (Pipeline<4> takes an MpiComm or a SelfComm alike). It carries what a pipeline
-// needs: rank, size, split, point-to-point messages and a sum over doubles.
+// communicator (Pipeline<4> takes an MpiComm, a SelfComm or an NcclComm alike). It carries what a
+// pipeline needs: rank, size, split, point-to-point messages in the communicator's memory
+// (memory_name()), and a sum over host doubles.
 #include <memory>
 #include <span>
 #include <utility>
 #include <variant>
 
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/host_values.hpp"
 
 namespace ptrain {
 
@@ -59,6 +61,9 @@ class AnyComm {
 
   int rank() const { return self_->rank(); }
   int size() const { return self_->size(); }
+  // The name of the device whose memory the messages' buffers are in (comm_memory_t): "cpu" for
+  // host memory, "cuda" for NcclComm's.
+  const char* memory_name() const { return self_->memory_name(); }
   AnyComm split(int color, int key) { return self_->split(color, key); }
   template <CommScalar T>
   AnyRequest isend(std::span<const T> buffer, int dest, int tag) {
@@ -76,6 +81,7 @@ class AnyComm {
     virtual ~Base() = default;
     virtual int rank() const = 0;
     virtual int size() const = 0;
+    virtual const char* memory_name() const = 0;
     virtual AnyComm split(int color, int key) = 0;
     virtual AnyRequest isend(SendBuffer buffer, int dest, int tag) = 0;
     virtual AnyRequest irecv(RecvBuffer buffer, int source, int tag) = 0;
@@ -95,6 +101,7 @@ class AnyComm {
     const C& comm() const { return const_cast<Holder*>(this)->comm(); }
     int rank() const override { return comm().rank(); }
     int size() const override { return comm().size(); }
+    const char* memory_name() const override { return comm_memory_t<C>::name; }
     AnyComm split(int color, int key) override { return AnyComm::own(comm().split(color, key)); }
     AnyRequest isend(SendBuffer buffer, int dest, int tag) override {
       return std::visit([&](auto s) { return AnyRequest(comm().isend(s, dest, tag)); }, buffer);
@@ -102,7 +109,7 @@ class AnyComm {
     AnyRequest irecv(RecvBuffer buffer, int source, int tag) override {
       return std::visit([&](auto s) { return AnyRequest(comm().irecv(s, source, tag)); }, buffer);
     }
-    void allreduce_sum(std::span<double> buffer) override { comm().allreduce_sum(buffer); }
+    void allreduce_sum(std::span<double> buffer) override { host_allreduce_sum(comm(), buffer); }
     void barrier() override { comm().barrier(); }
     Stored stored;
   };

@@ -173,4 +173,9 @@ struct CommMemory<C> {
 template <class C>
 using comm_memory_t = typename CommMemory<C>::type;
 
+// The memory a device's tensors live in: the host for Cpu and HostEmulated, else the device's own.
+// A communicator moves a model's tensors when comm_memory_t is memory_of_t of the model's device.
+template <class D>
+using memory_of_t = std::conditional_t<std::is_base_of_v<Cpu, D>, Cpu, D>;
+
 }  // namespace ptrain

@@ -14,6 +14,7 @@
 #include "ptrain/device/caching_allocator.hpp"
 #include "ptrain/device/cuda_check.hpp"
 #include "ptrain/device/cuda_stream.hpp"
+#include "ptrain/device/cuda_upload.hpp"
 #include "ptrain/device/threads.hpp"
 
 namespace ptrain {
@@ -71,6 +72,7 @@ inline CudaAllocator& cuda_allocator(int device) {
 struct Cuda {
   static constexpr std::size_t alignment = 256;  // what cudaMalloc guarantees
   static constexpr const char* name = "cuda";
+  using BatchUploader = cuda::Uploader;  // pinned staging and a copy stream (BatchUpload in tensor/tensor.hpp)
   // Threads per block and the most blocks a grid-stride launch uses.
   static constexpr unsigned block_threads = 256;
   static constexpr unsigned max_blocks = 4096;

@@ -2,7 +2,9 @@
 // Host tensors to the GPU as torch's pin_memory + non_blocking copies do: the batch is copied into
 // a page-locked staging buffer, the DMA runs on a copy stream of its own, and the compute stream
 // waits for it with an event, so the host and the compute stream both go on while it travels.
-// Two staging buffers alternate: the loader fills one while the other is in flight. nvcc only.
+// Two staging buffers alternate: the loader fills one while the other is in flight. It is
+// Cuda::BatchUploader, which BatchUpload<Cuda> (tensor/tensor.hpp) and so the Trainer use for every
+// batch. nvcc only.
 #if !defined(__CUDACC__)
 #error "ptrain/device/cuda_upload.hpp uses the CUDA runtime and must be compiled by nvcc"
 #endif
@@ -13,10 +15,8 @@
 
 #include <cuda_runtime.h>
 
-#include "ptrain/device/cuda.hpp"
 #include "ptrain/device/cuda_check.hpp"
 #include "ptrain/device/cuda_stream.hpp"
-#include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::cuda {
 
@@ -47,27 +47,22 @@ class PinnedBuffer {
 
 class Uploader {
  public:
-  // A device copy of host, ready for work queued on `compute` after this call.
-  template <class T>
-  Tensor<T, Cuda> upload(const Tensor<T, Cpu>& host, cudaStream_t compute = current_stream()) {
+  // Copies bytes of host memory to device_dst, ready for work queued on `compute` after this call.
+  void upload(void* device_dst, const void* host_src, std::size_t bytes, cudaStream_t compute = current_stream()) {
     Slot& slot = slots_[next_];
     next_ = (next_ + 1) % slots_.size();
-    const std::size_t bytes = host.bytes();
     if (slot.used) slot.copied.synchronize();  // its last batch has left the staging buffer
     if (slot.buffer.bytes() < bytes) slot.buffer = PinnedBuffer(bytes);
-    if (bytes) std::memcpy(slot.buffer.data(), host.data(), bytes);
-
-    Tensor<T, Cuda> device(host.shape());
-    // The block may have been freed by the compute stream a moment ago and still be read there.
+    if (bytes) std::memcpy(slot.buffer.data(), host_src, bytes);
+    // The destination may have been freed by the compute stream a moment ago and still be read there.
     compute_ready_.record(compute);
     compute_ready_.wait_on(copy_stream_.get());
     if (bytes)
-      cuda_check(cudaMemcpyAsync(device.data(), slot.buffer.data(), bytes, cudaMemcpyHostToDevice, copy_stream_.get()),
+      cuda_check(cudaMemcpyAsync(device_dst, slot.buffer.data(), bytes, cudaMemcpyHostToDevice, copy_stream_.get()),
                  "cudaMemcpyAsync of a ", bytes, "-byte batch to the device");
     slot.copied.record(copy_stream_.get());
     slot.used = true;
     slot.copied.wait_on(compute);
-    return device;
   }
 
  private:

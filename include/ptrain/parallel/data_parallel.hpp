@@ -44,10 +44,6 @@ template <class Model>
 using parameter_of = ParameterOf<
     typename std::remove_cvref_t<decltype(std::declval<Model&>().named_parameters())>::value_type::second_type>;
 
-// The memory a device's tensors live in: the host for Cpu and HostEmulated, else the device's own.
-template <class D>
-using memory_of = std::conditional_t<std::is_base_of_v<Cpu, D>, Cpu, D>;
-
 template <class T, class D>
 std::span<T> elements(Tensor<T, D>& t) {
   return {t.data(), static_cast<std::size_t>(t.numel())};
@@ -100,10 +96,10 @@ class DataParallel {
   void setup(Model& model) {
     using T = typename detail::parameter_of<Model>::scalar;
     using D = typename detail::parameter_of<Model>::device;
-    static_assert(!std::is_same_v<detail::memory_of<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
+    static_assert(!std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
                   "DataParallel: this model is in host memory (Cpu or HostEmulated) but the backend's communicator "
                   "moves device memory (NcclAllreduce): use MpiAllreduce or SelfAllreduce");
-    static_assert(std::is_same_v<detail::memory_of<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, D>,
+    static_assert(std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, D>,
                   "DataParallel: a model on a GPU (Var<T, Cuda>) needs a communicator that moves GPU memory: use "
                   "DataParallel<NcclAllreduce, ...> (ptrain/parallel/nccl_allreduce.hpp, nvcc), not MpiAllreduce "
                   "or SelfAllreduce");

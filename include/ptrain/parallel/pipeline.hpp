@@ -12,6 +12,13 @@
 // With more ranks than stages the world is a grid: stage = rank % S, replica = rank / S; the S
 // consecutive ranks of a replica form one pipeline and DataParallel averages each stage's
 // gradients over the ranks that hold that stage (docs/policies.md, "pipeline grid").
+//
+// The model may be on any device. Messages stay in its memory: an MpiComm for a model in host
+// memory (Cpu, HostEmulated), an NcclComm for one on a GPU (each rank's stage on its own GPU;
+// the batch goes to the first stage's device a micro-batch at a time). Activations go up on one
+// communicator and gradients down on another, both in micro-batch order, so a communicator
+// without tags that runs its messages in order on one stream (NCCL) never has a message wait
+// behind one going the other way.
 #include <algorithm>
 #include <chrono>
 #include <concepts>
@@ -28,6 +35,8 @@
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/autograd/device_ops/accuracy.hpp"
+#include "ptrain/autograd/device_ops/loss.hpp"
 #include "ptrain/comm/any_comm.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/nn/sequential.hpp"
@@ -54,7 +63,7 @@ struct PipelineGrid {
 // What the last step measured on this stage.
 struct PipelineStepStats {
   int peak_live_micro_batches = 0;       // micro-batches whose activations were held at once
-  std::int64_t peak_activation_bytes = 0;  // host tensor bytes above the step's start, less gradients
+  std::int64_t peak_activation_bytes = 0;  // bytes in the model's memory above the step's start, less gradients
   double wait_seconds = 0;               // blocked on messages from the neighbouring stages
   double step_seconds = 0;
 };
@@ -73,12 +82,13 @@ class Pipeline {
     requires(!std::same_as<std::remove_cvref_t<C>, Pipeline> && Communicator<C>)
   explicit Pipeline(C& world, PipelineOptions options = {}) : Pipeline(AnyComm::borrow(world), std::move(options)) {}
 
-  // Every rank checks the grid before the collective split, so a bad one fails everywhere.
+  // Every rank checks the grid before the collective splits, so a bad one fails everywhere.
   Pipeline(AnyComm world, PipelineOptions options)
       : options_(std::move(options)),
         world_rank_(world.rank()),
         grid_(make_grid(world.size(), options_.stages)),
-        pipe_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))) {}
+        up_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))),
+        down_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))) {}
 
   int stage() const { return grid_.stage_of(world_rank_); }
   int stages() const { return grid_.stages; }
@@ -94,11 +104,16 @@ class Pipeline {
   // Trainer point: this rank's stage of the model (its layers, under their names in the whole
   // model); the other points and the other policies work on it.
   template <class Model>
-  Module<typename Model::scalar_type>& partition(Model& model, bool data_parallel) {
+  Module<typename Model::scalar_type, typename Model::device_type>& partition(Model& model, bool data_parallel) {
     using T = typename Model::scalar_type;
-    static_assert(std::derived_from<Model, Sequential<T>>,
+    using D = typename Model::device_type;
+    static_assert(std::derived_from<Model, Sequential<T, D>>,
                   "Pipeline: the model must be a ptrain::Sequential (or derive from one); a pipeline cuts it "
                   "between its top-level layers");
+    check(std::string(up_.memory_name()) == memory_of_t<D>::name, "Pipeline: the model is on ", D::name,
+          " but the pipeline's communicator moves ", up_.memory_name(), " memory; give the Pipeline ",
+          std::string(memory_of_t<D>::name) == "cpu" ? "an MpiComm (or SelfComm)" : "an NcclComm",
+          " for a model on ", D::name);
     check(grid_.replicas == 1 || data_parallel, "Pipeline: ", grid_.replicas * grid_.stages, " ranks make ",
           grid_.replicas, " copies of the ", grid_.stages,
           "-stage pipeline; add DataParallel to the Trainer to average their gradients, or use as many stages as ranks");
@@ -106,7 +121,7 @@ class Pipeline {
     for (const auto& [name, layer] : model.children()) parameters.push_back(layer->parameter_count());
     ranges_ = options_.cut_points.empty() ? detail::balanced_stages(parameters, grid_.stages)
                                           : detail::stages_at(options_.cut_points, model.size(), grid_.stages);
-    auto local = std::make_shared<Sequential<T>>();
+    auto local = std::make_shared<Sequential<T, D>>();
     const auto [begin, end] = ranges_[static_cast<std::size_t>(stage())];
     for (std::size_t i = begin; i < end; ++i) local->push_back(model.children()[i].first, model.children()[i].second);
     if (options_.print_plan && world_rank_ == 0) print_plan(model, parameters);
@@ -118,11 +133,11 @@ class Pipeline {
 
   // Trainer point: the step's forwards and backwards in the schedule's order. before_backward(last)
   // runs before each backward; last is true for the one that ends the step (gradient reductions).
-  template <class T, class BeforeBackward>
-  EpochTotals forward_backward(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
+  template <class T, class D, class BeforeBackward>
+  EpochTotals forward_backward(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
                                double label_smoothing, double loss_scale, BeforeBackward&& before_backward) {
     const auto start = Clock::now();
-    Run<T> run(*this, local, inputs, targets, MicroBatches, label_smoothing, loss_scale);
+    Run<T, D> run(*this, local, inputs, targets, MicroBatches, label_smoothing, loss_scale);
     const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
@@ -140,10 +155,10 @@ class Pipeline {
   }
 
   // Trainer point: an evaluation batch through the stages, forward only, in one piece.
-  template <class T>
-  EpochTotals evaluate_batch(Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+  template <class T, class D>
+  EpochTotals evaluate_batch(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
     NoGradGuard no_grad;
-    Run<T> run(*this, local, inputs, targets, 1, 0.0, 1.0);
+    Run<T, D> run(*this, local, inputs, targets, 1, 0.0, 1.0);
     run.forward(0, false);
     run.finish();
     return run.totals;
@@ -152,7 +167,7 @@ class Pipeline {
   // Trainer point: only the last stage computes the loss; the sums come to every stage.
   void reduce(EpochTotals& totals) {
     double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
-    pipe_.allreduce_sum(std::span<double>(sums));
+    up_.allreduce_sum(std::span<double>(sums));
     totals = {sums[0], sums[1], sums[2]};
   }
 
@@ -176,21 +191,22 @@ class Pipeline {
   static constexpr int activation_tag(int i) { return 3 * i + 1; }
   static constexpr int gradient_tag(int i) { return 3 * i + 2; }
   static constexpr std::size_t max_rank = 8;
+  static constexpr std::int64_t header_size = max_rank + 1;  // the rank, then each extent
 
-  // One step (or evaluation batch) on this stage.
-  template <class T>
+  // One step (or evaluation batch) on this stage; its tensors and messages are on D.
+  template <class T, class D>
   struct Run {
     struct MicroBatch {
-      Var<T> input, output, loss;
+      Var<T, D> input, output, loss;
       bool live = false;
     };
     struct Outgoing {
       AnyRequest request;
-      Tensor<T> tensor;
-      std::vector<double> shape;
+      Tensor<T, D> tensor;
+      Tensor<double, D> shape;
     };
 
-    Run(Pipeline& p, Module<T>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
+    Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
         double label_smoothing, double loss_scale)
         : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing), loss_scale(loss_scale),
           baseline_bytes(held_bytes()) {
@@ -220,9 +236,9 @@ class Pipeline {
     void forward(int i, bool training) {
       progress_sends();
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
-      m.input = p.is_first_stage() ? Var<T>(inputs.slice(bounds[i], bounds[i + 1]))
-                                   : Var<T>(receive_activation(i), training);
-      Var<T> output;
+      m.input = p.is_first_stage() ? Var<T, D>(on_device<D>(inputs.slice(bounds[i], bounds[i + 1])))
+                                   : Var<T, D>(receive_activation(i), training);
+      Var<T, D> output;
       if (p.options_.checkpoint && training) {
         NoGradGuard no_grad;
         output = local.forward(m.input);
@@ -231,9 +247,9 @@ class Pipeline {
       }
       const bool keep_graph = training && !p.options_.checkpoint;
       if (p.is_last_stage()) {
-        const Var<T> loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
+        const Var<T, D> loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
         const auto n = static_cast<double>(size_of(i));
-        totals.loss_sum += static_cast<double>(loss.value()[0]) * n;
+        totals.loss_sum += static_cast<double>(loss.value().to_vector()[0]) * n;
         totals.correct += static_cast<double>(top1_correct(output, targets_of(i)));
         totals.samples += n;
         if (keep_graph) m.loss = loss;
@@ -249,13 +265,16 @@ class Pipeline {
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, held_bytes() - baseline_bytes);
     }
 
-    // Host tensor bytes alive but for the parameters' gradients (allocated by the first backward
-    // and kept): what the step's micro-batches and messages hold.
+    // Bytes alive in D's memory but for the parameters' gradients (allocated by the first
+    // backward and kept): what the step's micro-batches and messages hold.
     std::int64_t held_bytes() const {
       std::int64_t gradients = 0;
       for (const auto& param : local.parameters())
         if (param.grad().defined()) gradients += param.grad().numel() * static_cast<std::int64_t>(sizeof(T));
-      return Cpu::live_bytes() - gradients;
+      if constexpr (requires { D::live_bytes(); })
+        return D::live_bytes() - gradients;
+      else
+        return static_cast<std::int64_t>(D::memory_stats().in_use_bytes) - gradients;
     }
 
     void backward(int i) {
@@ -263,7 +282,7 @@ class Pipeline {
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
       check(m.live, "Pipeline: backward of micro-batch ", i, " before its forward (schedule error)");
       if (p.options_.checkpoint) {  // recompute this stage's forward, now recording the graph
-        const Var<T> output = local.forward(m.input);
+        const Var<T, D> output = local.forward(m.input);
         if (p.is_last_stage())
           m.loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
         else
@@ -272,11 +291,11 @@ class Pipeline {
       if (p.is_last_stage()) {
         if (m.loss.requires_grad()) ptrain::backward(m.loss);
       } else {
-        Tensor<T> grad = receive(m.output.shape(), p.stage() + 1, gradient_tag(i));
+        Tensor<T, D> grad = receive(p.down_, m.output.shape(), p.stage() + 1, gradient_tag(i));
         if (m.output.requires_grad()) ptrain::backward(m.output, std::move(grad));
       }
       if (!p.is_first_stage())
-        send_gradient(m.input.grad().defined() ? m.input.grad() : Tensor<T>::zeros(m.input.shape()), i);
+        send_gradient(m.input.grad().defined() ? m.input.grad() : Tensor<T, D>::zeros(m.input.shape()), i);
       m = MicroBatch{};
     }
 
@@ -288,38 +307,42 @@ class Pipeline {
       stats.wait_seconds += seconds_since(start);
     }
 
-    Tensor<T> receive_activation(int i) {
-      std::vector<double> header(max_rank + 1);
-      wait(p.pipe_.irecv(std::span<double>(header), p.stage() - 1, shape_tag(i)));
+    // The header (rank, then each extent) comes to the host; the activation stays on D.
+    Tensor<T, D> receive_activation(int i) {
+      const std::vector<double> header = receive<double>(p.up_, Shape{header_size}, p.stage() - 1, shape_tag(i)).to_vector();
       std::vector<std::int64_t> dims;
       for (std::size_t d = 0; d < static_cast<std::size_t>(header[0]); ++d)
         dims.push_back(static_cast<std::int64_t>(header[d + 1]));
-      return receive(Shape(dims.begin(), dims.end()), p.stage() - 1, activation_tag(i));
+      return receive(p.up_, Shape(dims.begin(), dims.end()), p.stage() - 1, activation_tag(i));
     }
-    Tensor<T> receive(const Shape& shape, int source, int tag) {
-      Tensor<T> t(shape);
-      wait(p.pipe_.irecv(std::span<T>(t.data(), static_cast<std::size_t>(t.numel())), source, tag));
+    template <class U = T>
+    Tensor<U, D> receive(AnyComm& comm, const Shape& shape, int source, int tag) {
+      Tensor<U, D> t(shape);
+      wait(comm.irecv(std::span<U>(t.data(), static_cast<std::size_t>(t.numel())), source, tag));
       return t;
     }
-    void send(const Tensor<T>& activation, int i) {
+    void send(const Tensor<T, D>& activation, int i) {
       check(activation.rank() <= static_cast<int>(max_rank), "Pipeline: stage ", p.stage(),
             " outputs a tensor of shape ", activation.shape(), "; at most ", max_rank, " dimensions can be sent");
-      Outgoing& header = outgoing.emplace_back();
-      header.shape.assign(max_rank + 1, 0.0);
-      header.shape[0] = activation.rank();
-      for (int d = 0; d < activation.rank(); ++d)
-        header.shape[static_cast<std::size_t>(d) + 1] = static_cast<double>(activation.size(d));
-      header.request = p.pipe_.isend(std::span<const double>(header.shape), p.stage() + 1, shape_tag(i));
-      Outgoing& data = outgoing.emplace_back();
-      data.tensor = activation;
-      data.request = p.pipe_.isend(span_of(data.tensor), p.stage() + 1, activation_tag(i));
-    }
-    void send_gradient(const Tensor<T>& grad, int i) {
+      std::vector<double> header(max_rank + 1, 0.0);
+      header[0] = activation.rank();
+      for (int d = 0; d < activation.rank(); ++d) header[static_cast<std::size_t>(d) + 1] = static_cast<double>(activation.size(d));
       Outgoing& o = outgoing.emplace_back();
-      o.tensor = grad;
-      o.request = p.pipe_.isend(span_of(o.tensor), p.stage() - 1, gradient_tag(i));
+      o.shape = Tensor<double, D>::from(Shape{header_size}, header);
+      o.request = p.up_.isend(span_of(o.shape), p.stage() + 1, shape_tag(i));
+      post(p.up_, activation, p.stage() + 1, activation_tag(i));
     }
-    static std::span<const T> span_of(const Tensor<T>& t) { return {t.data(), static_cast<std::size_t>(t.numel())}; }
+    void send_gradient(const Tensor<T, D>& grad, int i) { post(p.down_, grad, p.stage() - 1, gradient_tag(i)); }
+    // The tensor is held until its message is done.
+    void post(AnyComm& comm, const Tensor<T, D>& tensor, int dest, int tag) {
+      Outgoing& o = outgoing.emplace_back();
+      o.tensor = tensor;
+      o.request = comm.isend(span_of(o.tensor), dest, tag);
+    }
+    template <class U>
+    static std::span<const U> span_of(const Tensor<U, D>& t) {
+      return {t.data(), static_cast<std::size_t>(t.numel())};
+    }
 
     void wait(AnyRequest request) {
       const auto start = Clock::now();
@@ -333,7 +356,7 @@ class Pipeline {
     }
 
     Pipeline& p;
-    Module<T>& local;
+    Module<T, D>& local;
     const Tensor<T>& inputs;
     const std::vector<std::int64_t>& targets;
     double smoothing, loss_scale;
@@ -371,7 +394,7 @@ class Pipeline {
   PipelineOptions options_;
   int world_rank_ = 0;
   PipelineGrid grid_;
-  AnyComm pipe_;  // this replica's stages, ranked by stage
+  AnyComm up_, down_;  // this replica's stages, ranked by stage: activations up, gradients down
   std::vector<detail::StageRange> ranges_;
   std::shared_ptr<void> stage_module_;
   PipelineStepStats stats_;

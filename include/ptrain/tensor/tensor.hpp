@@ -161,6 +161,48 @@ Tensor<To> tensor_cast(const Tensor<From>& t) {
   }
 }
 
+// A host tensor where D's ops read it: t itself (sharing storage) on the CPU, else a copy on D.
+template <class D, class T>
+Tensor<T, D> on_device(const Tensor<T>& t) {
+  if constexpr (std::is_same_v<D, Cpu>)
+    return t;
+  else
+    return t.template to<D>();
+}
+
+namespace detail {
+template <class D>
+struct UploaderOf {
+  struct type {};
+};
+template <class D>
+  requires requires { typename D::BatchUploader; }
+struct UploaderOf<D> {
+  using type = typename D::BatchUploader;
+};
+}  // namespace detail
+
+// How batches reach device D: through D::BatchUploader where the device has one (Cuda's pinned
+// staging buffers and copy stream, device/cuda_upload.hpp), else as on_device copies them.
+template <class D>
+class BatchUpload {
+ public:
+  template <class T>
+  Tensor<T, D> operator()(const Tensor<T>& host) {
+    if constexpr (has_uploader) {
+      Tensor<T, D> out(host.shape());
+      uploader_.upload(out.data(), host.data(), host.bytes());
+      return out;
+    } else {
+      return on_device<D>(host);
+    }
+  }
+
+ private:
+  static constexpr bool has_uploader = requires { typename D::BatchUploader; };
+  [[no_unique_address]] typename detail::UploaderOf<D>::type uploader_;
+};
+
 template <class T, class D>
 void require_shape(const Tensor<T, D>& t, const Shape& expected, const char* what) {
   check(t.shape() == expected, what, ": expected shape ", expected, ", got ", t.shape());

@@ -17,8 +17,9 @@
 // A policy implements only the points it needs.
 //
 // The model's device (Model::device_type: Cpu, HostEmulated, Cuda) is where forward, backward and
-// the optimizer run; batches come from the loaders on the host and go over once each, and only
-// the loss and the correct count come back.
+// the optimizer run; batches come from the loaders on the host and go over once each (on Cuda
+// through pinned staging buffers on a copy stream, BatchUpload), and only the loss and the
+// correct count come back.
 #include <chrono>
 #include <cmath>
 #include <concepts>
@@ -249,7 +250,7 @@ class Trainer {
         replaced = p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
     });
     if (replaced) return *replaced;
-    const Var<T, D> logits = model_->forward(on_device(inputs));
+    const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
     const Var<T, D> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
     before_backward(true);
     backward(loss);
@@ -264,16 +265,12 @@ class Trainer {
         replaced = p.evaluate_batch(*local_, inputs, targets);
     });
     if (replaced) return *replaced;
-    const Var<T, D> logits = model_->forward(on_device(inputs));
+    const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
     const double n = static_cast<double>(targets.size());
     return {first_value(cross_entropy(logits, targets).value()) * n,
             static_cast<double>(top1_correct(logits.value(), targets)), n};
   }
 
-  static Var<T, D> on_device(const Tensor<T>& inputs) {
-    if constexpr (std::is_same_v<D, Cpu>) return Var<T, D>(inputs);
-    else return Var<T, D>(inputs.template to<D>());
-  }
   static double first_value(const Tensor<T, D>& t) {
     if constexpr (std::is_same_v<D, Cpu>) return static_cast<double>(t[0]);
     else return static_cast<double>(t.to_vector()[0]);
@@ -306,6 +303,7 @@ class Trainer {
 
   std::shared_ptr<Model> model_;
   Module<T, D>* local_ = nullptr;
+  BatchUpload<D> upload_;
   TrainerOptions options_;
   std::tuple<Policies...> policies_;
   std::function<void()> step_optimizer_;

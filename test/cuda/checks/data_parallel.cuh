@@ -1,7 +1,9 @@
 #pragma once
 // Device check: DataParallel<NcclAllreduce, ...> on a Var<float, Cuda> MLP over a world of one:
 // the averaged gradients are the model's own, exactly with fp32 on the wire (views of the reduced
-// bucket) and within fp16 rounding with fp16. It needs an MPI session (NcclComm takes NCCL's id
+// bucket) and within fp16 rounding with fp16. Then the headline type, Trainer<Sequential<float,
+// Cuda>, DataParallel<NcclAllreduce, Fp16>, Pipeline<4>> over NCCL: a step (four micro-batches,
+// messages through the pipeline's NCCL communicators) equals a plain Trainer's. It needs an MPI session (NcclComm takes NCCL's id
 // through MPI), which device_check's main does not start: there the whole NcclAllreduce path is
 // compiled (instantiated) but not run. Without the MPI headers (a target not linked to
 // ptrain::mpi) the check is left out.
@@ -18,8 +20,14 @@
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 #include <ptrain/launch/mpi_session.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/device_sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/nccl_allreduce.hpp>
+#include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/trainer.hpp>
 
 #include "../../common/device_mlp.hpp"
 #include "checks/common.cuh"
@@ -66,6 +74,42 @@ void check_one_step(NcclComm& nccl, double tol) {
                      std::to_string(i) + " averaged over a world of one");
   expect(dp.bucket_count() > 1, "DataParallel<NcclAllreduce>: 64-byte buckets make several");
 }
+
+std::shared_ptr<Sequential<float, Cuda>> pipeline_net() {
+  manual_seed(43);
+  auto net = make<Sequential<float, Cuda>>();
+  net->push_back("fc1", make<Linear<float, Cuda>>(6, 9));
+  net->push_back("relu", make<ReLU<float, Cuda>>());
+  net->push_back("fc2", make<Linear<float, Cuda>>(9, 4));
+  return net;
+}
+
+void check_pipeline_step(NcclComm& nccl) {
+  const Tensor<float> x = signed_values<float>(Shape{8, 6}, 44, -1.0, 1.0);
+  const std::vector<std::int64_t> targets{0, 1, 2, 3, 3, 2, 1, 0};
+  const SgdOptions options{.lr = 0.1, .momentum = 0.9};
+  TrainerOptions quiet;
+  quiet.progress_bar = quiet.print_epochs = false;
+  PipelineOptions plan;
+  plan.print_plan = false;
+
+  auto plain = pipeline_net();
+  Trainer<Sequential<float, Cuda>> alone(plain, make_sgd(plain->parameters(), options), quiet);
+  const double plain_loss = alone.train_step(x, targets).loss_sum;
+
+  auto piped = pipeline_net();
+  using Dp = DataParallel<NcclAllreduce, Fp16>;
+  Trainer<Sequential<float, Cuda>, Dp, Pipeline<4>> headline(piped, make_sgd(piped->parameters(), options), quiet,
+                                                            Dp(nccl), Pipeline<4>(nccl, plan));
+  const double piped_loss = headline.train_step(x, targets).loss_sum;
+  expect(std::abs(piped_loss - plain_loss) <= 1e-4 * std::abs(plain_loss),
+         "Trainer<..., DataParallel<NcclAllreduce, Fp16>, Pipeline<4>>: the step's loss is the plain step's");
+  const auto a = plain->parameters(), b = piped->parameters();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    expect_close(b[i].value(), a[i].value().to<Cpu>(), 1e-3,
+                 "Trainer<..., DataParallel<NcclAllreduce, Fp16>, Pipeline<4>>: weight " + std::to_string(i) +
+                     " after one step (fp16 gradients on the wire)");
+}
 }  // namespace data_parallel_detail
 
 // Under an MPI session of one rank (a program that has one).
@@ -78,6 +122,7 @@ inline void check_data_parallel(MpiSession& session) {
   NcclComm nccl(world, 0);
   data_parallel_detail::check_one_step<Fp32>(nccl, 1e-6);
   data_parallel_detail::check_one_step<Fp16>(nccl, 1e-3);
+  data_parallel_detail::check_pipeline_step(nccl);
 }
 
 // A singleton MPI session (MPICH starts one without mpiexec) of its own.

@@ -21,10 +21,10 @@ inline void check_allocator() {
 inline void check_uploader() {
   cuda::Stream compute;
   cuda::CurrentStream on(compute.get());
-  cuda::Uploader uploader;
+  BatchUpload<Cuda> upload;
   for (int batch = 0; batch < 5; ++batch) {  // more batches than staging buffers
     const Tensor<float> host = signed_values<float>(Shape{8, 3, 17, 19}, 10 + batch);
-    const Tensor<float, Cuda> device = uploader.upload(host);
+    const Tensor<float, Cuda> device = upload(host);
     expect_close(device, host, 0, "pinned upload of batch " + std::to_string(batch) + " on a side stream");
   }
 }
