@@ -5,21 +5,32 @@
 // --stages S it runs as an S-stage pipeline (and data-parallel over the N/S pipelines).
 // --precision bf16 or fp16 builds the model in that type and trains fp32 master weights
 // (MixedPrecision, Apex O2's scheme; fp16 with dynamic loss scaling).
+//
+// fashion_mnist_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
+// trains on its GPU of the node (mixed precision and Adam on the device), gradients averaged by NCCL.
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <type_traits>
 
 #include <ptrain/mpi.hpp>
+#if defined(__CUDACC__)
+#include <ptrain/cuda.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+#endif
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "common/strategy.hpp"
 
 namespace {
 
 // Precision: Fp32, or Bf16 / Fp16 for mixed precision; the model's scalar type is its wire type.
-template <class Precision, class... Policies>
+// D: the device the model, its masters and Adam's moments live on.
+template <class Precision, class D, class... Policies>
 int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies&&... policies) {
   using T = typename Precision::template wire<float>;
+  using Net = ptrain::SmallCnn<T, D>;
   const auto start = std::chrono::steady_clock::now();
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
@@ -40,25 +51,25 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false),
                                  {.batch_size = 1000}, normalize);
 
-  auto model = std::make_shared<ptrain::SmallCnn<T>>();
+  auto model = std::make_shared<Net>();
   const ptrain::AdamOptions adam_options{.lr = cli.real("--lr")};
   const ptrain::TrainerOptions trainer_options{.csv_log = cli.str("--csv")};
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   if (world.rank() == 0)
-    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters in %s, %d rank(s) x %d thread(s)%s%s\n",
+    std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters in %s, %d rank(s) x %d thread(s) "
+                "on %s%s%s\n",
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
                 static_cast<long long>(model->parameter_count()), Precision::name, world.size(), ptrain::num_threads(),
-                ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
+                D::name, ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
   std::vector<ptrain::EpochResult> results;
   if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
-    auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), adam_options);
-    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>...> trainer(model, adam, trainer_options,
-                                                                           std::move(policies)...);
+    auto adam = ptrain::make_adam(model->parameters(), adam_options);
+    ptrain::Trainer<Net, std::decay_t<Policies>...> trainer(model, adam, trainer_options, std::move(policies)...);
     results = trainer.fit(train_loader, &test_loader, epochs);
   } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
-    ptrain::MixedPrecision<Precision> amp(*model);
-    auto adam = std::make_shared<ptrain::Adam<float>>(amp.master_parameters(), adam_options);
-    ptrain::Trainer<ptrain::SmallCnn<T>, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision>> trainer(
+    ptrain::MixedPrecision<Precision, D> amp(*model);
+    auto adam = ptrain::make_adam(amp.master_parameters(), adam_options);
+    ptrain::Trainer<Net, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision, D>> trainer(
         model, adam, trainer_options, std::move(policies)..., std::move(amp));
     results = trainer.fit(train_loader, &test_loader, epochs);
   }
@@ -68,6 +79,45 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   if (world.rank() == 0) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
   return accuracy < cli.real("--min-accuracy") ? 1 : 0;
 }
+
+// Calls run(Precision{}) with the type --precision names.
+template <class Run>
+int with_precision(const std::string& precision, Run&& run) {
+  if (precision == "fp32") return run(ptrain::Fp32{});
+  if (precision == "bf16") return run(ptrain::Bf16{});
+  if (precision == "fp16") return run(ptrain::Fp16{});
+  ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
+}
+
+template <class Precision>
+int train_on_cpu(const examples::Cli& cli, ptrain::MpiComm& world) {
+  const auto run = [&](examples::DataShard shard, auto... policies) {
+    return train<Precision, ptrain::Cpu>(cli, world, shard, policies...);
+  };
+  if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
+    return examples::with_strategy<examples::Pipelines::with>(cli, world, run);
+  } else {  // mixed precision runs on one process or data-parallel; it is not compiled in with pipelines
+    ptrain::check(cli.integer("--stages") == 0, "--precision ", Precision::name,
+                  " with --stages: mixed precision is not combined with a pipeline in this example");
+    return examples::with_strategy(cli, world, run);
+  }
+}
+
+#if defined(__CUDACC__)
+template <class Precision>
+int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
+  ptrain::check(cli.integer("--stages") == 0, "--stages ", cli.integer("--stages"),
+                ": pipeline stages run on the CPU only (--device cpu)");
+  const int device = ptrain::select_local_cuda_device(session.info());
+  const auto run = [&](examples::DataShard shard, auto... policies) {
+    return train<Precision, ptrain::Cuda>(cli, world, shard, policies...);
+  };
+  if (world.size() == 1) return run(examples::DataShard{});
+  ptrain::NcclComm nccl(world, device);
+  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
+                                                             run);
+}
+#endif
 
 }  // namespace
 
@@ -84,24 +134,19 @@ int main(int argc, char** argv) {
       .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
   examples::add_strategy_options(cli, examples::Pipelines::with);
+  examples::add_device_option(cli);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
+  const auto device = examples::choose_device(cli, "fashion_mnist");
+  if (!device) return 2;
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
-    const std::string precision = cli.str("--precision");
-    if (precision == "fp32")
-      return examples::with_strategy<examples::Pipelines::with>(
-          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Fp32>(cli, world, shard, p...); });
-    // Mixed precision runs on one process or data-parallel; it is not compiled in with pipelines.
-    ptrain::check(cli.integer("--stages") == 0, "--precision ", precision,
-                  " with --stages: mixed precision is not combined with a pipeline in this example");
-    if (precision == "bf16")
-      return examples::with_strategy(
-          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Bf16>(cli, world, shard, p...); });
-    if (precision == "fp16")
-      return examples::with_strategy(
-          cli, world, [&](examples::DataShard shard, auto... p) { return train<ptrain::Fp16>(cli, world, shard, p...); });
-    ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
+    return with_precision(cli.str("--precision"), [&]<class Precision>(Precision) {
+#if defined(__CUDACC__)
+      if (*device == examples::DeviceKind::cuda) return train_on_cuda<Precision>(cli, session, world);
+#endif
+      return train_on_cpu<Precision>(cli, world);
+    });
   });
 }

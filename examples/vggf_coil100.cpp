@@ -2,11 +2,19 @@
 // distributed VGG-F project trained it on COIL-100's objects: root/TrainData/<class>/*.png and
 // root/ValidationData/<class>/*.png, its flags -rd -ep -lr -mb, Adam, ImageNet normalisation, and
 // -mb images per process. One process, or data-parallel under mpiexec (see common/strategy.hpp).
+//
+// vggf_coil100_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
+// trains on its GPU of the node (Adam on the device), gradients averaged by NCCL.
 #include <cstdio>
 
 #include <ptrain/mpi.hpp>
+#if defined(__CUDACC__)
+#include <ptrain/cuda.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+#endif
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "common/image_folders.hpp"
 #include "common/strategy.hpp"
 
@@ -30,21 +38,36 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& 
                                 ptrain::DistributedSampler(data.validation.size(), shard.count, shard.index, false),
                                 {.batch_size = mini_batch, .num_workers = workers}, ptrain::Compose(resize, normalize));
 
-  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
+  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
   ptrain::Trainer<Net, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
   if (trainer.is_main()) {
     std::printf("[Info] number of classes: %lld\n[Info] class labels:", static_cast<long long>(data.train.num_classes()));
     for (const auto& name : data.train.class_names()) std::printf(" %s", name.c_str());
     std::printf("\nvggf_coil100: %lld parameters, %lld training and %lld validation images at %ldx%ld, %ld per rank "
-                "per step, %d rank(s) x %d thread(s)%s%s\n",
+                "per step, %d rank(s) x %d thread(s) on %s%s%s\n",
                 static_cast<long long>(model->parameter_count()), static_cast<long long>(data.train.size()),
                 static_cast<long long>(data.validation.size()), size, size, mini_batch, world.size(),
-                ptrain::num_threads(), shard.count > 1 ? ", gradients on the wire as " : "",
+                ptrain::num_threads(), Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   }
   const auto results = trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep")));
   return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
 }
+
+#if defined(__CUDACC__)
+int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world,
+                  const SplitFolders& data) {
+  const int device = ptrain::select_local_cuda_device(session.info());
+  auto model = ptrain::vgg_f<float, ptrain::Cuda>({.num_classes = data.train.num_classes()});
+  const auto train_on = [&](examples::DataShard shard, auto... policies) {
+    return train(cli, world, data, model, shard, policies...);
+  };
+  if (world.size() == 1) return train_on(examples::DataShard{});
+  ptrain::NcclComm nccl(world, device);
+  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
+                                                             train_on);
+}
+#endif
 
 }  // namespace
 
@@ -62,13 +85,19 @@ int main(int argc, char** argv) {
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-accuracy", "0", "exit with code 1 when the final validation accuracy (percent) is below this");
   examples::add_strategy_options(cli);
+  examples::add_device_option(cli);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
+  const auto device = examples::choose_device(cli, "vggf_coil100");
+  if (!device) return 2;
 
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
     const SplitFolders data = examples::open_split_folders("-rd", cli.str("-rd"), "TrainData", "ValidationData");
     ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
+#if defined(__CUDACC__)
+    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world, data);
+#endif
     auto model = ptrain::vgg_f<float>({.num_classes = data.train.num_classes()});
     return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
       return train(cli, world, data, model, shard, policies...);

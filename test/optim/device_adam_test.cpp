@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ptrain/autograd/gradcheck.hpp>
@@ -116,6 +118,18 @@ BOOST_AUTO_TEST_CASE(adamw_matches_cpu) {
 BOOST_AUTO_TEST_CASE(adamw_amsgrad_matches_cpu) {
   check_matches_cpu<AdamW<float>, DeviceAdamW<float, HostEmulated>>(
       AdamWOptions{.lr = 0.03, .beta1 = 0.5, .weight_decay = 0.2, .amsgrad = true});
+}
+
+// make_adam picks the CPU's Adam or DeviceAdam by the parameters' device, with the options given.
+BOOST_AUTO_TEST_CASE(make_adam_picks_the_optimizer_of_the_device) {
+  const AdamOptions options{.lr = 0.02, .weight_decay = 0.1};
+  auto cpu = make_adam(make_params<Cpu>(), options);
+  auto dev = make_adam(make_params<HostEmulated>(), options);
+  static_assert(std::is_same_v<decltype(cpu), std::shared_ptr<Adam<float>>>);
+  static_assert(std::is_same_v<decltype(dev), std::shared_ptr<DeviceAdam<float, HostEmulated>>>);
+  BOOST_TEST(cpu->options().weight_decay == 0.1);
+  BOOST_TEST(dev->lr() == 0.02);
+  BOOST_TEST(dev->params().size() == shapes.size());
 }
 
 // A parameter that never gets a gradient keeps its value and creates no state.

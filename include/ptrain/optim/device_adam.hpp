@@ -3,6 +3,7 @@
 // 1.13) for Var<T, D> parameters on a device other than Cpu, one kernels::indexed::adam_step or
 // adamw_step per parameter through executor_for<D>, the moments kept on the device.
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -90,5 +91,12 @@ class DeviceAdamW : public detail::DeviceAdamImpl<T, D, true> {
   DeviceAdamW(std::vector<Var<T, D>> params, AdamWOptions options = {})
       : detail::DeviceAdamImpl<T, D, true>(std::move(params), options) {}
 };
+
+// The Adam for parameters on D: Adam on the CPU, DeviceAdam elsewhere (as make_sgd).
+template <class T, class D>
+auto make_adam(std::vector<Var<T, D>> params, AdamOptions options) {
+  if constexpr (std::is_same_v<D, Cpu>) return std::make_shared<Adam<T>>(std::move(params), options);
+  else return std::make_shared<DeviceAdam<T, D>>(std::move(params), options);
+}
 
 }  // namespace ptrain
