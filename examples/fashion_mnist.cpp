@@ -7,7 +7,8 @@
 // (MixedPrecision, Apex O2's scheme; fp16 with dynamic loss scaling).
 //
 // fashion_mnist_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
-// trains on its GPU of the node (mixed precision and Adam on the device), gradients averaged by NCCL.
+// trains on its GPU of the node (mixed precision and Adam on the device), gradients averaged and
+// pipeline messages carried by NCCL.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -89,35 +90,22 @@ int with_precision(const std::string& precision, Run&& run) {
   ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
 }
 
-template <class Precision>
-int train_on_cpu(const examples::Cli& cli, ptrain::MpiComm& world) {
+// On device D, over comm: the MPI world, or NCCL among the GPUs (Backend NcclAllreduce).
+// Pipelines are compiled in for fp32 only.
+template <class Precision, class D, class Backend = ptrain::MpiAllreduce, class Comm>
+int train_with_strategy(const examples::Cli& cli, ptrain::MpiComm& world, Comm& comm) {
   const auto run = [&](examples::DataShard shard, auto... policies) {
-    return train<Precision, ptrain::Cpu>(cli, world, shard, policies...);
+    return train<Precision, D>(cli, world, shard, policies...);
   };
   if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
-    return examples::with_strategy<examples::Pipelines::with>(cli, world, run);
-  } else {  // mixed precision runs on one process or data-parallel; it is not compiled in with pipelines
+    return examples::with_strategy<examples::Pipelines::with, Backend>(cli, comm, run);
+  } else {
     ptrain::check(cli.integer("--stages") == 0, "--precision ", Precision::name,
-                  " with --stages: mixed precision is not combined with a pipeline in this example");
-    return examples::with_strategy(cli, world, run);
+                  " with --stages: mixed precision is not combined with a pipeline (each stage would decide alone "
+                  "to skip an overflowing step)");
+    return examples::with_strategy<examples::Pipelines::without, Backend>(cli, comm, run);
   }
 }
-
-#if defined(__CUDACC__)
-template <class Precision>
-int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
-  ptrain::check(cli.integer("--stages") == 0, "--stages ", cli.integer("--stages"),
-                ": pipeline stages run on the CPU only (--device cpu)");
-  const int device = ptrain::select_local_cuda_device(session.info());
-  const auto run = [&](examples::DataShard shard, auto... policies) {
-    return train<Precision, ptrain::Cuda>(cli, world, shard, policies...);
-  };
-  if (world.size() == 1) return run(examples::DataShard{});
-  ptrain::NcclComm nccl(world, device);
-  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
-                                                             run);
-}
-#endif
 
 }  // namespace
 
@@ -144,9 +132,12 @@ int main(int argc, char** argv) {
     ptrain::MpiComm world(session);
     return with_precision(cli.str("--precision"), [&]<class Precision>(Precision) {
 #if defined(__CUDACC__)
-      if (*device == examples::DeviceKind::cuda) return train_on_cuda<Precision>(cli, session, world);
+      if (*device == examples::DeviceKind::cuda)
+        return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+          return train_with_strategy<Precision, ptrain::Cuda, ptrain::NcclAllreduce>(cli, world, nccl);
+        });
 #endif
-      return train_on_cpu<Precision>(cli, world);
+      return train_with_strategy<Precision, ptrain::Cpu>(cli, world, world);
     });
   });
 }

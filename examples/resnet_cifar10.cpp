@@ -79,13 +79,13 @@ std::shared_ptr<ptrain::Sequential<float, D>> make_resnet(const std::string& nam
 }
 
 #if defined(__CUDACC__)
-// Every rank on its GPU; NCCL carries the gradients and, with --stages, the pipeline's messages.
+// NCCL carries the gradients and, with --stages, the pipeline's messages.
 int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
-  const int device = ptrain::select_local_cuda_device(session.info());
-  auto model = make_resnet<ptrain::Cuda>(cli.str("--model"));
-  ptrain::NcclComm nccl(world, device);
-  return examples::with_strategy<examples::Pipelines::with, ptrain::NcclAllreduce>(
-      cli, nccl, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
+  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+    auto model = make_resnet<ptrain::Cuda>(cli.str("--model"));
+    return examples::with_strategy<examples::Pipelines::with, ptrain::NcclAllreduce>(
+        cli, nccl, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
+  });
 }
 #endif
 

@@ -57,15 +57,13 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& 
 #if defined(__CUDACC__)
 int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world,
                   const SplitFolders& data) {
-  const int device = ptrain::select_local_cuda_device(session.info());
-  auto model = ptrain::vgg_f<float, ptrain::Cuda>({.num_classes = data.train.num_classes()});
-  const auto train_on = [&](examples::DataShard shard, auto... policies) {
-    return train(cli, world, data, model, shard, policies...);
-  };
-  if (world.size() == 1) return train_on(examples::DataShard{});
-  ptrain::NcclComm nccl(world, device);
-  return examples::with_data_parallel<ptrain::NcclAllreduce>(cli, nccl, examples::DataShard{world.rank(), world.size()},
-                                                             train_on);
+  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+    auto model = ptrain::vgg_f<float, ptrain::Cuda>({.num_classes = data.train.num_classes()});
+    return examples::with_strategy<examples::Pipelines::without, ptrain::NcclAllreduce>(
+        cli, nccl, [&](examples::DataShard shard, auto... policies) {
+          return train(cli, world, data, model, shard, policies...);
+        });
+  });
 }
 #endif
 

@@ -10,7 +10,9 @@
 #include "cli.hpp"
 
 #if defined(__CUDACC__)
+#include <ptrain/comm/nccl_comm.hpp>
 #include <ptrain/device/cuda_check.hpp>
+#include <ptrain/launch/mpi_session.hpp>
 #endif
 
 namespace examples {
@@ -53,5 +55,16 @@ inline std::optional<DeviceKind> choose_device(const Cli& cli, const std::string
   return std::nullopt;
 #endif
 }
+
+#if defined(__CUDACC__)
+// Each rank on its GPU of the node (made current before f builds the model), NCCL among them:
+// returns f(nccl).
+template <class F>
+int on_local_gpus(ptrain::MpiSession& session, ptrain::MpiComm& world, F&& f) {
+  const int device = ptrain::select_local_cuda_device(session.info());
+  ptrain::NcclComm nccl(world, device);
+  return f(nccl);
+}
+#endif
 
 }  // namespace examples
