@@ -28,9 +28,10 @@ int parse_and_run(Cli& cli, int argc, char** argv, Train&& train) {
 #if defined(__CUDACC__)
     if (*device == DeviceKind::cuda) {
       ptrain::NcclComm nccl(world, ptrain::select_local_cuda_device(session.info()));
-      return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, [&](DataShard shard, auto... policies) {
+      const auto on_gpu = [&](DataShard shard, auto... policies) {
         return train(ptrain::Cuda{}, world, shard, policies...);
-      });
+      };
+      return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, on_gpu);
     }
 #endif
     return with_strategy(cli, world, [&](DataShard shard, auto... policies) {
