@@ -4,6 +4,10 @@
 // and a new head `fc` trained. With --cache the images are decoded, resized and centre-cropped
 // once into a tensor cache, which is what made the project's later epochs fast. Prints loss and
 // accuracy per epoch, then the validation confusion matrix and Kaggle's quadratic weighted kappa.
+//
+// inception_retinopathy_cuda is this file compiled by nvcc: with --device cuda (its default) each
+// rank trains the head on its GPU of the node, gradients averaged by NCCL
+// (DataParallel<NcclAllreduce, --compression>).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,13 +26,13 @@
 
 namespace {
 
-using Model = ptrain::InceptionV3<float>;
 constexpr long inception_min_size = 75;  // smaller inputs shrink to nothing before Mixed_7a
 
 // Inception v3 without the auxiliary head, the --pretrained backbone loaded and frozen, and a new
-// `classes`-way head. Only the old head may be missing or shaped differently in the file.
-std::shared_ptr<Model> make_model(const examples::Cli& cli, std::int64_t classes, bool main) {
-  auto model = ptrain::inception_v3<float>({.aux_logits = false});
+// `classes`-way head, on D. Only the old head may be missing or shaped differently in the file.
+template <class D>
+std::shared_ptr<ptrain::InceptionV3<float, D>> make_model(const examples::Cli& cli, std::int64_t classes, bool main) {
+  auto model = ptrain::inception_v3<float, D>({.aux_logits = false});
   const std::string pretrained = cli.str("--pretrained");
   if (!pretrained.empty()) {
     const auto loaded = ptrain::load_state_dict(*model, pretrained, {.strict = false});
@@ -45,7 +49,7 @@ std::shared_ptr<Model> make_model(const examples::Cli& cli, std::int64_t classes
   } else if (main) {
     std::printf("no --pretrained: the whole network trains from its random initialisation\n");
   }
-  ptrain::replace_child(*model, "fc", ptrain::make<ptrain::Linear<float>>(2048, classes));
+  ptrain::replace_child(*model, "fc", ptrain::make<ptrain::Linear<float, D>>(2048, classes));
   return model;
 }
 
@@ -101,8 +105,10 @@ void print_confusion(const ptrain::ConfusionMatrix& m) {
   std::printf("\naccuracy %.2f%%, quadratic weighted kappa %.4f\n", 100 * m.accuracy(), quadratic_weighted_kappa(m));
 }
 
-template <class... Policies>
+// Trains on the CPU, or on this rank's GPU (D = Cuda).
+template <class D, class... Policies>
 int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+  using Model = ptrain::InceptionV3<float, D>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long size = cli.integer("--image-size"), batch = cli.integer("--batch");
   const std::int64_t classes = cli.integer("--classes");
@@ -138,19 +144,19 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
                                 {.batch_size = batch / shard.count}, plain);
 
   ptrain::manual_seed(seed);
-  auto model = make_model(cli, classes, main);
-  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
+  auto model = make_model<D>(cli, classes, main);
+  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
-  examples::broadcast_buffers_each_step(trainer, world);
+  examples::broadcast_buffers_each_step(trainer);
   std::int64_t trained = 0;
   for (const auto& p : model->parameters()) trained += p.requires_grad() ? p.numel() : 0;
   if (main)
     std::printf(
         "inception_retinopathy: %lld training and %lld validation images at %ldx%ld, %lld of %lld parameters "
-        "trained, batch %ld, %d rank(s) x %d thread(s)%s%s\n",
+        "trained, batch %ld, %d rank(s) x %d thread(s) on %s%s%s\n",
         static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
         static_cast<long long>(trained), static_cast<long long>(model->parameter_count()), batch, world.size(),
-        ptrain::num_threads(), world.size() > 1 ? ", gradients as " : "",
+        ptrain::num_threads(), D::name, world.size() > 1 ? ", gradients as " : "",
         world.size() > 1 ? cli.str("--compression").c_str() : "");
   trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, static_cast<int>(cli.integer("--epochs")));
 
@@ -158,7 +164,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::ConfusionMatrix confusion(classes);
   model->eval();
   ptrain::NoGradGuard no_grad;
-  for (const auto& b : val_loader) confusion.update(model->forward(ptrain::Var<float>(b.inputs)), b.targets);
+  for (const auto& b : val_loader)
+    confusion.update(model->forward(ptrain::Var<float, D>(ptrain::on_device<D>(b.inputs))), b.targets);
   const ptrain::ConfusionMatrix all = confusion.reduced(world);
   if (main) print_confusion(all);
   return 0;
@@ -186,7 +193,7 @@ int main(int argc, char** argv) {
       .option("--seed", "0", "seed for the head, the split, shuffling and flips")
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::parse_and_run(cli, argc, argv,
-                                 [&](ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-                                   return train(cli, world, shard, policies...);
+                                 [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                   return train<D>(cli, world, shard, policies...);
                                  });
 }

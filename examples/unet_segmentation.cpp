@@ -4,6 +4,9 @@
 // rank keeping its own batch, so N ranks train on N times the batch at N times the learning rate
 // (the linear scaling rule), reached by a linear warm-up. After every epoch: loss and pixel
 // accuracy, and IoU and Dice on a held-out validation split, counted over all ranks.
+//
+// unet_segmentation_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
+// trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce, --compression>).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,24 +27,23 @@
 
 namespace {
 
-using Model = ptrain::UNet<float>;
-
 struct Validation {
   double loss = 0;
   ptrain::ConfusionMatrix confusion{2};
 };
 
 // Summed over the ranks: each holds an unpadded shard of the validation images.
-template <class Loader>
-Validation validate(Model& model, Loader& loader, ptrain::MpiComm& world) {
+// The model may be on a device: each batch goes there, the loss and the scores come back.
+template <class D, class Loader>
+Validation validate(ptrain::UNet<float, D>& model, Loader& loader, ptrain::MpiComm& world) {
   model.eval();
   ptrain::NoGradGuard no_grad;
   Validation v;
   std::vector<double> loss_and_pixels{0, 0};
   for (const auto& batch : loader) {
-    const ptrain::Var<float> scores = model.forward(ptrain::Var<float>(batch.inputs));
+    const ptrain::Var<float, D> scores = model.forward(ptrain::Var<float, D>(ptrain::on_device<D>(batch.inputs)));
     const double pixels = static_cast<double>(batch.targets.size());
-    loss_and_pixels[0] += ptrain::cross_entropy(scores, batch.targets).value()[0] * pixels;
+    loss_and_pixels[0] += ptrain::cross_entropy(scores, batch.targets).value().to_vector()[0] * pixels;
     loss_and_pixels[1] += pixels;
     v.confusion.update(scores, batch.targets);
   }
@@ -52,8 +54,10 @@ Validation validate(Model& model, Loader& loader, ptrain::MpiComm& world) {
   return v;
 }
 
-template <class... Policies>
+// Trains a UNet<float, D>: on the CPU, or on this rank's GPU (D = Cuda).
+template <class D, class... Policies>
 int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+  using Model = ptrain::UNet<float, D>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long size = cli.integer("--image-size"), batch = cli.integer("--batch"), channels = cli.integer("--channels");
   const ptrain::UNetOptions options{.in_channels = channels,
@@ -85,9 +89,9 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::manual_seed(seed);
   auto model = std::make_shared<Model>(options);
   const double base_lr = cli.real("--lr");
-  auto adam = std::make_shared<ptrain::Adam<float>>(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
+  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {}, policies...);
-  examples::broadcast_buffers_each_step(trainer, world);
+  examples::broadcast_buffers_each_step(trainer);
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
   trainer.on_step_end([&](std::int64_t) { schedule.step(); });
 
@@ -98,10 +102,10 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   if (main)
     std::printf(
         "unet_segmentation: %lld training and %lld validation pairs at %ldx%ld, UNet of %d levels from %lld "
-        "channels (%lld parameters), %ld images per rank per step, %d rank(s) x %d thread(s)\n",
+        "channels (%lld parameters), %ld images per rank per step, %d rank(s) x %d thread(s) on %s\n",
         static_cast<long long>(parts.train.size()), static_cast<long long>(parts.val.size()), size, size,
         options.levels, static_cast<long long>(options.base_width), static_cast<long long>(model->parameter_count()),
-        batch, world.size(), ptrain::num_threads());
+        batch, world.size(), ptrain::num_threads(), D::name);
   if (main && shard.count > 1)
     std::printf("data-parallel: learning rate %g x %d ranks = %g after %ld warm-up steps, gradients as %s\n", base_lr,
                 shard.count, base_lr * shard.count, cli.integer("--warmup-steps"), cli.str("--compression").c_str());
@@ -161,7 +165,7 @@ int main(int argc, char** argv) {
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
       .option("--min-iou", "0", "exit with code 1 when the last validation IoU of the foreground is below this");
   return examples::parse_and_run(cli, argc, argv,
-                                 [&](ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-                                   return train(cli, world, shard, policies...);
+                                 [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                   return train<D>(cli, world, shard, policies...);
                                  });
 }

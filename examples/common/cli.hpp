@@ -19,6 +19,7 @@ class Cli {
     values_[flag] = default_value;
     return *this;
   }
+  const std::string& program() const { return program_; }
 
   // Returns false (after printing) when the program should exit: --help (code 0) or a bad flag (code 2).
   bool parse(int argc, char** argv, int& exit_code) {

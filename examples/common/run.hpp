@@ -1,9 +1,16 @@
 #pragma once
-// The main() of an example without pipelines: parse the flags (adding the strategy's), start MPI
-// and call train(world, shard, policies...) with the policies the flags and the world choose.
+// The main() of an example without pipelines: parse the flags (adding the strategy's and
+// --device), start MPI and call train(device, world, shard, policies...) with a value of the
+// device the model trains on and the policies with_strategy chooses: over MPI on the CPU, over
+// NCCL on one GPU per rank of a node (--device cuda, in the example's CUDA build).
 #include <ptrain/mpi.hpp>
+#if defined(__CUDACC__)
+#include <ptrain/cuda.hpp>
+#include <ptrain/parallel/nccl_allreduce.hpp>
+#endif
 
 #include "cli.hpp"
+#include "device.hpp"
 #include "strategy.hpp"
 
 namespace examples {
@@ -11,12 +18,25 @@ namespace examples {
 template <class Train>
 int parse_and_run(Cli& cli, int argc, char** argv, Train&& train) {
   add_strategy_options(cli);
+  add_device_option(cli);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
+  const auto device = choose_device(cli, cli.program());
+  if (!device) return 2;
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
-    return with_strategy(cli, world,
-                         [&](DataShard shard, auto... policies) { return train(world, shard, policies...); });
+#if defined(__CUDACC__)
+    if (*device == DeviceKind::cuda) {
+      ptrain::NcclComm nccl(world, ptrain::select_local_cuda_device(session.info()));
+      const auto on_gpu = [&](DataShard shard, auto... policies) {
+        return train(ptrain::Cuda{}, world, shard, policies...);
+      };
+      return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, on_gpu);
+    }
+#endif
+    return with_strategy(cli, world, [&](DataShard shard, auto... policies) {
+      return train(ptrain::Cpu{}, world, shard, policies...);
+    });
   });
 }
 

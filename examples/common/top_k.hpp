@@ -1,7 +1,6 @@
 #pragma once
 // Top-k accuracy of a model over an evaluation loader (torchvision's Acc@1 and Acc@5): each rank
 // counts the shard its DistributedSampler gives it and the counts are summed over the ranks.
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,13 +19,8 @@ ptrain::TopKAccuracy evaluate_top_k(Model& model, Loader& loader, C& comm, std::
   {
     ptrain::NoGradGuard no_grad;
     for (const auto& batch : loader) {
-      const ptrain::Tensor<T> inputs = ptrain::tensor_cast<T>(batch.inputs);
-      if constexpr (std::is_same_v<D, ptrain::Cpu>) {
-        accuracy.update(model.forward(ptrain::Var<T>(inputs)), batch.targets);
-      } else {
-        const auto scores = model.forward(ptrain::Var<T, D>(inputs.template to<D>())).value();
-        accuracy.update(scores.template to<ptrain::Cpu>(), batch.targets);
-      }
+      const ptrain::Var<T, D> inputs(ptrain::on_device<D>(ptrain::tensor_cast<T>(batch.inputs)));
+      accuracy.update(model.forward(inputs), batch.targets);
     }
   }
   model.train();

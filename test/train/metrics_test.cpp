@@ -1,5 +1,6 @@
 // Metrics against hand-computed counts: top-k with ties, the confusion matrix with an ignored
-// label and an absent class, IoU and Dice, and reduction over a world of one.
+// label and an absent class, IoU and Dice, scores of a device model (HostEmulated), and reduction
+// over a world of one.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -7,7 +8,9 @@
 #include <vector>
 
 #include <ptrain/autograd/ops/accuracy.hpp>
+#include <ptrain/autograd/variable.hpp>
 #include <ptrain/comm/self_comm.hpp>
+#include <ptrain/device/host_emulated.hpp>
 #include <ptrain/train/metrics.hpp>
 
 #include "../common/files.hpp"
@@ -113,6 +116,24 @@ BOOST_AUTO_TEST_CASE(confusion_matrix_from_segmentation_scores) {
                       "for 4 classes"));
   m.reset();
   BOOST_TEST(m.total() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(scores_on_a_device_count_as_on_the_cpu) {
+  const auto s = Tensor<float>::from({1, 3, 2, 2}, {0, 9, 0, 1, 0, 0, 5, 5, 7, 1, 2, 3});
+  const std::vector<std::int64_t> pixel_targets{2, 1, 255, 0};
+  ConfusionMatrix on_cpu(3, 255), on_device(3, 255);
+  on_cpu.update(Var<float>(s), pixel_targets);
+  on_device.update(Var<float, HostEmulated>(s.to<HostEmulated>()), pixel_targets);
+  BOOST_TEST(on_device.total() == 3);
+  BOOST_TEST(on_device.counts() == on_cpu.counts(), boost::test_tools::per_element());
+  BOOST_TEST(on_device.iou() == on_cpu.iou(), boost::test_tools::per_element());
+
+  TopKAccuracy top_cpu({1, 2}), top_device({1, 2});
+  top_cpu.update(scores, targets);
+  top_device.update(Var<float, HostEmulated>(scores.to<HostEmulated>()), targets);
+  BOOST_TEST(top_device.correct(1) == top_cpu.correct(1));
+  BOOST_TEST(top_device.correct(2) == top_cpu.correct(2));
+  BOOST_TEST(top_device.samples() == 4);
 }
 
 BOOST_AUTO_TEST_CASE(reduced_over_a_world_of_one_is_a_copy) {

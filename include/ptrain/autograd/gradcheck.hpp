@@ -63,41 +63,28 @@ inline void compare_with_differences(Tensor<double>& x, const Tensor<double>& an
 template <class D>
 using DeviceGradcheckFn = std::function<Var<double, D>(const std::vector<Var<double, D>>&)>;
 
-namespace detail {
-// t on device D: t itself on the host, which the CPU check perturbs in place.
-template <class D>
-Tensor<double, D> on_device(const Tensor<double>& t) {
-  if constexpr (std::is_same_v<D, Cpu>) return t;
-  else return t.template to<D>();
-}
-template <class D>
-Tensor<double> on_host(const Tensor<double, D>& t) {
-  if constexpr (std::is_same_v<D, Cpu>) return t;
-  else return t.defined() ? t.template to<Cpu>() : Tensor<double>();
-}
-}  // namespace detail
-
-// gradcheck of an op running on device D (HostEmulated runs the GPU algorithms on the host).
+// gradcheck of an op running on device D (HostEmulated runs the GPU algorithms on the host). On the
+// CPU the op gets the inputs themselves, which the differences perturb in place.
 template <class D>
 GradcheckResult gradcheck_on(const DeviceGradcheckFn<D>& f, std::vector<Tensor<double>> inputs, double eps = 1e-6,
                              double tolerance = 1e-5, std::uint64_t seed = 7) {
   std::vector<Var<double, D>> vars;
-  for (auto& t : inputs) vars.emplace_back(detail::on_device<D>(t), true);
+  for (auto& t : inputs) vars.emplace_back(on_device<D>(t), true);
   Var<double, D> y = f(vars);
   const Tensor<double> w = random_tensor(y.shape(), seed);
-  backward(y, detail::on_device<D>(w.clone()));
+  backward(y, on_device<D>(w.clone()));
 
   auto loss = [&] {
     NoGradGuard no_grad;
     std::vector<Var<double, D>> constants;
-    for (auto& t : inputs) constants.emplace_back(detail::on_device<D>(t), false);
+    for (auto& t : inputs) constants.emplace_back(on_device<D>(t), false);
     const Var<double, D> out = f(constants);
-    return (detail::on_host(out.value()).array() * w.array()).sum();
+    return (on_host(out.value()).array() * w.array()).sum();
   };
 
   GradcheckResult result;
   for (std::size_t v = 0; v < inputs.size(); ++v)
-    detail::compare_with_differences(inputs[v], detail::on_host(vars[v].grad()), loss, eps, tolerance,
+    detail::compare_with_differences(inputs[v], on_host(vars[v].grad()), loss, eps, tolerance,
                                      "input " + std::to_string(v), result);
   return result;
 }

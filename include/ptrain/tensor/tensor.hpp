@@ -169,6 +169,14 @@ Tensor<T, D> on_device(const Tensor<T>& t) {
   else
     return t.template to<D>();
 }
+// t on the host: t itself (sharing storage) on the CPU, a copy from another device.
+template <class T, class D>
+Tensor<T> on_host(const Tensor<T, D>& t) {
+  if constexpr (std::is_same_v<D, Cpu>)
+    return t;
+  else
+    return t.defined() ? t.template to<Cpu>() : Tensor<T>();
+}
 
 namespace detail {
 template <class D>

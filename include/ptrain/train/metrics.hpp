@@ -63,11 +63,13 @@ class TopKAccuracy {
     for (int k : ks_) check(k >= 1, "TopKAccuracy: k must be at least 1, got ", k);
   }
 
-  // scores [N, C] or [N, C, d1, ...] with one target per position (the layout of the losses).
-  template <class T>
-  void update(const Tensor<T>& scores, std::span<const std::int64_t> targets) {
+  // scores [N, C] or [N, C, d1, ...] with one target per position (the layout of the losses), on
+  // any device.
+  template <class T, class D>
+  void update(const Tensor<T, D>& scores, std::span<const std::int64_t> targets) {
     const auto l = detail::class_layout(scores.shape(), targets, "TopKAccuracy");
-    const T* x = scores.data();
+    const Tensor<T> host = on_host(scores);
+    const T* x = host.data();
     for (std::int64_t o = 0; o < l.outer; ++o)
       for (std::int64_t k = 0; k < l.inner; ++k) {
         const T* s = x + o * l.n * l.inner + k;
@@ -82,8 +84,8 @@ class TopKAccuracy {
       }
     samples_ += l.outer * l.inner;
   }
-  template <class T>
-  void update(const Var<T>& scores, std::span<const std::int64_t> targets) {
+  template <class T, class D>
+  void update(const Var<T, D>& scores, std::span<const std::int64_t> targets) {
     update(scores.value(), targets);
   }
 
@@ -144,18 +146,18 @@ class ConfusionMatrix {
       ++counts_[static_cast<std::size_t>(targets[i] * classes_ + predicted[i])];
     }
   }
-  // Predictions are the highest-scoring classes of scores [N, C] or [N, C, d1, ...].
-  template <class T>
-  void update(const Tensor<T>& scores, std::span<const std::int64_t> targets) {
+  // Predictions are the highest-scoring classes of scores [N, C] or [N, C, d1, ...], on any device.
+  template <class T, class D>
+  void update(const Tensor<T, D>& scores, std::span<const std::int64_t> targets) {
     check(scores.rank() >= 2 && scores.size(1) == classes_, "ConfusionMatrix: scores of shape ", scores.shape(),
           " for ", classes_, " classes; expected [N, ", classes_, "] or [N, ", classes_, ", d1, ...]");
-    const auto predicted = argmax_classes(scores);
+    const auto predicted = argmax_classes(on_host(scores));
     check(predicted.size() == targets.size(), "ConfusionMatrix: ", targets.size(), " targets for scores of shape ",
           scores.shape(), ", which need ", predicted.size(), " (one per position)");
     update(std::span<const std::int64_t>(predicted), targets);
   }
-  template <class T>
-  void update(const Var<T>& scores, std::span<const std::int64_t> targets) {
+  template <class T, class D>
+  void update(const Var<T, D>& scores, std::span<const std::int64_t> targets) {
     update(scores.value(), targets);
   }
 
