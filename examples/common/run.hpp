@@ -26,13 +26,12 @@ int parse_and_run(Cli& cli, int argc, char** argv, Train&& train) {
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
 #if defined(__CUDACC__)
-    if (*device == DeviceKind::cuda) {
-      ptrain::NcclComm nccl(world, ptrain::select_local_cuda_device(session.info()));
-      const auto on_gpu = [&](DataShard shard, auto... policies) {
-        return train(ptrain::Cuda{}, world, shard, policies...);
-      };
-      return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, on_gpu);
-    }
+    if (*device == DeviceKind::cuda)
+      return on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+        return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, [&](DataShard shard, auto... p) {
+          return train(ptrain::Cuda{}, world, shard, p...);
+        });
+      });
 #endif
     return with_strategy(cli, world, [&](DataShard shard, auto... policies) {
       return train(ptrain::Cpu{}, world, shard, policies...);
