@@ -110,14 +110,14 @@ int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain:
   ptrain::check(world.size() == 1 || cli.str("--compression") == "fp16", "--device cuda averages gradients in fp16 "
                 "over NCCL (DataParallel<NcclAllreduce, Fp16>); --compression ", cli.str("--compression"),
                 " is for --device cpu");
-  const int device = ptrain::select_local_cuda_device(session.info());
-  auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
-  ptrain::MixedPrecision<Fp16, Cuda> amp(*model);
-  auto sgd = make_sgd<Cuda>(cli, amp.master_parameters());
-  if (world.size() == 1) return train(cli, world, data, model, sgd, examples::DataShard{}, amp);
-  ptrain::NcclComm nccl(world, device);
-  return train(cli, world, data, model, sgd, examples::DataShard{world.rank(), world.size()},
-               ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>(nccl), amp);
+  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+    auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
+    ptrain::MixedPrecision<Fp16, Cuda> amp(*model);
+    auto sgd = make_sgd<Cuda>(cli, amp.master_parameters());
+    if (world.size() == 1) return train(cli, world, data, model, sgd, examples::DataShard{}, amp);
+    return train(cli, world, data, model, sgd, examples::DataShard{world.rank(), world.size()},
+                 ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>(nccl), amp);
+  });
 }
 #endif
 

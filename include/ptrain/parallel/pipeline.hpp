@@ -15,7 +15,7 @@
 //
 // The model may be on any device. Messages stay in its memory: an MpiComm for a model in host
 // memory (Cpu, HostEmulated), an NcclComm for one on a GPU (each rank's stage on its own GPU;
-// the batch goes to the first stage's device a micro-batch at a time). Activations go up on one
+// the first stage takes the batch to its device a micro-batch at a time). Activations go up on one
 // communicator and gradients down on another, both in micro-batch order, so a communicator
 // without tags that runs its messages in order on one stream (NCCL) never has a message wait
 // behind one going the other way.
@@ -133,11 +133,13 @@ class Pipeline {
 
   // Trainer point: the step's forwards and backwards in the schedule's order. before_backward(last)
   // runs before each backward; last is true for the one that ends the step (gradient reductions).
+  // The first stage takes each micro-batch of the host batch to D with the Trainer's upload.
   template <class T, class D, class BeforeBackward>
   EpochTotals forward_backward(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
-                               double label_smoothing, double loss_scale, BeforeBackward&& before_backward) {
+                               double label_smoothing, double loss_scale, BeforeBackward&& before_backward,
+                               BatchUpload<D>& upload) {
     const auto start = Clock::now();
-    Run<T, D> run(*this, local, inputs, targets, MicroBatches, label_smoothing, loss_scale);
+    Run<T, D> run(*this, local, inputs, upload, targets, MicroBatches, label_smoothing, loss_scale);
     const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
@@ -156,9 +158,10 @@ class Pipeline {
 
   // Trainer point: an evaluation batch through the stages, forward only, in one piece.
   template <class T, class D>
-  EpochTotals evaluate_batch(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+  EpochTotals evaluate_batch(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
+                             BatchUpload<D>& upload) {
     NoGradGuard no_grad;
-    Run<T, D> run(*this, local, inputs, targets, 1, 0.0, 1.0);
+    Run<T, D> run(*this, local, inputs, upload, targets, 1, 0.0, 1.0);
     run.forward(0, false);
     run.finish();
     return run.totals;
@@ -206,9 +209,9 @@ class Pipeline {
       Tensor<double, D> shape;
     };
 
-    Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, int pieces,
-        double label_smoothing, double loss_scale)
-        : p(p), local(local), inputs(inputs), targets(targets), smoothing(label_smoothing), loss_scale(loss_scale),
+    Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, BatchUpload<D>& upload,
+        const std::vector<std::int64_t>& targets, int pieces, double label_smoothing, double loss_scale)
+        : p(p), local(local), inputs(inputs), upload(upload), targets(targets), smoothing(label_smoothing), loss_scale(loss_scale),
           baseline_bytes(held_bytes()) {
       // As torch.chunk: a batch smaller than M makes fewer micro-batches (every stage sees the same targets).
       const auto batch = static_cast<std::int64_t>(targets.size());
@@ -236,7 +239,7 @@ class Pipeline {
     void forward(int i, bool training) {
       progress_sends();
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
-      m.input = p.is_first_stage() ? Var<T, D>(on_device<D>(inputs.slice(bounds[i], bounds[i + 1])))
+      m.input = p.is_first_stage() ? Var<T, D>(upload(inputs.slice(bounds[i], bounds[i + 1])))
                                    : Var<T, D>(receive_activation(i), training);
       Var<T, D> output;
       if (p.options_.checkpoint && training) {
@@ -358,6 +361,7 @@ class Pipeline {
     Pipeline& p;
     Module<T, D>& local;
     const Tensor<T>& inputs;
+    BatchUpload<D>& upload;
     const std::vector<std::int64_t>& targets;
     double smoothing, loss_scale;
     std::int64_t baseline_bytes;

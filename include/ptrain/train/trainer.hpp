@@ -9,7 +9,7 @@
 //   before_backward(model, ends_in_step) before each backward; false while accumulating gradients
 //   loss_scale() -> double              each batch: multiplies the loss's gradient (mixed precision)
 //   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
-//   evaluate_batch(model, inputs, targets) optional: replaces an evaluation forward (pipeline)
+//   evaluate_batch(model, inputs, targets, upload) optional: replaces an evaluation forward (pipeline)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
 //   reduce(totals)                      sum an epoch's loss/correct/count over ranks
@@ -245,9 +245,10 @@ class Trainer {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
       if constexpr (requires {
-                      p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
+                      p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
                     })
-        replaced = p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward);
+        replaced =
+            p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
     });
     if (replaced) return *replaced;
     const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
@@ -261,8 +262,8 @@ class Trainer {
   EpochTotals evaluate_batch(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets); })
-        replaced = p.evaluate_batch(*local_, inputs, targets);
+      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets, upload_); })
+        replaced = p.evaluate_batch(*local_, inputs, targets, upload_);
     });
     if (replaced) return *replaced;
     const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
