@@ -185,6 +185,41 @@ BOOST_AUTO_TEST_CASE(chain_matches_the_autograd_op) {
   }
 }
 
+// SyncBatchNorm's merge (ReplicaSums, ReplicaDeviations, GlobalVariance) with the sums over the
+// replicas taken here: replicas of 2, 0 (mean and var NaN: it must add zeros) and 5 rows of a
+// batch with a large mean give the moments of the whole batch.
+BOOST_AUTO_TEST_CASE(merged_replica_moments_are_the_whole_batch_moments) {
+  namespace ix = kernels::indexed;
+  const HostExecutor ex;
+  const std::int64_t C = 3, inner = 4;
+  const std::vector<std::int64_t> rows{2, 0, 5};
+  const auto x = uniform_values<double>(7 * C * inner, 5, 98, 102);
+  const auto per_channel = [&](double v) { return std::vector<double>(C, v); };
+  std::vector<std::vector<double>> means, vars;
+  std::vector<double> sums(C + 1, 0.0), deviations(C, 0.0), replica(C + 1);
+  std::int64_t first = 0;
+  for (std::int64_t n : rows) {
+    means.push_back(per_channel(std::nan("")));
+    vars.push_back(per_channel(std::nan("")));
+    if (n > 0) ix::batch_norm_moments(ex, x.data() + first * C * inner, ChannelLayout{n, C, inner}, means.back().data(),
+                                      vars.back().data());
+    ex.indexed(C + 1, ix::ReplicaSums{static_cast<double>(n * inner), means.back().data(), replica.data()});
+    for (std::int64_t i = 0; i <= C; ++i) sums[i] += replica[i];
+    first += n;
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    ex.indexed(C, ix::ReplicaDeviations{static_cast<double>(rows[r] * inner), sums.data(), vars[r].data(),
+                                        means[r].data(), replica.data()});
+    for (std::int64_t c = 0; c < C; ++c) deviations[c] += replica[c];
+  }
+  std::vector<double> var(C), want_mean(C), want_var(C);
+  ex.indexed(C, ix::GlobalVariance{deviations.data(), sums[0], var.data()});
+  kernels::batch_norm_moments(x.data(), ChannelLayout{7, C, inner}, want_mean.data(), want_var.data());
+  BOOST_TEST(sums[0] == 7.0 * inner);
+  for (const auto& mean : means) expect_close(mean, want_mean, 1e-12, "merged mean on every replica");
+  expect_close(var, want_var, 1e-10, "merged variance");
+}
+
 BOOST_AUTO_TEST_CASE(bad_layouts_are_rejected) {
   const HostExecutor ex;
   double mean[1], var[1];

@@ -1,10 +1,13 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include <ptrain/autograd/backward.hpp>
 #include <ptrain/core/rng.hpp>
 #include <ptrain/device/host_emulated.hpp>
 #include <ptrain/models/resnet.hpp>
@@ -118,13 +121,31 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_on_a_device_equals_the_cpu) {
   BOOST_TEST(max_state_difference(*device, *cpu) <= 1e-5);
 }
 
-BOOST_AUTO_TEST_CASE(a_sync_hook_on_a_device_batch_norm_is_refused) {
-  BatchNorm2d<float, HostEmulated> bn(4);
-  bn.set_sync([](std::span<double>) {});
-  const Var<float, HostEmulated> x(Tensor<float>::ones({2, 4, 3, 3}).to<HostEmulated>());
-  BOOST_CHECK_EXCEPTION(bn.forward(x), Error, [](const Error& e) {
-    return std::string(e.what()).find("runs on the CPU only, not on host-emulated") != std::string::npos;
-  });
+// A hook over one replica (it sums nothing) on a device: the global batch is the local one, so the
+// synchronised path (moments, the merge, separate backward sums) equals the plain layer.
+BOOST_AUTO_TEST_CASE(a_device_batch_norm_synchronised_over_one_replica_equals_the_plain_layer) {
+  BatchNorm2d<double, HostEmulated> synced(3), plain(3);
+  int calls = 0;
+  synced.set_sync([&calls](std::span<double>) { ++calls; });
+  Tensor<double> x({4, 3, 2, 3}), gy(x.shape());
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    x[i] = std::sin(0.7 * static_cast<double>(i)) + static_cast<double>(i % 3);
+    gy[i] = std::cos(0.3 * static_cast<double>(i));
+  }
+  const Var<double, HostEmulated> xs(x.to<HostEmulated>(), true), xp(x.to<HostEmulated>(), true);
+  const Var<double, HostEmulated> ys = synced.forward(xs), yp = plain.forward(xp);
+  backward(ys, gy.to<HostEmulated>());
+  backward(yp, gy.to<HostEmulated>());
+  BOOST_TEST(calls == 3);  // two sums in forward, one in backward
+  const auto same = [](const Tensor<double, HostEmulated>& a, const Tensor<double, HostEmulated>& b) {
+    return test::relative_difference(a.to<Cpu>(), b.to<Cpu>()) <= 1e-12;
+  };
+  BOOST_TEST(same(ys.value(), yp.value()));
+  BOOST_TEST(same(xs.grad(), xp.grad()));
+  BOOST_TEST(same(synced.weight.grad(), plain.weight.grad()));
+  BOOST_TEST(same(synced.bias.grad(), plain.bias.grad()));
+  BOOST_TEST(same(synced.running_mean, plain.running_mean));
+  BOOST_TEST(same(synced.running_var, plain.running_var));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

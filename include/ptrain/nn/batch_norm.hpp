@@ -14,8 +14,8 @@ namespace ptrain {
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
 // buffers named as torchvision's state_dict names them. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
-// statistics of the global batch, as torch.nn.SyncBatchNorm. On a device other than the CPU
-// (autograd/device_ops/batch_norm.hpp) the layer is local: no sync hook yet.
+// statistics of the global batch, as torch.nn.SyncBatchNorm, on any device: off the CPU
+// (autograd/device_ops/batch_norm.hpp) the hook sums spans in the device's memory.
 template <class T = float, class D = Cpu>
 class BatchNorm2d : public Module<T, D> {
  public:
@@ -35,16 +35,16 @@ class BatchNorm2d : public Module<T, D> {
       if (this->is_training()) num_batches_tracked[0] += T(1);
       return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
     } else {
-      check(!sync_, "BatchNorm2d: synchronised batch norm runs on the CPU only, not on ", D::name);
       if (this->is_training())
         kernels::indexed::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
                               kernels::AddConstant{1.0});
-      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_);
+      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
     }
   }
 
-  // An empty hook makes the layer local again. Forward's graph keeps a copy of the hook: what it
-  // refers to (a communicator) must live until that graph's backward has run.
+  // An empty hook makes the layer local again; off the CPU the hook is given spans in D's memory.
+  // Forward's graph keeps a copy of the hook: what it refers to (a communicator) must live until
+  // that graph's backward has run.
   void set_sync(BatchNormSync sync) { sync_ = std::move(sync); }
   bool synchronised() const { return static_cast<bool>(sync_); }
 

@@ -3,7 +3,8 @@
 // the averaged gradients are the model's own, exactly with fp32 on the wire (views of the reduced
 // bucket) and within fp16 rounding with fp16. Then the headline type, Trainer<Sequential<float,
 // Cuda>, DataParallel<NcclAllreduce, Fp16>, Pipeline<4>> over NCCL: a step (four micro-batches,
-// messages through the pipeline's NCCL communicators) equals a plain Trainer's. It needs an MPI session (NcclComm takes NCCL's id
+// messages through the pipeline's NCCL communicators) equals a plain Trainer's, and a BatchNorm2d
+// synchronised over NCCL the plain layer. It needs an MPI session (NcclComm takes NCCL's id
 // through MPI), which device_check's main does not start: there the whole NcclAllreduce path is
 // compiled (instantiated) but not run. Without the MPI headers (a target not linked to
 // ptrain::mpi) the check is left out.
@@ -20,6 +21,7 @@
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 #include <ptrain/launch/mpi_session.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
@@ -27,6 +29,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/nccl_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/parallel/sync_batch_norm.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../../common/device_mlp.hpp"
@@ -110,6 +113,28 @@ void check_pipeline_step(NcclComm& nccl) {
                  "Trainer<..., DataParallel<NcclAllreduce, Fp16>, Pipeline<4>>: weight " + std::to_string(i) +
                      " after one step (fp16 gradients on the wire)");
 }
+
+// SyncBatchNorm on Cuda over a world of one: the hook sums spans of device memory through NCCL,
+// and the layer equals the plain one.
+void check_sync_batch_norm(NcclComm& nccl) {
+  BatchNorm2d<float, Cuda> synced(3), plain(3);
+  expect(convert_sync_batchnorm(synced, nccl) == 1u && !synced.synchronised(),
+         "convert_sync_batchnorm over NCCL: a world of one leaves the layer local");
+  synced.set_sync(allreduce_sync(nccl));
+  const Tensor<float> x = signed_values<float>(Shape{4, 3, 2, 3}, 45, -1.0, 3.0);
+  const Tensor<float> gy = signed_values<float>(x.shape(), 46, -1.0, 1.0);
+  const Var<float, Cuda> xs(x.to<Cuda>(), true), xp(x.to<Cuda>(), true);
+  const Var<float, Cuda> ys = synced.forward(xs), yp = plain.forward(xp);
+  backward(ys, gy.to<Cuda>());
+  backward(yp, gy.to<Cuda>());
+  const std::string what = "BatchNorm2d<float, Cuda> synchronised over NCCL (world of one): ";
+  expect_close(ys.value(), yp.value().to<Cpu>(), 1e-5, what + "output");
+  expect_close(xs.grad(), xp.grad().to<Cpu>(), 1e-5, what + "input gradient");
+  expect_close(synced.weight.grad(), plain.weight.grad().to<Cpu>(), 1e-5, what + "weight gradient");
+  expect_close(synced.bias.grad(), plain.bias.grad().to<Cpu>(), 1e-5, what + "bias gradient");
+  expect_close(synced.running_mean, plain.running_mean.to<Cpu>(), 1e-6, what + "running mean");
+  expect_close(synced.running_var, plain.running_var.to<Cpu>(), 1e-6, what + "running var");
+}
 }  // namespace data_parallel_detail
 
 // Under an MPI session of one rank (a program that has one).
@@ -123,6 +148,7 @@ inline void check_data_parallel(MpiSession& session) {
   data_parallel_detail::check_one_step<Fp32>(nccl, 1e-6);
   data_parallel_detail::check_one_step<Fp16>(nccl, 1e-3);
   data_parallel_detail::check_pipeline_step(nccl);
+  data_parallel_detail::check_sync_batch_norm(nccl);
 }
 
 // A singleton MPI session (MPICH starts one without mpiexec) of its own.

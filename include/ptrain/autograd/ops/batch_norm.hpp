@@ -8,6 +8,8 @@
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/cpu/batch_norm.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/indexed/batch_norm.hpp"
 
 namespace ptrain {
 
@@ -49,31 +51,44 @@ inline void check_batch_norm_training_count(std::int64_t count, const Shape& x) 
   check(count > 1, "batch_norm: expected more than 1 value per channel when training, got input ", x);
 }
 
-// The statistics of the union of every replica's x: writes the global mean and biased variance
-// per channel and returns the global count per channel. Two sums over the replicas: counts and
-// sums, then each replica's squared deviations from the global mean (M2 + n * (mean - global)^2),
-// where one sum of sum(x^2) would cancel the variance away when the mean is large. An empty x
-// takes part with a count of 0.
+// After check_batch_norm_training_count's rule for one replica, the same for the global batch of
+// a synchronised layer: count is the values per channel over every replica.
+inline void check_global_batch_norm_count(double count, const Shape& x) {
+  check(count > 1, "batch_norm: expected more than 1 value per channel when training, got ", count,
+        " over all replicas (input here ", x, ")");
+}
+
+// The statistics of the union of every replica's values, on any executor: given this replica's
+// mean and biased variance per channel over count values (anything when count is 0), writes the
+// global mean and biased variance in their place and returns the global count per channel. Two
+// sums over the replicas, of buffers in the executor's memory (device memory on a GPU): counts
+// and sums, then each replica's squared deviations from the global mean (M2 + n * (mean -
+// global)^2), where one sum of sum(x^2) would cancel the variance away when the mean is large.
+template <class Ex>
+double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, const BatchNormSync& sync,
+                             double* mean, double* var) {
+  namespace k = kernels::indexed;
+  const auto n = static_cast<std::size_t>(channels);
+  auto sums = ex.template buffer<double>(channels + 1);
+  ex.indexed(channels + 1, k::ReplicaSums{count, mean, sums.data()});
+  sync(std::span(sums.data(), n + 1));
+  double total = 0;
+  Ex::device::copy_to_host(&total, sums.data(), 1);
+  if (total <= 1) return total;  // the same on every replica: all skip the second sum, all fail
+  auto deviations = ex.template buffer<double>(channels);
+  ex.indexed(channels, k::ReplicaDeviations{count, sums.data(), var, mean, deviations.data()});
+  sync(std::span(deviations.data(), n));
+  ex.indexed(channels, k::GlobalVariance{deviations.data(), total, var});
+  return total;
+}
+
+// merge_replica_moments of x's moments on the CPU. An empty x takes part with a count of 0.
 template <class T>
 double global_moments(const T* x, const kernels::ChannelLayout& l, const BatchNormSync& sync, std::vector<double>& mean,
                       std::vector<double>& var) {
-  const auto channels = static_cast<std::size_t>(l.channels);
-  const double n = static_cast<double>(l.count());
   if (l.count() > 0) kernels::batch_norm_moments(x, l, mean.data(), var.data());
-  std::vector<double> buffer(channels + 1);
-  buffer[0] = n;
-  for (std::size_t c = 0; c < channels; ++c) buffer[c + 1] = n * mean[c];
-  sync(buffer);
-  const double total = buffer[0];
-  if (total <= 1) return total;  // the same on every replica: all skip the second sum, all fail
-  for (std::size_t c = 0; c < channels; ++c) {
-    const double global_mean = buffer[c + 1] / total, d = mean[c] - global_mean;
-    buffer[c] = n * (var[c] + d * d);
-    mean[c] = global_mean;
-  }
-  sync(std::span(buffer.data(), channels));
-  for (std::size_t c = 0; c < channels; ++c) var[c] = buffer[c] / total;
-  return total;
+  return merge_replica_moments(kernels::HostExecutor{}, l.channels, static_cast<double>(l.count()), sync, mean.data(),
+                               var.data());
 }
 }  // namespace detail
 
@@ -111,8 +126,7 @@ Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Ten
     std::vector<double> var(static_cast<std::size_t>(C));
     if (synced) {
       count = detail::global_moments(x.value().data(), layout, sync, mean, var);
-      check(count > 1, "batch_norm: expected more than 1 value per channel when training, got ", count,
-            " over all replicas (input here ", s, ")");
+      detail::check_global_batch_norm_count(count, s);
       for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
       kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
     } else {

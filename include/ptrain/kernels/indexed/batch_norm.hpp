@@ -256,6 +256,41 @@ void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const Chan
   ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, coefficients.data(), gx, l.channels, l.inner});
 }
 
+// SyncBatchNorm's merge of the replicas' statistics (Chan's parallel variance), around the two
+// sums over the replicas of autograd/ops/batch_norm.hpp's merge_replica_moments. A replica with
+// no values (count 0) adds zeros whatever its mean and var hold.
+
+// sums[0] = count, sums[1 + c] = count * mean[c]: what the first sum adds up ([channels + 1]).
+struct ReplicaSums {
+  double count;
+  const double* mean;
+  double* sums;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    sums[i] = i == 0 ? count : (count > 0 ? count * mean[i - 1] : 0.0);
+  }
+};
+// From the summed count and sums: mean[c] becomes the global mean, and deviations[c] =
+// count * (var[c] + (local mean - global mean)^2), what the second sum adds up.
+struct ReplicaDeviations {
+  double count;
+  const double* sums;
+  const double* var;
+  double* mean;
+  double* deviations;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t c) const {
+    const double global_mean = sums[c + 1] / sums[0], d = mean[c] - global_mean;
+    deviations[c] = count > 0 ? count * (var[c] + d * d) : 0.0;
+    mean[c] = global_mean;
+  }
+};
+// var[c] = summed deviations[c] / total count: the global biased variance.
+struct GlobalVariance {
+  const double* deviations;
+  double total;
+  double* var;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t c) const { var[c] = deviations[c] / total; }
+};
+
 // The per-channel loops of autograd/ops/batch_norm.hpp, on the executor.
 
 struct InvStd {
