@@ -38,15 +38,6 @@ struct CountingDevice : HostEmulated {
   }
 };
 
-}  // namespace
-
-template <>
-struct ptrain::kernels::ExecutorFor<CountingDevice> {
-  using type = HostExecutor;
-};
-
-namespace {
-
 const std::vector<std::int64_t> targets{0, 3, 1, 4, 2, 2, 0, 1};
 
 template <class T, class D>

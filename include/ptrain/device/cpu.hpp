@@ -12,9 +12,14 @@
 
 namespace ptrain {
 
+namespace kernels {
+struct CpuExecutor;  // kernels/executor.hpp
+}
+
 struct Cpu {
   static constexpr std::size_t alignment = 64;
   static constexpr const char* name = "cpu";
+  using executor = kernels::CpuExecutor;
 
   template <class T>
   static T* allocate(std::size_t count) {

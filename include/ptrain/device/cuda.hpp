@@ -69,9 +69,14 @@ inline CudaAllocator& cuda_allocator(int device) {
   return *cuda_allocators[device];
 }
 
+namespace kernels {
+struct CudaExecutor;  // kernels/cuda/executor.cuh
+}
+
 struct Cuda {
   static constexpr std::size_t alignment = 256;  // what cudaMalloc guarantees
   static constexpr const char* name = "cuda";
+  using executor = kernels::CudaExecutor;
   using BatchUploader = cuda::Uploader;  // pinned staging and a copy stream (BatchUpload in tensor/tensor.hpp)
   // Threads per block and the most blocks a grid-stride launch uses.
   static constexpr unsigned block_threads = 256;

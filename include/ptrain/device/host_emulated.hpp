@@ -6,8 +6,13 @@
 
 namespace ptrain {
 
+namespace kernels {
+struct HostExecutor;  // kernels/executor.hpp
+}
+
 struct HostEmulated : Cpu {
   static constexpr const char* name = "host-emulated";
+  using executor = kernels::HostExecutor;
 };
 
 }  // namespace ptrain

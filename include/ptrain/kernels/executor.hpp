@@ -1,8 +1,12 @@
 #pragma once
 // An executor runs the index-space kernels (kernels/indexed.hpp), GEMMs and scratch buffers of
-// an algorithm written once for both devices: HostExecutor here runs them on the CPU (serial
-// functor loops, the CPU GEMM), CudaExecutor (kernels/cuda/executor.cuh) on a GPU. A GPU op is
-// a function template over the executor, so the tests run its whole control flow on the CPU.
+// an algorithm written once for every device (a Device names its executor, device/device.hpp):
+//   CpuExecutor   Cpu's: the functor loops spread over the OpenMP threads, the CPU GEMM. The
+//                 kernel families with tuned CPU kernels (kernels/cpu/) reach them through
+//                 their dispatch point instead; the rest run their indexed algorithm here.
+//   HostExecutor  HostEmulated's: serial functor loops and the CPU GEMM, so the tests run a GPU
+//                 algorithm's whole control flow on the CPU, in the order a GPU would see it.
+//   CudaExecutor  Cuda's (kernels/cuda/executor.cuh, nvcc only).
 //
 //   ex.indexed(n, f)                     f(i) for i in [0, n)
 //   ex.row_reduction(rows, length, f)    see RowReduction
@@ -11,11 +15,44 @@
 #include <cstdint>
 
 #include "ptrain/core/half.hpp"
+#include "ptrain/device/host_emulated.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::kernels {
+
+struct CpuExecutor {
+  using device = Cpu;
+  // Below this many elements a loop stays on one thread: waking the pool costs more.
+  static constexpr std::int64_t parallel_grain = 1 << 15;
+
+  // Indexed kernels are gathers (each i writes only its own outputs), so any split is safe.
+  template <IndexedKernel F>
+  void indexed(std::int64_t n, const F& f) const {
+#pragma omp parallel for schedule(static) if (n >= parallel_grain)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  }
+  template <RowReduction F>
+  void row_reduction(std::int64_t rows, std::int64_t length, const F& f) const {
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * length >= parallel_grain)
+    for (std::int64_t row = 0; row < rows; ++row) {
+      auto total = f.identity();
+      for (std::int64_t j = 0; j < length; ++j) total = f.combine(total, f.term(row, j));
+      f.finish(row, total);
+    }
+  }
+  template <class T>
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
+            const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c,
+            std::int64_t ldc) const {
+    kernels::gemm<T>(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
+  }
+  template <class T>
+  Tensor<T, Cpu> buffer(std::int64_t n) const {
+    return Tensor<T, Cpu>(Shape{n});
+  }
+};
 
 struct HostExecutor {
   using device = Cpu;
