@@ -76,7 +76,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   }
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double accuracy = results.empty() ? 0.0 : 100 * results.back().val_accuracy;
+  const double accuracy = results.empty() ? 0.0 : 100 * results.back().val.at("accuracy");
   if (world.rank() == 0) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
   return accuracy < cli.real("--min-accuracy") ? 1 : 0;
 }

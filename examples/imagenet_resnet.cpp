@@ -26,7 +26,6 @@
 #include "common/device.hpp"
 #include "common/image_folders.hpp"
 #include "common/strategy.hpp"
-#include "common/top_k.hpp"
 
 namespace {
 
@@ -58,7 +57,9 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::Spli
                                 ptrain::Compose(ptrain::Resize(resize), ptrain::CenterCrop(size), normalize));
 
   const double max_lr = cli.real("--lr");
-  ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
+  // Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5), counted over every rank's shard.
+  ptrain::Trainer<Net, Policies..., ptrain::Classification> trainer(
+      model, sgd, {.csv_log = cli.str("--csv")}, policies..., ptrain::Classification{.top_k = {1, 5}});
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
   ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps, .cycle_momentum = false});
@@ -68,11 +69,12 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::Spli
   });
   double top1 = 0;
   trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
-    const ptrain::TopKAccuracy accuracy = examples::evaluate_top_k(trainer.model(), val_loader, world);
-    top1 = 100 * accuracy.accuracy(1);
+    const ptrain::EpochTotals totals = trainer.evaluate(val_loader);
+    const ptrain::MetricValues accuracy = trainer.metrics(totals);
+    top1 = 100 * accuracy.at("accuracy");
     if (trainer.is_main())
       std::printf("Epoch %d: validation Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, top1,
-                  100 * accuracy.accuracy(5), static_cast<long long>(accuracy.samples()));
+                  100 * accuracy.at("top5_accuracy"), static_cast<long long>(totals.samples));
   });
   if (trainer.is_main())
     std::printf("imagenet_resnet: %s, %lld parameters, %lld classes, %lld training and %lld validation images at "

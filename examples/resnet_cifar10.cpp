@@ -66,7 +66,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net>
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
                 ptrain::num_threads(), Net::device_type::name);
   const auto results = trainer.fit(train_loader, &test_loader, epochs);
-  return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
+  return !results.empty() && 100 * results.back().val.at("accuracy") < cli.real("--min-accuracy") ? 1 : 0;
 }
 
 // Both ResNets are Sequentials: one Trainer type serves them.

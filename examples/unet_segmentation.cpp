@@ -7,18 +7,14 @@
 //
 // unet_segmentation_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
 // trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce, --compression>).
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
 #include <ptrain/data/image_mask.hpp>
-#include <ptrain/io/csv_log.hpp>
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/metrics.hpp>
+#include <ptrain/train/segmentation.hpp>
 
 #include "common/buffers.hpp"
 #include "common/cli.hpp"
@@ -26,33 +22,6 @@
 #include "common/validation.hpp"
 
 namespace {
-
-struct Validation {
-  double loss = 0;
-  ptrain::ConfusionMatrix confusion{2};
-};
-
-// Summed over the ranks: each holds an unpadded shard of the validation images.
-// The model may be on a device: each batch goes there, the loss and the scores come back.
-template <class D, class Loader>
-Validation validate(ptrain::UNet<float, D>& model, Loader& loader, ptrain::MpiComm& world) {
-  model.eval();
-  ptrain::NoGradGuard no_grad;
-  Validation v;
-  std::vector<double> loss_and_pixels{0, 0};
-  for (const auto& batch : loader) {
-    const ptrain::Var<float, D> scores = model.forward(ptrain::Var<float, D>(ptrain::on_device<D>(batch.inputs)));
-    const double pixels = static_cast<double>(batch.targets.size());
-    loss_and_pixels[0] += ptrain::cross_entropy(scores, batch.targets).value().to_vector()[0] * pixels;
-    loss_and_pixels[1] += pixels;
-    v.confusion.update(scores, batch.targets);
-  }
-  world.allreduce_sum(std::span<double>(loss_and_pixels));
-  v.loss = loss_and_pixels[0] / loss_and_pixels[1];
-  v.confusion = v.confusion.reduced(world);
-  model.train();
-  return v;
-}
 
 // Trains a UNet<float, D>: on the CPU, or on this rank's GPU (D = Cuda).
 template <class D, class... Policies>
@@ -90,15 +59,13 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   auto model = std::make_shared<Model>(options);
   const double base_lr = cli.real("--lr");
   auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
-  ptrain::Trainer<Model, Policies...> trainer(model, adam, {}, policies...);
+  // Per-pixel cross entropy; pixel accuracy, IoU and Dice from the confusion matrix summed over the ranks.
+  ptrain::Trainer<Model, Policies..., ptrain::Segmentation> trainer(
+      model, adam, {.csv_log = cli.str("--csv"), .print_epochs = false}, policies..., ptrain::Segmentation{.classes = 2});
   examples::broadcast_buffers_each_step(trainer);
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
   trainer.on_step_end([&](std::int64_t) { schedule.step(); });
 
-  std::optional<ptrain::io::CsvLog> csv;
-  if (main && !cli.str("--csv").empty())
-    csv.emplace(cli.str("--csv"), std::vector<std::string>{"epoch", "loss", "pixel_accuracy", "val_loss", "val_iou",
-                                                           "val_dice", "images_per_second", "lr"});
   if (main)
     std::printf(
         "unet_segmentation: %lld training and %lld validation pairs at %ldx%ld, UNet of %d levels from %lld "
@@ -111,33 +78,22 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
                 shard.count, base_lr * shard.count, cli.integer("--warmup-steps"), cli.str("--compression").c_str());
 
   const int epochs = static_cast<int>(cli.integer("--epochs"));
-  const double pixels_per_image = static_cast<double>(size * size);
   double last_iou = std::nan("");  // of the foreground class
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    const auto start = std::chrono::steady_clock::now();
-    // The Trainer counts pixels: its loss is the mean per pixel, its accuracy the pixels right.
-    const ptrain::EpochTotals totals = trainer.train_epoch(train_loader, epoch);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double images_per_second = totals.samples / pixels_per_image / seconds;
-    std::string line = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs);
+  trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
+    std::string line = "epoch " + std::to_string(r.epoch) + "/" + std::to_string(epochs);
     char text[256];
-    std::snprintf(text, sizeof text, " loss %.4f pixel_acc %.2f%%", totals.loss(), 100 * totals.accuracy());
+    std::snprintf(text, sizeof text, " loss %.4f pixel_acc %.2f%%", r.train_loss, 100 * r.train.at("pixel_accuracy"));
     line += text;
-    double val_loss = std::nan(""), iou = std::nan(""), dice = std::nan("");
-    if (parts.val.size() > 0) {
-      const Validation v = validate(*model, val_loader, world);
-      val_loss = v.loss, iou = v.confusion.iou()[1], dice = v.confusion.dice()[1];
-      last_iou = iou;
-      std::snprintf(text, sizeof text, " val_loss %.4f IoU %.4f Dice %.4f (mean of both classes %.4f, %.4f)", val_loss,
-                    iou, dice, v.confusion.mean_iou(), v.confusion.mean_dice());
+    if (!r.val.empty()) {
+      last_iou = r.val.at("iou_1");
+      std::snprintf(text, sizeof text, " val_loss %.4f IoU %.4f Dice %.4f (mean of both classes %.4f, %.4f)",
+                    r.val_loss, last_iou, r.val.at("dice_1"), r.val.at("mean_iou"), r.val.at("mean_dice"));
       line += text;
     }
-    std::snprintf(text, sizeof text, " %.1f img/s %.1fs lr %.3g", images_per_second, seconds, adam->lr());
+    std::snprintf(text, sizeof text, " %.1f img/s %.1fs lr %.3g", r.images_per_second, r.seconds, r.lr);
     if (main) ptrain::log_line(line + text);
-    if (csv)
-      csv->append(
-          {double(epoch + 1), totals.loss(), totals.accuracy(), val_loss, iou, dice, images_per_second, adam->lr()});
-  }
+  });
+  trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
   const double min_iou = cli.real("--min-iou");
   if (main && min_iou > 0) std::printf("final validation IoU %.4f (required: %.4f)\n", last_iou, min_iou);
   return min_iou > 0 && !(last_iou >= min_iou) ? 1 : 0;

@@ -51,7 +51,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& 
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   }
   const auto results = trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep")));
-  return !results.empty() && 100 * results.back().val_accuracy < cli.real("--min-accuracy") ? 1 : 0;
+  return !results.empty() && 100 * results.back().val.at("accuracy") < cli.real("--min-accuracy") ? 1 : 0;
 }
 
 #if defined(__CUDACC__)

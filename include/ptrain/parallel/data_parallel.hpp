@@ -136,16 +136,8 @@ class DataParallel {
     return true;
   }
 
-  // Trainer point: an epoch's sums over every rank.
-  template <class Totals>
-    requires requires(Totals t) { t.loss_sum + t.correct + t.samples; }
-  void reduce(Totals& totals) {
-    double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
-    host_allreduce_sum(*comm_, std::span<double>(sums));
-    totals.loss_sum = sums[0];
-    totals.correct = sums[1];
-    totals.samples = sums[2];
-  }
+  // Trainer point: an epoch's sums (loss, samples, the task's metric state) over every rank.
+  void reduce(std::span<double> sums) { host_allreduce_sum(*comm_, sums); }
 
   bool is_main() const { return comm_->rank() == 0; }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Pipeline<M, Schedule>: the model, a Sequential, is cut into S stages on S ranks and every batch
 // into M micro-batches; activations flow forward and gradients back with non-blocking messages,
-// the loss is computed on the last stage, and gradients add up over the micro-batches so that a
+// the task's loss and metrics are computed on the last stage, and gradients add up over the micro-batches so that a
 // step equals the full batch's step (as torchgpipe, FairScale Pipe and DeepSpeed do).
 //
 //   MpiComm world(session);
@@ -32,17 +32,13 @@
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
-#include "ptrain/autograd/ops/accuracy.hpp"
-#include "ptrain/autograd/ops/arithmetic.hpp"
-#include "ptrain/autograd/ops/loss.hpp"
-#include "ptrain/autograd/device_ops/accuracy.hpp"
-#include "ptrain/autograd/device_ops/loss.hpp"
 #include "ptrain/comm/any_comm.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/task.hpp"
 
 namespace ptrain {
 
@@ -133,13 +129,14 @@ class Pipeline {
 
   // Trainer point: the step's forwards and backwards in the schedule's order. before_backward(last)
   // runs before each backward; last is true for the one that ends the step (gradient reductions).
-  // The first stage takes each micro-batch of the host batch to D with the Trainer's upload.
-  template <class T, class D, class BeforeBackward>
-  EpochTotals forward_backward(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
-                               double label_smoothing, double loss_scale, BeforeBackward&& before_backward,
-                               BatchUpload<D>& upload) {
+  // The first stage takes each micro-batch of the host batch to D with the Trainer's upload; every
+  // stage gets the targets (the task cuts them into micro-batches; the last stage scores them).
+  template <class T, class D, class TaskType, class BeforeBackward>
+  EpochTotals forward_backward(Module<T, D>& local, const Tensor<T>& inputs,
+                               const typename TaskType::target_type& targets, const TaskType& task, double loss_scale,
+                               BeforeBackward&& before_backward, BatchUpload<D>& upload) {
     const auto start = Clock::now();
-    Run<T, D> run(*this, local, inputs, upload, targets, MicroBatches, label_smoothing, loss_scale);
+    Run<T, D, TaskType> run(*this, local, inputs, upload, targets, task, MicroBatches, loss_scale);
     const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
@@ -157,22 +154,19 @@ class Pipeline {
   }
 
   // Trainer point: an evaluation batch through the stages, forward only, in one piece.
-  template <class T, class D>
-  EpochTotals evaluate_batch(Module<T, D>& local, const Tensor<T>& inputs, const std::vector<std::int64_t>& targets,
+  template <class T, class D, class TaskType>
+  EpochTotals evaluate_batch(Module<T, D>& local, const Tensor<T>& inputs,
+                             const typename TaskType::target_type& targets, const TaskType& task,
                              BatchUpload<D>& upload) {
     NoGradGuard no_grad;
-    Run<T, D> run(*this, local, inputs, upload, targets, 1, 0.0, 1.0);
+    Run<T, D, TaskType> run(*this, local, inputs, upload, targets, task, 1, 1.0);
     run.forward(0, false);
     run.finish();
     return run.totals;
   }
 
-  // Trainer point: only the last stage computes the loss; the sums come to every stage.
-  void reduce(EpochTotals& totals) {
-    double sums[3] = {totals.loss_sum, totals.correct, totals.samples};
-    up_.allreduce_sum(std::span<double>(sums));
-    totals = {sums[0], sums[1], sums[2]};
-  }
+  // Trainer point: only the last stage computes the loss and the metrics; their sums come to every stage.
+  void reduce(std::span<double> sums) { up_.allreduce_sum(sums); }
 
   bool is_main() const { return world_rank_ == 0; }
 
@@ -197,8 +191,9 @@ class Pipeline {
   static constexpr std::int64_t header_size = max_rank + 1;  // the rank, then each extent
 
   // One step (or evaluation batch) on this stage; its tensors and messages are on D.
-  template <class T, class D>
+  template <class T, class D, class TaskType>
   struct Run {
+    using Targets = typename TaskType::target_type;
     struct MicroBatch {
       Var<T, D> input, output, loss;
       bool live = false;
@@ -209,32 +204,30 @@ class Pipeline {
       Tensor<double, D> shape;
     };
 
-    Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, BatchUpload<D>& upload,
-        const std::vector<std::int64_t>& targets, int pieces, double label_smoothing, double loss_scale)
-        : p(p), local(local), inputs(inputs), upload(upload), targets(targets), smoothing(label_smoothing), loss_scale(loss_scale),
+    Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, BatchUpload<D>& upload, const Targets& targets,
+        const TaskType& task, int pieces, double loss_scale)
+        : p(p), local(local), inputs(inputs), upload(upload), task(task), loss_scale(loss_scale),
           baseline_bytes(held_bytes()) {
       // As torch.chunk: a batch smaller than M makes fewer micro-batches (every stage sees the same targets).
-      const auto batch = static_cast<std::int64_t>(targets.size());
+      const std::int64_t batch = task.rows(targets);
       check(batch > 0, "Pipeline: an empty batch");
       pieces = static_cast<int>(std::min<std::int64_t>(pieces, batch));
       micro.resize(static_cast<std::size_t>(pieces));
       if (p.is_first_stage())
-        check(inputs.rank() >= 1 && inputs.size(0) == batch, "Pipeline: the batch has ", targets.size(),
-              " targets but inputs of shape ", inputs.shape());
+        check(inputs.rank() >= 1 && inputs.size(0) == batch, "Pipeline: the batch has targets for ", batch,
+              " rows but inputs of shape ", inputs.shape());
       for (int i = 0; i <= pieces; ++i) bounds.push_back(batch * i / pieces);
+      for (int i = 0; i < pieces; ++i) pieces_targets.push_back(task.slice(targets, bounds[i], bounds[i + 1]));
+      batch_weight = task.loss_weight(targets);
     }
 
     int pieces() const { return static_cast<int>(micro.size()); }
-    std::int64_t size_of(int i) const { return bounds[i + 1] - bounds[i]; }
-    // The micro-batch's share of the batch's mean loss, times the Trainer's scale; applied in
-    // float to the loss's gradient (cross_entropy's grad_scale), so fp16 models take 65536 too.
+    // The micro-batch's share of the batch's mean loss (its loss weight over the batch's), times the
+    // Trainer's scale; the task applies it in float to the loss's gradient, so fp16 models take 65536 too.
     double weight_of(int i) const {
-      return static_cast<double>(size_of(i)) / static_cast<double>(targets.size()) * loss_scale;
+      return batch_weight > 0 ? task.loss_weight(targets_of(i)) / batch_weight * loss_scale : 0.0;
     }
-    std::span<const std::int64_t> targets_of(int i) const {
-      return std::span<const std::int64_t>(targets).subspan(static_cast<std::size_t>(bounds[i]),
-                                                            static_cast<std::size_t>(size_of(i)));
-    }
+    const Targets& targets_of(int i) const { return pieces_targets[static_cast<std::size_t>(i)]; }
 
     void forward(int i, bool training) {
       progress_sends();
@@ -250,11 +243,8 @@ class Pipeline {
       }
       const bool keep_graph = training && !p.options_.checkpoint;
       if (p.is_last_stage()) {
-        const Var<T, D> loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
-        const auto n = static_cast<double>(size_of(i));
-        totals.loss_sum += static_cast<double>(loss.value().to_vector()[0]) * n;
-        totals.correct += static_cast<double>(top1_correct(output, targets_of(i)));
-        totals.samples += n;
+        const Var<T, D> loss = task.loss(output, targets_of(i), weight_of(i));
+        totals += batch_totals(task, output, targets_of(i), loss);
         if (keep_graph) m.loss = loss;
       } else {
         send(output.value(), i);
@@ -287,7 +277,7 @@ class Pipeline {
       if (p.options_.checkpoint) {  // recompute this stage's forward, now recording the graph
         const Var<T, D> output = local.forward(m.input);
         if (p.is_last_stage())
-          m.loss = cross_entropy(output, targets_of(i), smoothing, weight_of(i));
+          m.loss = task.loss(output, targets_of(i), weight_of(i));
         else
           m.output = output;
       }
@@ -362,8 +352,9 @@ class Pipeline {
     Module<T, D>& local;
     const Tensor<T>& inputs;
     BatchUpload<D>& upload;
-    const std::vector<std::int64_t>& targets;
-    double smoothing, loss_scale;
+    const TaskType& task;
+    std::vector<Targets> pieces_targets;
+    double batch_weight = 0, loss_scale;
     std::int64_t baseline_bytes;
     std::vector<MicroBatch> micro;
     std::vector<std::int64_t> bounds;

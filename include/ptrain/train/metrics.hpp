@@ -161,6 +161,15 @@ class ConfusionMatrix {
     update(scores.value(), targets);
   }
 
+  // A matrix of the given counts, row-major as counts(): a metric state summed over ranks read back.
+  static ConfusionMatrix from_counts(std::int64_t num_classes, std::span<const double> counts) {
+    ConfusionMatrix m(num_classes);
+    check(counts.size() == m.counts_.size(), "ConfusionMatrix::from_counts: ", counts.size(), " counts for ",
+          num_classes, " classes, which need ", m.counts_.size());
+    for (std::size_t i = 0; i < counts.size(); ++i) m.counts_[i] = static_cast<std::int64_t>(counts[i]);
+    return m;
+  }
+
   std::int64_t num_classes() const { return classes_; }
   std::int64_t operator()(std::int64_t target, std::int64_t predicted) const {
     check(0 <= target && target < classes_ && 0 <= predicted && predicted < classes_, "ConfusionMatrix: (",

@@ -8,13 +8,19 @@
 //   setup(model)                        once, at construction (broadcast, hooks)
 //   before_backward(model, ends_in_step) before each backward; false while accumulating gradients
 //   loss_scale() -> double              each batch: multiplies the loss's gradient (mixed precision)
-//   forward_backward(...)               optional: replaces forward + loss + backward (pipeline)
-//   evaluate_batch(model, inputs, targets, upload) optional: replaces an evaluation forward (pipeline)
+//   forward_backward(model, inputs, targets, task, loss_scale, before_backward, upload)
+//                                       optional: replaces forward + loss + backward (pipeline)
+//   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
-//   reduce(totals)                      sum an epoch's loss/correct/count over ranks
+//   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
 //   is_main()                           whether this process prints and writes logs
 // A policy implements only the points it needs.
+//
+// The loss and the metrics are the task's (train/task.hpp): a Task among the Trainer's types (told
+// from the policies by its target_type) and its value among the constructor's, Classification{}
+// when there is none:
+//   Trainer<Net, DataParallel<MpiAllreduce>, Segmentation> t(model, adam, {}, dp, Segmentation{.classes = 3});
 //
 // The model's device (Model::device_type: Cpu, HostEmulated, Cuda) is where forward, backward and
 // the optimizer run; batches come from the loaders on the host and go over once each (on Cuda
@@ -27,23 +33,21 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
-#include "ptrain/autograd/device_ops/accuracy.hpp"
-#include "ptrain/autograd/device_ops/loss.hpp"
-#include "ptrain/autograd/ops/accuracy.hpp"
-#include "ptrain/autograd/ops/arithmetic.hpp"
-#include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/io/csv_log.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/optim/optimizer.hpp"
+#include "ptrain/train/classification.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/progress.hpp"
+#include "ptrain/train/task.hpp"
 
 namespace ptrain {
 
@@ -51,24 +55,43 @@ struct TrainerOptions {
   std::string csv_log;        // one row per epoch; empty for none
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
-  double label_smoothing = 0.0;
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
 };
 
+// The task's metrics by name: result.train.at("accuracy"), result.val.at("mean_iou").
 struct EpochResult {
   int epoch = 0;
-  double train_loss = 0, train_accuracy = 0;
-  double val_loss = std::nan(""), val_accuracy = std::nan("");
+  double train_loss = 0;
+  double val_loss = std::nan("");
+  MetricValues train, val;  // val is empty without a validation loader
   double images_per_second = 0, seconds = 0, lr = 0;
 };
+
+namespace detail {
+template <class... Policies>
+struct TaskAmong {
+  using type = Classification;
+};
+template <class First, class... Rest>
+struct TaskAmong<First, Rest...> {
+  using type = std::conditional_t<NamesTargets<First>, First, typename TaskAmong<Rest...>::type>;
+};
+}  // namespace detail
 
 template <class Model, class... Policies>
 class Trainer {
  public:
   using T = typename Model::scalar_type;
   using D = typename Model::device_type;
+  using TaskType = typename detail::TaskAmong<Policies...>::type;
+  using target_type = typename TaskType::target_type;
   static_assert(std::derived_from<Model, Module<T, D>>,
                 "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
+  static_assert((0 + ... + int(NamesTargets<Policies>)) <= 1,
+                "Trainer: more than one task (a type with a target_type) among the policies; give one");
+  static_assert(Task<TaskType, T, D>,
+                "Trainer: the task does not satisfy ptrain::Task for the model's scalar type and device (rows, "
+                "slice, loss_weight, loss, state_size, accumulate, metric_names, metric_values; see train/task.hpp)");
 
   // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
@@ -76,7 +99,10 @@ class Trainer {
       : Trainer(std::move(model), std::move(optimizer), TrainerOptions{}) {}
   template <class Opt>
   Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options, Policies... policies)
-      : model_(std::move(model)), options_(std::move(options)), policies_(std::move(policies)...) {
+      : model_(std::move(model)),
+        options_(std::move(options)),
+        policies_(std::move(policies)...),
+        task_(task_among(policies_)) {
     static_assert(Optimizer<Opt>, "Trainer: the optimizer must satisfy ptrain::Optimizer (step, zero_grad, lr, set_lr)");
     check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
     check(options_.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
@@ -102,9 +128,14 @@ class Trainer {
     for_each_policy([&](auto& p) {
       if constexpr (requires { p.setup(*local_); }) p.setup(*local_);
     });
-    if (!options_.csv_log.empty() && is_main())
-      csv_.emplace(options_.csv_log, std::vector<std::string>{"epoch", "train_loss", "train_accuracy", "val_loss",
-                                                              "val_accuracy", "images_per_second", "seconds", "lr"});
+    if (!options_.csv_log.empty() && is_main()) {
+      std::vector<std::string> header{"epoch", "train_loss"};
+      for (const auto& name : task_.metric_names()) header.push_back("train_" + name);
+      header.push_back("val_loss");
+      for (const auto& name : task_.metric_names()) header.push_back("val_" + name);
+      for (const char* name : {"images_per_second", "seconds", "lr"}) header.push_back(name);
+      csv_.emplace(options_.csv_log, std::move(header));
+    }
   }
 
   Trainer(const Trainer&) = delete;
@@ -115,6 +146,9 @@ class Trainer {
   Module<T, D>& local_model() { return *local_; }
   template <class P>
   P& policy() { return std::get<P>(policies_); }
+  const TaskType& task() const { return task_; }
+  // The task's metric values of (reduced) totals.
+  MetricValues metrics(const EpochTotals& totals) const { return metric_values(task_, totals); }
   std::int64_t global_step() const { return step_; }
 
   // Called after every optimizer step with the global step count (learning-rate schedules).
@@ -123,8 +157,8 @@ class Trainer {
   void on_epoch_end(std::function<void(const EpochResult&)> callback) { epoch_callbacks_.push_back(std::move(callback)); }
 
   // One batch: forward and backward, and an optimizer step once accumulation_steps batches have
-  // added their gradients. Returns this batch's (loss sum, correct, samples).
-  EpochTotals train_step(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+  // added their gradients. Returns this batch's sums (loss, samples, the task's metric state).
+  EpochTotals train_step(const Tensor<T>& inputs, const target_type& targets) {
     const int k = options_.accumulation_steps;
     if (micro_step_ == 0) model_->zero_grad();
     const bool ends_in_step = ++micro_step_ == k;
@@ -163,7 +197,7 @@ class Trainer {
                     options_.progress_bar && is_main() && is_terminal());
     std::int64_t done = 0;
     for (const auto& batch : loader) {
-      const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch.targets);
+      const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
       totals += b;
       bar.update(++done, b.loss());
     }
@@ -177,7 +211,7 @@ class Trainer {
     model_->eval();
     NoGradGuard no_grad;
     EpochTotals totals;
-    for (const auto& batch : loader) totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch.targets);
+    for (const auto& batch : loader) totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch_targets(batch));
     reduce(totals);
     model_->train();
     return totals;
@@ -194,14 +228,14 @@ class Trainer {
       EpochResult r;
       r.epoch = epoch + 1;
       r.train_loss = t.loss();
-      r.train_accuracy = t.accuracy();
+      r.train = metrics(t);
       r.seconds = seconds;
       r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
       r.lr = lr_();
       if (val) {
         const EpochTotals v = evaluate(*val);
         r.val_loss = v.loss();
-        r.val_accuracy = v.accuracy();
+        r.val = metrics(v);
       }
       report(r, epochs);
       results.push_back(r);
@@ -223,9 +257,25 @@ class Trainer {
   }
 
  private:
+  static TaskType task_among(const std::tuple<Policies...>& policies) {
+    if constexpr ((... || NamesTargets<Policies>)) return std::get<TaskType>(policies);
+    else return Classification{};
+  }
+
+  // The policies, leaving out the task among them.
   template <class F>
   void for_each_policy(F&& f) {
-    std::apply([&](auto&... p) { (f(p), ...); }, policies_);
+    std::apply([&](auto&... p) { (apply_unless_task(f, p), ...); }, policies_);
+  }
+  template <class F, class P>
+  static void apply_unless_task(F& f, P& p) {
+    if constexpr (!NamesTargets<P>) f(p);
+  }
+
+  template <class Batch>
+  target_type batch_targets(const Batch& batch) const {
+    if constexpr (requires { task_.batch_targets(batch); }) return task_.batch_targets(batch);
+    else return batch.targets;
   }
 
   // The product of the policies' loss scales (mixed precision's), 1 without any.
@@ -240,66 +290,74 @@ class Trainer {
   // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient, times
   // the policies' loss scales (applied in float to the loss's gradient: fp16 cannot hold 65536).
   template <class BeforeBackward>
-  EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale,
+  EpochTotals forward_backward(const Tensor<T>& inputs, const target_type& targets, double loss_scale,
                                const BeforeBackward& before_backward) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
-      if constexpr (requires {
-                      p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
-                    })
-        replaced =
-            p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
+      if constexpr (requires { p.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_); })
+        replaced = p.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_);
     });
     if (replaced) return *replaced;
-    const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
-    const Var<T, D> loss = cross_entropy(logits, targets, options_.label_smoothing, loss_scale);
+    const Var<T, D> output = model_->forward(Var<T, D>(upload_(inputs)));
+    const Var<T, D> loss = task_.loss(output, targets, loss_scale);
     before_backward(true);
     backward(loss);
-    const double n = static_cast<double>(targets.size());
-    return {first_value(loss.value()) * n, static_cast<double>(top1_correct(logits.value(), targets)), n};
+    return batch_totals(task_, output, targets, loss);
   }
 
-  EpochTotals evaluate_batch(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
+  EpochTotals evaluate_batch(const Tensor<T>& inputs, const target_type& targets) {
     std::optional<EpochTotals> replaced;
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets, upload_); })
-        replaced = p.evaluate_batch(*local_, inputs, targets, upload_);
+      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets, task_, upload_); })
+        replaced = p.evaluate_batch(*local_, inputs, targets, task_, upload_);
     });
     if (replaced) return *replaced;
-    const Var<T, D> logits = model_->forward(Var<T, D>(upload_(inputs)));
-    const double n = static_cast<double>(targets.size());
-    return {first_value(cross_entropy(logits, targets).value()) * n,
-            static_cast<double>(top1_correct(logits.value(), targets)), n};
-  }
-
-  static double first_value(const Tensor<T, D>& t) {
-    if constexpr (std::is_same_v<D, Cpu>) return static_cast<double>(t[0]);
-    else return static_cast<double>(t.to_vector()[0]);
+    const Var<T, D> output = model_->forward(Var<T, D>(upload_(inputs)));
+    return batch_totals(task_, output, targets, task_.loss(output, targets, 1.0));
   }
 
   void reduce(EpochTotals& totals) {
+    totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
+    std::vector<double> sums = totals.flat();
     for_each_policy([&](auto& p) {
-      if constexpr (requires { p.reduce(totals); }) p.reduce(totals);
+      if constexpr (requires { p.reduce(std::span<double>(sums)); }) p.reduce(std::span<double>(sums));
     });
+    totals = EpochTotals::from_flat(sums);
   }
 
   void report(const EpochResult& r, int epochs) {
     if (!is_main()) return;
+    const std::size_t metrics = task_.metric_names().size();
+    // Without validation its columns hold NaN.
+    const std::vector<double> val = r.val.empty() ? std::vector<double>(metrics, std::nan("")) : r.val.values;
     if (options_.print_epochs) {
       char line[256];
-      std::snprintf(line, sizeof line, "epoch %d/%d loss %.4f acc %.2f%%", r.epoch, epochs, r.train_loss,
-                    100 * r.train_accuracy);
-      std::string text = line;
-      if (!std::isnan(r.val_loss)) {
-        std::snprintf(line, sizeof line, " val_loss %.4f val_acc %.2f%%", r.val_loss, 100 * r.val_accuracy);
-        text += line;
+      std::snprintf(line, sizeof line, "epoch %d/%d loss %.4f", r.epoch, epochs, r.train_loss);
+      std::string text = line + metrics_text("", r.train);
+      if (!r.val.empty()) {
+        std::snprintf(line, sizeof line, " val_loss %.4f", r.val_loss);
+        text += line + metrics_text("val_", r.val);
       }
       std::snprintf(line, sizeof line, " %.1f img/s %.1fs lr %.3g", r.images_per_second, r.seconds, r.lr);
       log_line(text + line);
     }
-    if (csv_)
-      csv_->append({double(r.epoch), r.train_loss, r.train_accuracy, r.val_loss, r.val_accuracy, r.images_per_second,
-                    r.seconds, r.lr});
+    if (csv_) {
+      std::vector<double> row{double(r.epoch), r.train_loss};
+      row.insert(row.end(), r.train.values.begin(), r.train.values.end());
+      row.push_back(r.val_loss);
+      row.insert(row.end(), val.begin(), val.end());
+      for (double v : {r.images_per_second, r.seconds, r.lr}) row.push_back(v);
+      csv_->append(row);
+    }
+  }
+  static std::string metrics_text(const std::string& prefix, const MetricValues& m) {
+    std::string text;
+    char value[64];
+    for (std::size_t i = 0; i < m.names.size(); ++i) {
+      std::snprintf(value, sizeof value, " %.4f", m.values[i]);
+      text += " " + prefix + m.names[i] + value;
+    }
+    return text;
   }
 
   std::shared_ptr<Model> model_;
@@ -307,6 +365,7 @@ class Trainer {
   BatchUpload<D> upload_;
   TrainerOptions options_;
   std::tuple<Policies...> policies_;
+  TaskType task_;
   std::function<void()> step_optimizer_;
   std::function<double()> lr_;
   std::optional<io::CsvLog> csv_;
