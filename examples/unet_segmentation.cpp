@@ -89,7 +89,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::manual_seed(seed);
   auto model = std::make_shared<Model>(options);
   const double base_lr = cli.real("--lr");
-  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
+  auto adam = std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {}, policies...);
   examples::broadcast_buffers_each_step(trainer);
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
