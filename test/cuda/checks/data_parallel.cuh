@@ -97,13 +97,15 @@ void check_pipeline_step(NcclComm& nccl) {
   plan.print_plan = false;
 
   auto plain = pipeline_net();
-  Trainer<Sequential<float, Cuda>> alone(plain, std::make_shared<Sgd<float, Cuda>>(plain->parameters(), options), quiet);
+  Trainer<Sequential<float, Cuda>> alone(plain, std::make_shared<Sgd<float, Cuda>>(plain->parameters(), options),
+                                         quiet);
   const double plain_loss = alone.train_step(x, targets).loss_sum;
 
   auto piped = pipeline_net();
   using Dp = DataParallel<NcclAllreduce, Fp16>;
-  Trainer<Sequential<float, Cuda>, Dp, Pipeline<4>> headline(piped, std::make_shared<Sgd<float, Cuda>>(piped->parameters(), options), quiet,
-                                                            Dp(nccl), Pipeline<4>(nccl, plan));
+  Trainer<Sequential<float, Cuda>, Dp, Pipeline<4>> headline(
+      piped, std::make_shared<Sgd<float, Cuda>>(piped->parameters(), options), quiet, Dp(nccl),
+      Pipeline<4>(nccl, plan));
   const double piped_loss = headline.train_step(x, targets).loss_sum;
   expect(std::abs(piped_loss - plain_loss) <= 1e-4 * std::abs(plain_loss),
          "Trainer<..., DataParallel<NcclAllreduce, Fp16>, Pipeline<4>>: the step's loss is the plain step's");

@@ -97,7 +97,8 @@ class BucketedAllreduce final : public GradientSync {
           grad = bucket.buffer.slice(slot.offset, slot.offset + slot.numel).reshape(slot.param.shape());
         } else {
           if (!grad.defined()) grad = Tensor<T, D>(slot.param.shape());
-          kernels::cast_scaled(kernels::executor_for<D>{}, bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
+          kernels::cast_scaled(kernels::executor_for<D>{}, bucket.buffer.data() + slot.offset, grad.data(),
+                               slot.numel, inverse_world);
         }
         slot.ready = false;
       }
@@ -130,7 +131,8 @@ class BucketedAllreduce final : public GradientSync {
     // gradient may itself be last step's view of this very range (accumulation without
     // zero_grad): in place.
     if constexpr (std::is_same_v<Wire, T>)
-      kernels::cast_scaled(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel, T(1) / static_cast<T>(comm_.size()));
+      kernels::cast_scaled(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel,
+                           T(1) / static_cast<T>(comm_.size()));
     else
       kernels::cast(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel);
     slot.ready = true;
