@@ -64,12 +64,12 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
                 D::name, ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
   std::vector<ptrain::EpochResult> results;
   if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
-    auto adam = ptrain::make_adam(model->parameters(), adam_options);
+    auto adam = std::make_shared<ptrain::Adam<T, D>>(model->parameters(), adam_options);
     ptrain::Trainer<Net, std::decay_t<Policies>...> trainer(model, adam, trainer_options, std::move(policies)...);
     results = trainer.fit(train_loader, &test_loader, epochs);
   } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
     ptrain::MixedPrecision<Precision, D> amp(*model);
-    auto adam = ptrain::make_adam(amp.master_parameters(), adam_options);
+    auto adam = std::make_shared<ptrain::Adam<float, D>>(amp.master_parameters(), adam_options);
     ptrain::Trainer<Net, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision, D>> trainer(
         model, adam, trainer_options, std::move(policies)..., std::move(amp));
     results = trainer.fit(train_loader, &test_loader, epochs);

@@ -32,8 +32,9 @@ namespace {
 // The SGD of the run, stepping `parameters` (the model's, or mixed precision's fp32 masters) on D.
 template <class D>
 auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> parameters) {
-  return ptrain::make_sgd(std::move(parameters),
-                          ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
+  return std::make_shared<ptrain::Sgd<float, D>>(
+      std::move(parameters),
+      ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
 }
 
 template <class Net, class Optimizer, class... Policies>

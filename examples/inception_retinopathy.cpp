@@ -145,7 +145,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
 
   ptrain::manual_seed(seed);
   auto model = make_model<D>(cli, classes, main);
-  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
+  auto adam =
+      std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
   examples::broadcast_buffers_each_step(trainer);
   std::int64_t trained = 0;

@@ -46,8 +46,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net>
   ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), shard.count, shard.index, false),
                                  {.batch_size = 500}, normalize);
 
-  auto sgd = ptrain::make_sgd(model->parameters(),
-                              ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
+  auto sgd = std::make_shared<ptrain::Sgd<float, typename Net::device_type>>(
+      model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
   ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   ptrain::Scheduler schedule(*sgd, ptrain::CosineAnnealingLR{

@@ -58,7 +58,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   ptrain::manual_seed(seed);
   auto model = std::make_shared<Model>(options);
   const double base_lr = cli.real("--lr");
-  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
+  auto adam = std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
   // Per-pixel cross entropy; pixel accuracy, IoU and Dice from the confusion matrix summed over the ranks.
   ptrain::Trainer<Model, Policies..., ptrain::Segmentation> trainer(
       model, adam, {.csv_log = cli.str("--csv"), .print_epochs = false}, policies..., ptrain::Segmentation{.classes = 2});

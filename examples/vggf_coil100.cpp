@@ -38,7 +38,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& 
                                 ptrain::DistributedSampler(data.validation.size(), shard.count, shard.index, false),
                                 {.batch_size = mini_batch, .num_workers = workers}, ptrain::Compose(resize, normalize));
 
-  auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
+  auto adam = std::make_shared<ptrain::Adam<float, typename Net::device_type>>(
+      model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
   ptrain::Trainer<Net, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
   if (trainer.is_main()) {
     std::printf("[Info] number of classes: %lld\n[Info] class labels:", static_cast<long long>(data.train.num_classes()));

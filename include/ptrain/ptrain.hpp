@@ -19,6 +19,8 @@
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/cast.hpp"
+#include "ptrain/kernels/optim.hpp"
 #include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/batch_norm.hpp"
@@ -76,8 +78,6 @@
 #include "ptrain/models/small_cnn.hpp"
 
 #include "ptrain/optim/adam.hpp"
-#include "ptrain/optim/device_adam.hpp"
-#include "ptrain/optim/device_sgd.hpp"
 #include "ptrain/optim/one_cycle.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/optim/schedule.hpp"

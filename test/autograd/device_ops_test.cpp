@@ -1,5 +1,5 @@
 // The device-generic autograd ops on HostEmulated (the GPU algorithms run by HostExecutor):
-// finite differences, the CPU ops' values and gradients, and a small MLP trained by DeviceSgd.
+// finite differences, the CPU ops' values and gradients, and a small MLP trained by Sgd<T, HostEmulated>.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/autograd/gradcheck.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 
 #include "../common/compare.hpp"
 #include "../common/device_compare.hpp"

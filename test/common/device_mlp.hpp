@@ -1,7 +1,7 @@
 #pragma once
 // A 2-layer MLP (linear, relu, linear, cross_entropy) trained by SGD with momentum and weight
 // decay on any device: the tests compare HostEmulated (and the CUDA check Cuda) with the CPU.
-// The caller includes the device's ops (autograd/device_ops/*, optim/device_sgd.hpp).
+// The caller includes the device's ops (autograd/device_ops/*, optim/sgd.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -58,10 +58,7 @@ MlpRun<T> train_mlp(const std::vector<Tensor<T>>& weights, const Tensor<T>& x, s
   options.lr = 0.2;
   options.momentum = 0.9;
   options.weight_decay = 0.01;
-  auto optimizer = [&] {
-    if constexpr (std::is_same_v<D, Cpu>) return Sgd<T>(params, options);
-    else return DeviceSgd<T, D>(params, options);
-  }();
+  Sgd<T, D> optimizer(params, options);
   MlpRun<T> run;
   for (int s = 0; s < steps; ++s) {
     optimizer.zero_grad();

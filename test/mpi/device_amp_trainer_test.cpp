@@ -13,7 +13,6 @@
 #include <ptrain/core/rng.hpp>
 #include <ptrain/device/host_emulated.hpp>
 #include <ptrain/models/resnet.hpp>
-#include <ptrain/optim/device_sgd.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
@@ -55,7 +54,7 @@ template <class D>
 RunResult train(MpiComm& world, int steps) {
   auto model = test::small_resnet<half, D>(11, classes);
   MixedPrecision<Fp16, D> amp(*model);
-  auto sgd = make_sgd(amp.master_parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
+  auto sgd = std::make_shared<Sgd<float, D>>(amp.master_parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
   Trainer<Sequential<half, D>, DataParallel<MpiAllreduce, Fp16>, MixedPrecision<Fp16, D>> trainer(
       model, sgd, {.progress_bar = false, .print_epochs = false}, DataParallel<MpiAllreduce, Fp16>(world), amp);
   RunResult r;

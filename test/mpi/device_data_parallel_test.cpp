@@ -18,7 +18,7 @@
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/comm/mpi_comm.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 
@@ -84,8 +84,7 @@ struct Run {
 template <class D>
 auto make_sgd(std::vector<Var<float, D>> params) {
   const SgdOptions options{.lr = 0.2, .momentum = 0.9, .weight_decay = 0.01};
-  if constexpr (std::is_same_v<D, Cpu>) return Sgd<float>(params, options);
-  else return DeviceSgd<float, D>(params, options);
+  return Sgd<float, D>(params, options);
 }
 
 // This rank trains on its rows of the batch; every rank but 0 starts from other weights and

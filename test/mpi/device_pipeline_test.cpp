@@ -13,7 +13,7 @@
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/core/rng.hpp>
 #include <ptrain/device/host_emulated.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
@@ -54,7 +54,7 @@ struct RunResult {
 template <class D, class Schedule>
 RunResult train(MpiComm& world, int stages) {
   auto model = test::small_resnet<float, D>(21, classes);
-  auto sgd = make_sgd(model->parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
+  auto sgd = std::make_shared<Sgd<float, D>>(model->parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
   using Dp = DataParallel<MpiAllreduce, Fp16>;
   using Pipe = Pipeline<4, Schedule>;
   Trainer<Sequential<float, D>, Dp, Pipe> trainer(model, sgd, {.progress_bar = false, .print_epochs = false},

@@ -17,7 +17,7 @@
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/autograd/gradcheck.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 
 #include "../common/device_amp.hpp"
@@ -93,7 +93,7 @@ void check_steps_match_cpu(int steps, bool same_gradients, double tol) {
   MixedPrecision<Precision, HostEmulated> dev_amp(dev, scaling);
   dev_amp.setup(dev);
   Sgd<float> cpu_sgd(cpu_amp.master_parameters(), sgd_options);
-  DeviceSgd<float, HostEmulated> dev_sgd(dev_amp.master_parameters(), sgd_options);
+  Sgd<float, HostEmulated> dev_sgd(dev_amp.master_parameters(), sgd_options);
   const Tensor<T> x = inputs<T>();
   const auto b1_before = as_floats(dev.weights[1].value());
   const auto device_gradients = [&](test::AmpMlp<T, Cpu>& model) {
@@ -159,7 +159,7 @@ void check_overflows(const LossScalerOptions& scaling, const std::vector<int>& p
   MixedPrecision<Precision> cpu_amp(cpu, scaling);
   MixedPrecision<Precision, HostEmulated> dev_amp(dev, scaling);
   Sgd<float> cpu_sgd(cpu_amp.master_parameters(), sgd_options);
-  DeviceSgd<float, HostEmulated> dev_sgd(dev_amp.master_parameters(), sgd_options);
+  Sgd<float, HostEmulated> dev_sgd(dev_amp.master_parameters(), sgd_options);
   const Tensor<T> x = inputs<T>();
   std::string cpu_text, dev_text;
   for (std::size_t s = 0; s < poison.size(); ++s) {
@@ -207,8 +207,8 @@ BOOST_AUTO_TEST_CASE(fp16_step_matches_cpu) { check_steps_match_cpu<Fp16>(1, fal
 
 BOOST_AUTO_TEST_CASE(bf16_step_matches_cpu) { check_steps_match_cpu<Bf16>(1, false, 4e-3); }
 
-// Three steps from the same gradients: the policy (cast, unscale, copy back) and DeviceSgd against
-// the CPU's. Measured: 3.0e-8 for both (float rounding in the SGD step).
+// Three steps from the same gradients: the policy (cast, unscale, copy back) and
+// Sgd<float, HostEmulated> against the CPU's. Measured: 3.0e-8 for both (float rounding in the SGD step).
 BOOST_AUTO_TEST_CASE(fp16_steps_on_the_same_gradients_match_cpu) { check_steps_match_cpu<Fp16>(3, true, 1e-6); }
 
 BOOST_AUTO_TEST_CASE(bf16_steps_on_the_same_gradients_match_cpu) { check_steps_match_cpu<Bf16>(3, true, 1e-6); }

@@ -16,7 +16,6 @@
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
-#include <ptrain/optim/device_sgd.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/trainer.hpp>
 
@@ -80,7 +79,7 @@ BOOST_AUTO_TEST_CASE(training_on_a_device_equals_training_on_the_cpu) {
   auto device = test::small_resnet<float, HostEmulated>(3, 5);
   BOOST_REQUIRE(max_state_difference(*device, *cpu) == 0.0);
   auto cpu_sgd = make<Sgd<float>>(cpu->parameters(), sgd_options);
-  auto device_sgd = make<DeviceSgd<float, HostEmulated>>(device->parameters(), sgd_options);
+  auto device_sgd = make<Sgd<float, HostEmulated>>(device->parameters(), sgd_options);
   Trainer<Sequential<float>> cpu_trainer(cpu, cpu_sgd, quiet);
   Trainer<Sequential<float, HostEmulated>> device_trainer(device, device_sgd, quiet);
   for (int step = 0; step < 4; ++step) {
@@ -112,7 +111,7 @@ BOOST_AUTO_TEST_CASE(gradient_accumulation_on_a_device_equals_the_cpu) {
   const TrainerOptions accumulate{.progress_bar = false, .print_epochs = false, .accumulation_steps = 2};
   Trainer<Sequential<float>> cpu_trainer(cpu, make<Sgd<float>>(cpu->parameters(), sgd_options), accumulate);
   Trainer<Sequential<float, HostEmulated>> device_trainer(
-      device, make<DeviceSgd<float, HostEmulated>>(device->parameters(), sgd_options), accumulate);
+      device, make<Sgd<float, HostEmulated>>(device->parameters(), sgd_options), accumulate);
   for (int step = 0; step < 4; ++step) {
     cpu_trainer.train_step(images(4, 400 + step), labels(4, 500 + step));
     device_trainer.train_step(images(4, 400 + step), labels(4, 500 + step));

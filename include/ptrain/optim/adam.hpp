@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/optim.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -41,8 +44,7 @@ struct AdamWOptions {
 
 namespace detail {
 
-// The hyperparameters a schedule changes, checked where they are used (Adam, AdamW and their
-// device twins in optim/device_adam.hpp).
+// The hyperparameters a schedule changes, checked where they are used.
 template <class Options>
 void check_adam_step_options(const char* name, const Options& options) {
   check_hyper(options.lr >= 0 && std::isfinite(options.lr), name, "learning rate", options.lr, "a finite value >= 0");
@@ -70,15 +72,18 @@ void set_adam_beta1(const char* name, Options& options, double beta1) {
   options.beta1 = beta1;
 }
 
-// The shared body; Decoupled selects AdamW's weight decay.
-template <class T, bool Decoupled>
+// The shared body; Decoupled selects AdamW's weight decay. Parameters on any device D: the update
+// runs through kernels/optim.hpp's dispatch point (Eigen on the CPU, the indexed algorithm
+// elsewhere) and the moments live in D's memory.
+template <class T, Device D, bool Decoupled>
 class AdamImpl {
  public:
   using value_type = T;
+  using device_type = D;
   using Options = std::conditional_t<Decoupled, AdamWOptions, AdamOptions>;
   static constexpr const char* name = Decoupled ? "AdamW" : "Adam";
 
-  AdamImpl(std::vector<Var<T>> params, Options options) : params_(std::move(params)), options_(options) {
+  AdamImpl(std::vector<Var<T, D>> params, Options options) : params_(std::move(params)), options_(options) {
     check_adam_options(name, options_);
     check_params(name, params_);
     state_.resize(params_.size());
@@ -86,9 +91,24 @@ class AdamImpl {
 
   void step() {
     check_adam_step_options(name, options_);
+    const kernels::executor_for<D> ex;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor<T>* grad = step_grad(name, params_, i);
-      if (grad) update(i, *grad);
+      const Tensor<T, D>* grad = step_grad(name, params_, i);
+      if (!grad) continue;
+      Tensor<T, D>& p = params_[i].value();
+      auto& st = state_[i];
+      if (st.step == 0) {
+        st.exp_avg = Tensor<T, D>::zeros(p.shape());
+        st.exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+        if (options_.amsgrad) st.max_exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+      }
+      ++st.step;
+      const kernels::AdamBuffers<T> buffers{st.exp_avg.data(), st.exp_avg_sq.data(),
+                                            options_.amsgrad ? st.max_exp_avg_sq.data() : nullptr};
+      if constexpr (Decoupled)
+        kernels::adamw_step(ex, options_, st.step, p.data(), grad->data(), buffers, p.numel());
+      else
+        kernels::adam_step(ex, options_, st.step, p.data(), grad->data(), buffers, p.numel());
     }
   }
 
@@ -100,8 +120,9 @@ class AdamImpl {
   double momentum() const { return options_.beta1; }
   void set_momentum(double beta1) { set_adam_beta1(name, options_, beta1); }
   const Options& options() const { return options_; }
-  const std::vector<Var<T>>& params() const { return params_; }
+  const std::vector<Var<T, D>>& params() const { return params_; }
 
+  // The per-parameter state on the host: the live tensors on the CPU, copies from another device.
   OptimizerState<T> state() const {
     OptimizerState<T> s;
     s.scalars = {{"lr", options_.lr}, {"beta1", options_.beta1}};
@@ -111,9 +132,9 @@ class AdamImpl {
       const std::string prefix = std::to_string(i) + ".";
       // A float tensor, as PyTorch keeps state['step'] (exact up to 2^24 steps in float).
       s.tensors.emplace_back(prefix + "step", Tensor<T>::full({1}, static_cast<T>(st.step)));
-      s.tensors.emplace_back(prefix + "exp_avg", st.exp_avg);
-      s.tensors.emplace_back(prefix + "exp_avg_sq", st.exp_avg_sq);
-      if (options_.amsgrad) s.tensors.emplace_back(prefix + "max_exp_avg_sq", st.max_exp_avg_sq);
+      s.tensors.emplace_back(prefix + "exp_avg", on_host(st.exp_avg));
+      s.tensors.emplace_back(prefix + "exp_avg_sq", on_host(st.exp_avg_sq));
+      if (options_.amsgrad) s.tensors.emplace_back(prefix + "max_exp_avg_sq", on_host(st.max_exp_avg_sq));
     }
     return s;
   }
@@ -135,13 +156,13 @@ class AdamImpl {
         st.step = static_cast<std::int64_t>(value);
         seen[index] |= 1;
       } else if (field == "exp_avg") {
-        st.exp_avg = loaded_tensor(name, key, t, shape);
+        st.exp_avg = on_device<D>(loaded_tensor(name, key, t, shape));
         seen[index] |= 2;
       } else if (field == "exp_avg_sq") {
-        st.exp_avg_sq = loaded_tensor(name, key, t, shape);
+        st.exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
         seen[index] |= 4;
       } else {
-        st.max_exp_avg_sq = loaded_tensor(name, key, t, shape);
+        st.max_exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
         seen[index] |= 8;
       }
     }
@@ -167,79 +188,29 @@ class AdamImpl {
 
  private:
   struct ParamState {
-    std::int64_t step = 0;  // 0: not created yet
-    Tensor<T> exp_avg, exp_avg_sq, max_exp_avg_sq;
+    std::int64_t step = 0;  // 0: not created yet; counted on the host, as the bias corrections need it
+    Tensor<T, D> exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
 
-  void update(std::size_t i, const Tensor<T>& grad) {
-    auto& st = state_[i];
-    if (st.step == 0) {
-      const Shape& shape = params_[i].shape();
-      st.exp_avg = Tensor<T>::zeros(shape);
-      st.exp_avg_sq = Tensor<T>::zeros(shape);
-      if (options_.amsgrad) st.max_exp_avg_sq = Tensor<T>::zeros(shape);
-    }
-    ++st.step;
-    const double t = static_cast<double>(st.step);
-    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
-    const T keep1 = static_cast<T>(1 - options_.beta1), keep2 = static_cast<T>(1 - options_.beta2);
-    const T step_size = static_cast<T>(options_.lr / (1 - std::pow(options_.beta1, t)));
-    const T correction2 = static_cast<T>(std::sqrt(1 - std::pow(options_.beta2, t)));
-    const T eps = static_cast<T>(options_.eps);
-    const T decay = static_cast<T>(options_.weight_decay);
-    const T shrink = static_cast<T>(1 - options_.lr * options_.weight_decay);
-    const bool amsgrad = options_.amsgrad;
-
-    auto p = params_[i].value().array();
-    auto g = grad.array();
-    auto m = st.exp_avg.array();
-    auto v = st.exp_avg_sq.array();
-    auto vmax = amsgrad ? st.max_exp_avg_sq.array() : v;
-    // d is an expression of the old p: the moments read it before p is written.
-    auto body = [&](auto ps, const auto& d, auto ms, auto vs, auto vmaxs) {
-      ms = beta1 * ms + keep1 * d;
-      vs = beta2 * vs + keep2 * d.square();
-      if (amsgrad) {
-        vmaxs = vmaxs.max(vs);
-        if constexpr (Decoupled)
-          ps = ps * shrink - step_size * (ms / (vmaxs.sqrt() / correction2 + eps));
-        else
-          ps -= step_size * (ms / (vmaxs.sqrt() / correction2 + eps));
-      } else {
-        if constexpr (Decoupled)
-          ps = ps * shrink - step_size * (ms / (vs.sqrt() / correction2 + eps));
-        else
-          ps -= step_size * (ms / (vs.sqrt() / correction2 + eps));
-      }
-    };
-    for_each_chunk(p.size(), [&](std::int64_t b, std::int64_t n) {
-      auto ps = p.segment(b, n);
-      if (!Decoupled && decay != 0)
-        body(ps, g.segment(b, n) + decay * ps, m.segment(b, n), v.segment(b, n), vmax.segment(b, n));
-      else
-        body(ps, g.segment(b, n), m.segment(b, n), v.segment(b, n), vmax.segment(b, n));
-    });
-  }
-
-  std::vector<Var<T>> params_;
+  std::vector<Var<T, D>> params_;
   Options options_;
   std::vector<ParamState> state_;
 };
 
 }  // namespace detail
 
-template <class T>
-class Adam : public detail::AdamImpl<T, false> {
+template <class T, Device D = Cpu>
+class Adam : public detail::AdamImpl<T, D, false> {
  public:
-  Adam(std::vector<Var<T>> params, AdamOptions options = {})
-      : detail::AdamImpl<T, false>(std::move(params), options) {}
+  Adam(std::vector<Var<T, D>> params, AdamOptions options = {})
+      : detail::AdamImpl<T, D, false>(std::move(params), options) {}
 };
 
-template <class T>
-class AdamW : public detail::AdamImpl<T, true> {
+template <class T, Device D = Cpu>
+class AdamW : public detail::AdamImpl<T, D, true> {
  public:
-  AdamW(std::vector<Var<T>> params, AdamWOptions options = {})
-      : detail::AdamImpl<T, true>(std::move(params), options) {}
+  AdamW(std::vector<Var<T, D>> params, AdamWOptions options = {})
+      : detail::AdamImpl<T, D, true>(std::move(params), options) {}
 };
 
 }  // namespace ptrain

@@ -7,13 +7,15 @@
 //   d = nesterov ? d + momentum * b : b     (when momentum != 0)
 //   p = p - lr * d
 #include <cmath>
-#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/optim.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -47,61 +49,33 @@ inline void check_sgd_options(const char* name, const SgdOptions& options) {
 }
 }  // namespace detail
 
-template <class T>
+// Parameters on any device D; the update runs through kernels/optim.hpp's dispatch point (Eigen
+// on the CPU, the indexed algorithm elsewhere) and the momentum buffers live in D's memory.
+template <class T, Device D = Cpu>
 class Sgd {
  public:
   using value_type = T;
+  using device_type = D;
   static constexpr const char* name = "SGD";
 
-  Sgd(std::vector<Var<T>> params, SgdOptions options) : params_(std::move(params)), options_(options) {
+  Sgd(std::vector<Var<T, D>> params, SgdOptions options) : params_(std::move(params)), options_(options) {
     detail::check_sgd_options(name, options_);
     detail::check_params(name, params_);
     buffers_.resize(params_.size());
   }
 
   void step() {
-    check_options();
-    const T lr = static_cast<T>(options_.lr);
-    const T momentum = static_cast<T>(options_.momentum);
-    const T keep = static_cast<T>(1 - options_.dampening);
-    const T decay = static_cast<T>(options_.weight_decay);
+    detail::check_sgd_step_options(name, options_);
+    const kernels::executor_for<D> ex;
+    const bool momentum = options_.momentum != 0;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor<T>* grad = detail::step_grad(name, params_, i);
+      const Tensor<T, D>* grad = detail::step_grad(name, params_, i);
       if (!grad) continue;
-      auto p = params_[i].value().array();
-      auto g = grad->array();
-      if (options_.momentum == 0) {
-        detail::for_each_chunk(p.size(), [&](std::int64_t b, std::int64_t n) {
-          auto ps = p.segment(b, n);
-          if (decay != 0)
-            ps -= lr * (g.segment(b, n) + decay * ps);
-          else
-            ps -= lr * g.segment(b, n);
-        });
-        continue;
-      }
-      const bool first = !buffers_[i].defined();
-      if (first) buffers_[i] = Tensor<T>(params_[i].shape());
-      auto buf = buffers_[i].array();
-      const bool nesterov = options_.nesterov;
-      // d is an expression of the old p: every statement reads it before p is written.
-      auto update = [&](auto ps, const auto& d, auto bs) {
-        if (first)
-          bs = d;
-        else
-          bs = momentum * bs + keep * d;
-        if (nesterov)
-          ps -= lr * (d + momentum * bs);
-        else
-          ps -= lr * bs;
-      };
-      detail::for_each_chunk(p.size(), [&](std::int64_t b, std::int64_t n) {
-        auto ps = p.segment(b, n);
-        if (decay != 0)
-          update(ps, g.segment(b, n) + decay * ps, buf.segment(b, n));
-        else
-          update(ps, g.segment(b, n), buf.segment(b, n));
-      });
+      Tensor<T, D>& p = params_[i].value();
+      const bool first = momentum && !buffers_[i].defined();
+      if (first) buffers_[i] = Tensor<T, D>(p.shape());
+      kernels::sgd_step(ex, options_, p.data(), grad->data(), momentum ? buffers_[i].data() : nullptr, first,
+                        p.numel());
     }
   }
 
@@ -122,22 +96,23 @@ class Sgd {
     options_.momentum = momentum;
   }
   const SgdOptions& options() const { return options_; }
-  const std::vector<Var<T>>& params() const { return params_; }
+  const std::vector<Var<T, D>>& params() const { return params_; }
 
+  // The momentum buffers on the host: the live buffers on the CPU, copies from another device.
   OptimizerState<T> state() const {
     OptimizerState<T> s;
     s.scalars = {{"lr", options_.lr}, {"momentum", options_.momentum}};
     for (std::size_t i = 0; i < params_.size(); ++i)
-      if (buffers_[i].defined()) s.tensors.emplace_back(std::to_string(i) + ".momentum_buffer", buffers_[i]);
+      if (buffers_[i].defined()) s.tensors.emplace_back(std::to_string(i) + ".momentum_buffer", on_host(buffers_[i]));
     return s;
   }
   // Replaces lr, momentum and every momentum buffer with the saved ones (copied); parameters
   // without a saved buffer start afresh. Nothing changes when an entry is invalid.
   void load_state(const OptimizerState<T>& s) {
-    std::vector<Tensor<T>> buffers(params_.size());
+    std::vector<Tensor<T, D>> buffers(params_.size());
     for (const auto& [key, t] : s.tensors) {
       const auto index = detail::parse_state_key(name, key, params_.size(), {"momentum_buffer"}).first;
-      buffers[index] = detail::loaded_tensor(name, key, t, params_[index].shape());
+      buffers[index] = on_device<D>(detail::loaded_tensor(name, key, t, params_[index].shape()));
     }
     SgdOptions options = options_;
     for (const auto& [key, value] : s.scalars) {
@@ -156,12 +131,10 @@ class Sgd {
   }
 
  private:
-  void check_options() const { detail::check_sgd_step_options(name, options_); }
-
-  std::vector<Var<T>> params_;
+  std::vector<Var<T, D>> params_;
   SgdOptions options_;
   // Momentum buffers, made at a parameter's first step with momentum.
-  std::vector<Tensor<T>> buffers_;
+  std::vector<Tensor<T, D>> buffers_;
 };
 
 }  // namespace ptrain

@@ -3,20 +3,17 @@
 // built in half or bfloat16 and computes in it (products and sums in float, see kernels/); the
 // optimizer steps fp32 master copies of its parameters; each step the 16-bit gradients are
 // copied to the masters and unscaled, and the masters are copied back rounded.
-#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/log.hpp"
+#include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
-#include "ptrain/kernels/indexed/elementwise.hpp"
-#include "ptrain/kernels/indexed/optim.hpp"
+#include "ptrain/kernels/optim.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 
@@ -35,11 +32,11 @@ namespace ptrain {
 // Batch norm weights and buffers are stored in the 16-bit type (Apex O2 keeps them in fp32); their
 // statistics and updates are computed in float.
 //
-// On a device D other than Cpu (MixedPrecision<Fp16, Cuda>, a model of Var<half, Cuda>) the
-// masters are Var<float, D> (step them with DeviceSgd<float, D> or DeviceAdam<float, D>); the
-// casts and the unscaling run as kernels (kernels/indexed/), and the inf/NaN check is one flag on
-// the device, read back once per step. A model is anything whose parameters() gives the
-// Var<T, D>s, in a fixed order.
+// On any device D (MixedPrecision<Fp16, Cuda>, a model of Var<half, Cuda>) the masters are
+// Var<float, D> (step them with Sgd<float, D> or Adam<float, D>); the casts and the unscaling run
+// through their dispatch points (kernels/cast.hpp, kernels/optim.hpp), and the inf/NaN check is
+// one flag in D's memory, read back once per step. A model is anything whose parameters() gives
+// the Var<T, D>s, in a fixed order.
 template <class Precision, class D = Cpu>
 class MixedPrecision {
   static_assert(std::same_as<Precision, Fp16> || std::same_as<Precision, Bf16>,
@@ -90,8 +87,7 @@ class MixedPrecision {
   template <class Model>
   bool before_optimizer_step(Model&) {
     start_inf_check();
-    bool finite = true;
-    for (std::size_t i = 0; i < params_.size() && finite; ++i) {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
       const Var<T, D>& p = params_[i];
       Var<float, D>& master = masters_[i];
       master.set_requires_grad(p.requires_grad());
@@ -101,9 +97,9 @@ class MixedPrecision {
       }
       Tensor<float, D>& g = master.grad();
       if (!g.defined() || g.shape() != p.shape()) g = Tensor<float, D>(p.shape());
-      finite = unscale(p.grad(), g);
+      unscale(p.grad(), g);
     }
-    finite = finite && no_inf_found();
+    const bool finite = no_inf_found();
     scaler_.update(!finite);
     skipped_ = !finite;
     if (finite) return true;
@@ -125,8 +121,6 @@ class MixedPrecision {
   }
 
  private:
-  static constexpr bool on_cpu = std::is_same_v<D, Cpu>;
-
   template <class Model>
   static std::vector<Var<T, D>> parameters_of(const Model& model) {
     static_assert(std::convertible_to<decltype(model.parameters()), std::vector<Var<T, D>>>,
@@ -135,48 +129,29 @@ class MixedPrecision {
     return model.parameters();
   }
 
-  // What differs by device: the element casts, and how the inf/NaN check is made (on the CPU per
-  // tensor on the host; on a device into one flag there, read back once by no_inf_found).
   template <class From, class To>
   static void copy(const Tensor<From, D>& from, Tensor<To, D>& to) {
-    if constexpr (on_cpu) {
-      const auto n = static_cast<std::size_t>(from.numel());
-      convert(std::span<const From>(from.data(), n), std::span<To>(to.data(), n));
-    } else {
-      kernels::indexed::cast(kernels::executor_for<D>{}, from.data(), to.data(), from.numel());
-    }
+    kernels::cast(kernels::executor_for<D>{}, from.data(), to.data(), from.numel());
   }
 
+  // The inf/NaN check is one flag in D's memory, zeroed here and read back once by no_inf_found.
   void start_inf_check() {
-    if constexpr (!on_cpu) {
-      if (!found_inf_.defined()) found_inf_ = Tensor<std::int32_t, D>(Shape{1});
-      found_inf_.zero();
-    }
+    if (!found_inf_.defined()) found_inf_ = Tensor<std::int32_t, D>(Shape{1});
+    found_inf_.zero();
   }
 
-  // master_grad = grad / scale; false when the CPU saw an inf or NaN in it.
-  bool unscale(const Tensor<T, D>& grad, Tensor<float, D>& master_grad) {
-    if constexpr (on_cpu) {
-      const auto inverse = static_cast<float>(1.0 / scaler_.scale());
-      copy(grad, master_grad);
-      if (inverse != 1.0f) master_grad.array() *= inverse;
-      return std::isfinite(master_grad.array().abs().template maxCoeff<Eigen::PropagateNaN>());
-    } else {
-      kernels::indexed::unscale_gradients(kernels::executor_for<D>{}, grad.data(), master_grad.data(), grad.numel(),
-                                          scaler_.scale(), found_inf_.data());
-      return true;
-    }
+  // master_grad = grad / scale, raising the flag on an inf or NaN.
+  void unscale(const Tensor<T, D>& grad, Tensor<float, D>& master_grad) {
+    kernels::unscale_gradients(kernels::executor_for<D>{}, grad.data(), master_grad.data(), grad.numel(),
+                               scaler_.scale(), found_inf_.data());
   }
 
-  bool no_inf_found() const {
-    if constexpr (on_cpu) return true;
-    else return found_inf_.to_vector()[0] == 0;  // the step's one device-to-host copy
-  }
+  bool no_inf_found() const { return found_inf_.to_vector()[0] == 0; }  // the step's one device-to-host copy
 
   std::vector<Var<T, D>> params_;
   std::vector<Var<float, D>> masters_;
   LossScaler scaler_;
-  Tensor<std::int32_t, D> found_inf_;  // devices only
+  Tensor<std::int32_t, D> found_inf_;
   bool skipped_ = false;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // Device checks: device-generic autograd. The MLP of test/common/device_mlp.hpp (linear, relu,
-// cross_entropy, DeviceSgd with momentum and weight decay) trained on Var<float, Cuda> against
+// cross_entropy, Sgd<float, Cuda> with momentum and weight decay) trained on Var<float, Cuda> against
 // the same on the CPU, and the HostEmulated run of the same algorithms against both.
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 
 #include "../../common/device_mlp.hpp"
 #include "checks/common.cuh"
@@ -41,8 +41,8 @@ inline void check_autograd() {
   const auto gpu = test::train_mlp<float, Cuda>(weights, x, targets, 5);
   const auto emulated = test::train_mlp<float, HostEmulated>(weights, x, targets, 5);
   expect(cpu.losses.back() < cpu.losses.front(), "the MLP's loss falls over 5 SGD steps on the CPU");
-  expect_same_run(gpu, cpu, 1e-4, "MLP on Var<float, Cuda>: 5 DeviceSgd steps match the CPU's within 1e-4");
-  expect_same_run(gpu, emulated, 1e-4, "MLP on Var<float, Cuda>: 5 DeviceSgd steps match HostEmulated's within 1e-4");
+  expect_same_run(gpu, cpu, 1e-4, "MLP on Var<float, Cuda>: 5 SGD steps match the CPU's within 1e-4");
+  expect_same_run(gpu, emulated, 1e-4, "MLP on Var<float, Cuda>: 5 SGD steps match HostEmulated's within 1e-4");
 }
 
 }  // namespace ptrain::device_checks

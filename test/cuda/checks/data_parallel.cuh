@@ -25,7 +25,7 @@
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/nccl_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
@@ -97,13 +97,15 @@ void check_pipeline_step(NcclComm& nccl) {
   plan.print_plan = false;
 
   auto plain = pipeline_net();
-  Trainer<Sequential<float, Cuda>> alone(plain, make_sgd(plain->parameters(), options), quiet);
+  Trainer<Sequential<float, Cuda>> alone(plain, std::make_shared<Sgd<float, Cuda>>(plain->parameters(), options),
+                                         quiet);
   const double plain_loss = alone.train_step(x, targets).loss_sum;
 
   auto piped = pipeline_net();
   using Dp = DataParallel<NcclAllreduce, Fp16>;
-  Trainer<Sequential<float, Cuda>, Dp, Pipeline<4>> headline(piped, make_sgd(piped->parameters(), options), quiet,
-                                                            Dp(nccl), Pipeline<4>(nccl, plan));
+  Trainer<Sequential<float, Cuda>, Dp, Pipeline<4>> headline(
+      piped, std::make_shared<Sgd<float, Cuda>>(piped->parameters(), options), quiet, Dp(nccl),
+      Pipeline<4>(nccl, plan));
   const double piped_loss = headline.train_step(x, targets).loss_sum;
   expect(std::abs(piped_loss - plain_loss) <= 1e-4 * std::abs(plain_loss),
          "Trainer<..., DataParallel<NcclAllreduce, Fp16>, Pipeline<4>>: the step's loss is the plain step's");

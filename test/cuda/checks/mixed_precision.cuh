@@ -1,7 +1,7 @@
 #pragma once
 // Device checks: MixedPrecision<Fp16, Cuda> (masters, casts and unscaling in kernels, one flag
 // read per step) on a half MLP against the same on HostEmulated, a step skipped on an injected
-// inf; DeviceAdam and DeviceAdamW on Var<float, Cuda> against HostEmulated.
+// inf; Adam and AdamW on Var<float, Cuda> against HostEmulated.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,8 +12,8 @@
 #include <ptrain/autograd/device_ops/linear.hpp>
 #include <ptrain/autograd/device_ops/loss.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
-#include <ptrain/optim/device_adam.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/adam.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 
 #include "../../common/device_amp.hpp"
@@ -42,8 +42,8 @@ inline void check_amp_step() {
   MixedPrecision<Fp16, Cuda> gpu_amp(gpu, scaling);
   MixedPrecision<Fp16, HostEmulated> emulated_amp(emulated, scaling);
   const SgdOptions options{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01};
-  DeviceSgd<float, Cuda> gpu_sgd(gpu_amp.master_parameters(), options);
-  DeviceSgd<float, HostEmulated> emulated_sgd(emulated_amp.master_parameters(), options);
+  Sgd<float, Cuda> gpu_sgd(gpu_amp.master_parameters(), options);
+  Sgd<float, HostEmulated> emulated_sgd(emulated_amp.master_parameters(), options);
   const auto nothing = [](auto&) {};
   const bool taken = test::amp_train_step(gpu_amp, gpu, gpu_sgd, x, targets, nothing);
   test::amp_train_step(emulated_amp, emulated, emulated_sgd, x, targets, nothing);
@@ -104,9 +104,9 @@ void check_adam(const Options& options, const std::string& what) {
 inline void check_mixed_precision() {
   using namespace mixed_precision_detail;
   check_amp_step();
-  check_adam<DeviceAdam<float, Cuda>, DeviceAdam<float, HostEmulated>>(AdamOptions{.lr = 0.01, .weight_decay = 0.05}, "DeviceAdam");
-  check_adam<DeviceAdam<float, Cuda>, DeviceAdam<float, HostEmulated>>(AdamOptions{.lr = 0.01, .amsgrad = true}, "DeviceAdam amsgrad");
-  check_adam<DeviceAdamW<float, Cuda>, DeviceAdamW<float, HostEmulated>>(AdamWOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true}, "DeviceAdamW amsgrad");
+  check_adam<Adam<float, Cuda>, Adam<float, HostEmulated>>(AdamOptions{.lr = 0.01, .weight_decay = 0.05}, "Adam");
+  check_adam<Adam<float, Cuda>, Adam<float, HostEmulated>>(AdamOptions{.lr = 0.01, .amsgrad = true}, "Adam amsgrad");
+  check_adam<AdamW<float, Cuda>, AdamW<float, HostEmulated>>(AdamWOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true}, "AdamW amsgrad");
 }
 
 }  // namespace ptrain::device_checks

@@ -73,18 +73,33 @@ struct AdamUpdate {
   }
 };
 
-// Sgd<T>::step for one parameter of n elements. options: an SgdOptions (optim/sgd.hpp); the
+// Sgd<T, D>::step for one parameter of n elements. options: an SgdOptions (optim/sgd.hpp); the
 // momentum buffer is needed when options.momentum != 0, and first_step says it is new.
+template <class Options, class T>
+void check_sgd_arguments(const Options& options, const T* momentum_buffer, std::int64_t n) {
+  check(n >= 0, "sgd_step: negative element count ", n);
+  check(options.momentum == 0 || momentum_buffer, "sgd_step: momentum ", options.momentum,
+        " needs a momentum buffer, got none");
+}
 template <class Ex, class T, class Options>
 void sgd_step(const Ex& ex, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
               std::int64_t n) {
   using A = accumulate_t<T>;
-  check(n >= 0, "sgd_step: negative element count ", n);
+  check_sgd_arguments(options, momentum_buffer, n);
   const bool momentum = options.momentum != 0;
-  check(!momentum || momentum_buffer, "sgd_step: momentum ", options.momentum, " needs a momentum buffer, got none");
   ex.indexed(n, SgdUpdate<T>{param, grad, momentum ? momentum_buffer : nullptr, static_cast<A>(options.lr),
                              static_cast<A>(options.momentum), static_cast<A>(1 - options.dampening),
                              static_cast<A>(options.weight_decay), options.nesterov, first_step});
+}
+
+// What adam_step and adamw_step (and the CPU's, kernels/cpu/optim.hpp) require of their arguments.
+template <class Options, class T>
+void check_adam_arguments(const char* name, const Options& options, std::int64_t step, const AdamBuffers<T>& state,
+                          std::int64_t n) {
+  check(n >= 0, name, ": negative element count ", n);
+  check(step >= 1, name, ": step count ", step, ", expected the parameter's step number, starting at 1");
+  check(state.exp_avg && state.exp_avg_sq, name, ": exp_avg and exp_avg_sq are needed");
+  check(!options.amsgrad || state.max_exp_avg_sq, name, ": amsgrad needs max_exp_avg_sq, got none");
 }
 
 namespace detail {
@@ -92,10 +107,7 @@ template <class Ex, class T, class Options>
 void adam_like_step(const Ex& ex, const char* name, bool decoupled, const Options& options, std::int64_t step,
                     T* param, const T* grad, const AdamBuffers<T>& state, std::int64_t n) {
   using A = accumulate_t<T>;
-  check(n >= 0, name, ": negative element count ", n);
-  check(step >= 1, name, ": step count ", step, ", expected the parameter's step number, starting at 1");
-  check(state.exp_avg && state.exp_avg_sq, name, ": exp_avg and exp_avg_sq are needed");
-  check(!options.amsgrad || state.max_exp_avg_sq, name, ": amsgrad needs max_exp_avg_sq, got none");
+  check_adam_arguments(name, options, step, state, n);
   const double t = static_cast<double>(step);
   AdamBuffers<T> used = state;
   if (!options.amsgrad) used.max_exp_avg_sq = nullptr;
@@ -108,14 +120,14 @@ void adam_like_step(const Ex& ex, const char* name, bool decoupled, const Option
 }
 }  // namespace detail
 
-// Adam<T>'s update of one parameter at its step number `step` (1 on its first step, with zeroed
+// Adam<T, D>'s update of one parameter at its step number `step` (1 on its first step, with zeroed
 // state). options: an AdamOptions (optim/adam.hpp).
 template <class Ex, class T, class Options>
 void adam_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
                const AdamBuffers<T>& state, std::int64_t n) {
   detail::adam_like_step(ex, "adam_step", false, options, step, param, grad, state, n);
 }
-// AdamW<T>'s: options is an AdamWOptions (decoupled weight decay).
+// AdamW<T, D>'s: options is an AdamWOptions (decoupled weight decay).
 template <class Ex, class T, class Options>
 void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
                 const AdamBuffers<T>& state, std::int64_t n) {
@@ -156,11 +168,14 @@ struct UnscaleCheck {
 // master's, times 1 / scale (src may equal dst to unscale in place). *found_inf becomes 1 when a
 // result is inf or NaN and is never cleared here: zero it once per step, check it after the
 // last parameter.
+inline void check_unscale_arguments(std::int64_t n, double scale) {
+  check(n >= 0, "unscale_gradients: negative element count ", n);
+  check(std::isfinite(scale) && scale > 0, "unscale_gradients: loss scale ", scale, ", expected a positive number");
+}
 template <class Ex, class From, class To>
 void unscale_gradients(const Ex& ex, const From* grad, To* master_grad, std::int64_t n, double scale,
                        std::int32_t* found_inf) {
-  check(n >= 0, "unscale_gradients: negative element count ", n);
-  check(std::isfinite(scale) && scale > 0, "unscale_gradients: loss scale ", scale, ", expected a positive number");
+  check_unscale_arguments(n, scale);
   const auto inverse = static_cast<accumulate_t<To>>(1.0 / scale);
   ex.row_reduction((n + unscale_row - 1) / unscale_row, unscale_row,
                    UnscaleCheck<From, To>{grad, master_grad, n, inverse, found_inf});

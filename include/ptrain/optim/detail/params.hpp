@@ -1,7 +1,6 @@
 #pragma once
 // What the optimizers share: checking the parameter list, finding the gradient a step uses,
-// naming per-parameter state, and running an update over large tensors in parallel chunks.
-#include <algorithm>
+// and naming per-parameter state.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -84,22 +83,6 @@ Tensor<T> loaded_tensor(const char* optimizer, const std::string& key, const Ten
   check(t.defined() && t.shape() == expected, optimizer, ": state entry '", key, "' has shape ",
         t.defined() ? t.shape().str() : std::string("(undefined)"), ", expected ", expected);
   return t.clone();
-}
-
-// Runs f(begin, length) over [0, n) in cache-sized chunks, spread over the OpenMP threads when
-// n is large enough for the fork to pay. Each chunk's arrays stay in L2 between the statements
-// of an update, so a multi-statement Eigen update costs about one pass over memory.
-inline constexpr std::int64_t update_chunk = 8192;
-inline constexpr std::int64_t update_parallel_threshold = 65536;
-
-template <class F>
-void for_each_chunk(std::int64_t n, F&& f) {
-  const std::int64_t chunks = (n + update_chunk - 1) / update_chunk;
-#pragma omp parallel for if (n >= update_parallel_threshold) schedule(static)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t begin = c * update_chunk;
-    f(begin, std::min(update_chunk, n - begin));
-  }
 }
 
 }  // namespace ptrain::detail

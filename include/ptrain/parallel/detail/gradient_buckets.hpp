@@ -8,10 +8,9 @@
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
 // this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
 //
-// On a device other than Cpu (Var<T, D>, D an ExecutorDevice) the buckets are Tensor<Wire, D> and
-// the copies, casts, zero fills and averages run as kernels through executor_for<D>; the
-// communicator gets a span over the bucket's memory (device memory for Cuda, reduced by NcclComm).
-#include <algorithm>
+// On any device D (Var<T, D>) the buckets are Tensor<Wire, D>; the casts and averages run through
+// kernels/cast.hpp's dispatch points and the zero fills through D::fill; the communicator gets a
+// span over the bucket's memory (device memory for Cuda, reduced by NcclComm).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,8 +21,8 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
-#include "ptrain/kernels/indexed/elementwise.hpp"
 
 namespace ptrain::detail {
 
@@ -76,7 +75,7 @@ class BucketedAllreduce final : public GradientSync {
       Bucket& bucket = buckets_[b];
       for (std::size_t s : bucket.slots)
         if (!slots_[s].ready) {
-          zero_fill(bucket.buffer.data() + slots_[s].offset, slots_[s].numel);
+          D::fill(bucket.buffer.data() + slots_[s].offset, Wire(0.0f), static_cast<std::size_t>(slots_[s].numel));
           slots_[s].ready = true;
         }
       bucket.pending = 0;
@@ -98,7 +97,8 @@ class BucketedAllreduce final : public GradientSync {
           grad = bucket.buffer.slice(slot.offset, slot.offset + slot.numel).reshape(slot.param.shape());
         } else {
           if (!grad.defined()) grad = Tensor<T, D>(slot.param.shape());
-          average_into(bucket.buffer.data() + slot.offset, grad.data(), slot.numel, inverse_world);
+          kernels::cast_scaled(kernels::executor_for<D>{}, bucket.buffer.data() + slot.offset, grad.data(),
+                               slot.numel, inverse_world);
         }
         slot.ready = false;
       }
@@ -127,22 +127,14 @@ class BucketedAllreduce final : public GradientSync {
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
     Wire* dst = bucket.buffer.data() + slot.offset;
-    if constexpr (!std::is_same_v<D, Cpu>) {
-      const kernels::executor_for<D> ex;
-      if constexpr (std::is_same_v<Wire, T>)
-        kernels::indexed::cast_scaled(ex, node.grad.data(), dst, slot.numel, T(1) / static_cast<T>(comm_.size()));
-      else
-        kernels::indexed::cast(ex, node.grad.data(), dst, slot.numel);
-    } else if constexpr (std::is_same_v<Wire, T>) {
-      // Scaled by 1/world here, so the reduced bucket is already the average. The gradient may
-      // itself be last step's view of this very range (accumulation without zero_grad): in place.
-      const T inverse_world = T(1) / static_cast<T>(comm_.size());
-      const T* src = node.grad.data();
-      for (std::int64_t i = 0; i < slot.numel; ++i) dst[i] = src[i] * inverse_world;
-    } else {
-      convert(std::span<const T>(node.grad.data(), static_cast<std::size_t>(slot.numel)),
-              std::span<Wire>(dst, static_cast<std::size_t>(slot.numel)));
-    }
+    // Same type: scaled by 1/world here, so the reduced bucket is already the average. The
+    // gradient may itself be last step's view of this very range (accumulation without
+    // zero_grad): in place.
+    if constexpr (std::is_same_v<Wire, T>)
+      kernels::cast_scaled(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel,
+                           T(1) / static_cast<T>(comm_.size()));
+    else
+      kernels::cast(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel);
     slot.ready = true;
     if (--bucket.pending == 0) start_ready_buckets();
     // MPI moves a non-blocking collective only while the process is inside MPI: poke the
@@ -153,27 +145,6 @@ class BucketedAllreduce final : public GradientSync {
   void poke(std::size_t begin, std::size_t end) {
     for (std::size_t b = begin; b < end; ++b)
       if (buckets_[b].request) buckets_[b].request->test();
-  }
-
-  static void zero_fill(Wire* p, std::int64_t numel) {
-    if constexpr (std::is_same_v<D, Cpu>) std::fill_n(p, numel, Wire(0.0f));
-    else kernels::indexed::fill(kernels::executor_for<D>{}, p, numel, 0.0f);
-  }
-
-  // grad = sum * inverse_world in one pass over memory. On the CPU: cast and scale a cache-sized
-  // chunk at a time (a whole-tensor cast followed by a whole-tensor scale reads and writes it twice).
-  static void average_into(const Wire* sum, T* grad, std::int64_t numel, T inverse_world) {
-    if constexpr (!std::is_same_v<D, Cpu>) {
-      kernels::indexed::cast_scaled(kernels::executor_for<D>{}, sum, grad, numel, inverse_world);
-    } else {
-      const auto n = static_cast<std::size_t>(numel);
-      constexpr std::size_t chunk = 4096;
-      for (std::size_t at = 0; at < n; at += chunk) {
-        const std::size_t m = std::min(chunk, n - at);
-        convert(std::span<const Wire>(sum + at, m), std::span<T>(grad + at, m));
-        for (std::size_t i = at; i < at + m; ++i) grad[i] *= inverse_world;
-      }
-    }
   }
 
   void start_ready_buckets() {

@@ -1,0 +1,59 @@
+#pragma once
+// The dispatch points of the optimizer updates and of mixed precision's gradient unscaling: Cpu's
+// executor runs the Eigen chunked updates of kernels/cpu/optim.hpp, any other executor the
+// indexed algorithms of kernels/indexed/optim.hpp (whose comments give each contract).
+#include <cstdint>
+
+#include "ptrain/kernels/cpu/optim.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/indexed/optim.hpp"
+
+namespace ptrain::kernels {
+
+using indexed::AdamBuffers;
+
+template <class T, class Options>
+void sgd_step(const CpuExecutor&, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
+              std::int64_t n) {
+  cpu::sgd_step(options, param, grad, momentum_buffer, first_step, n);
+}
+template <class Ex, class T, class Options>
+void sgd_step(const Ex& ex, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
+              std::int64_t n) {
+  indexed::sgd_step(ex, options, param, grad, momentum_buffer, first_step, n);
+}
+
+template <class T, class Options>
+void adam_step(const CpuExecutor&, const Options& options, std::int64_t step, T* param, const T* grad,
+               const AdamBuffers<T>& state, std::int64_t n) {
+  cpu::adam_step<false>(options, step, param, grad, state, n);
+}
+template <class Ex, class T, class Options>
+void adam_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
+               const AdamBuffers<T>& state, std::int64_t n) {
+  indexed::adam_step(ex, options, step, param, grad, state, n);
+}
+
+template <class T, class Options>
+void adamw_step(const CpuExecutor&, const Options& options, std::int64_t step, T* param, const T* grad,
+                const AdamBuffers<T>& state, std::int64_t n) {
+  cpu::adam_step<true>(options, step, param, grad, state, n);
+}
+template <class Ex, class T, class Options>
+void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
+                const AdamBuffers<T>& state, std::int64_t n) {
+  indexed::adamw_step(ex, options, step, param, grad, state, n);
+}
+
+template <class From, class To>
+void unscale_gradients(const CpuExecutor&, const From* grad, To* master_grad, std::int64_t n, double scale,
+                       std::int32_t* found_inf) {
+  cpu::unscale_gradients(grad, master_grad, n, scale, found_inf);
+}
+template <class Ex, class From, class To>
+void unscale_gradients(const Ex& ex, const From* grad, To* master_grad, std::int64_t n, double scale,
+                       std::int32_t* found_inf) {
+  indexed::unscale_gradients(ex, grad, master_grad, n, scale, found_inf);
+}
+
+}  // namespace ptrain::kernels
