@@ -93,7 +93,7 @@ struct TokenModel : Module<float, D> {
 
 template <class D, class Model, class TaskType, class Data>
 std::vector<EpochResult> fit_on(std::shared_ptr<Model> model, TaskType task, Data& train, Data& val, double lr) {
-  auto sgd = make_sgd(model->parameters(), SgdOptions{.lr = lr, .momentum = 0.9});
+  auto sgd = std::make_shared<Sgd<float, D>>(model->parameters(), SgdOptions{.lr = lr, .momentum = 0.9});
   Trainer<Model, TaskType> trainer(model, sgd, quiet, task);
   return trainer.fit(train, &val, 4);
 }
@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(custom_task_trains_and_logs_its_metric) {
   manual_seed(7);
   auto model = std::make_shared<Sequential<double>>();
   model->push_back("linear", std::make_shared<Linear<double>>(2, 1));
-  auto sgd = make_sgd(model->parameters(), SgdOptions{.lr = 0.5});
+  auto sgd = std::make_shared<Sgd<double>>(model->parameters(), SgdOptions{.lr = 0.5});
   const auto csv = std::filesystem::temp_directory_path() / "ptrain_task_fit_test.csv";
   Trainer<Sequential<double>, FocalRecall> trainer(model, sgd, {.csv_log = csv.string(), .progress_bar = false,
                                                                 .print_epochs = false},
