@@ -17,15 +17,10 @@
 #include <type_traits>
 
 #include <ptrain/mpi.hpp>
-#if defined(__CUDACC__)
-#include <ptrain/cuda.hpp>
-#include <ptrain/parallel/nccl_allreduce.hpp>
-#endif
 
 #include "common/cli.hpp"
-#include "common/device.hpp"
 #include "common/image_folders.hpp"
-#include "common/strategy.hpp"
+#include "common/run.hpp"
 
 namespace {
 
@@ -37,10 +32,11 @@ auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> param
       ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
 }
 
+// Returns the final validation top-1 accuracy in percent.
 template <class Net, class Optimizer, class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data,
-          std::shared_ptr<Net> model, std::shared_ptr<Optimizer> sgd, examples::DataShard shard,
-          Policies... policies) {
+double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data,
+             std::shared_ptr<Net> model, std::shared_ptr<Optimizer> sgd, examples::DataShard shard,
+             Policies... policies) {
   const ptrain::ImageFolder &train_set = data.train, &val_set = data.validation;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long batch = cli.integer("--batch"), size = cli.integer("--image-size");
@@ -86,7 +82,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::Spli
                 Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   trainer.fit(train_loader, epochs);
-  return top1 < cli.real("--min-accuracy") ? 1 : 0;
+  return top1;
 }
 
 template <class T, class D>
@@ -98,29 +94,40 @@ std::shared_ptr<ptrain::Sequential<T, D>> make_resnet(const std::string& arch, s
   ptrain::fail("--arch '", arch, "': expected resnet18, resnet34 or resnet50");
 }
 
-int train_on_cpu(const examples::Cli& cli, ptrain::MpiComm& world, const examples::SplitFolders& data) {
+// The folders under --data, opened and checked on every rank before the model is made.
+examples::SplitFolders open_data(const examples::Cli& cli) {
+  examples::SplitFolders data = examples::open_split_folders("--data", cli.str("--data"), "train", "val");
+  ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
+  return data;
+}
+
+// The shared main's train on each device, with the policies the strategy flags chose.
+template <class... Policies>
+double train_on(const examples::Cli& cli, ptrain::Cpu, ptrain::MpiComm& world, examples::DataShard shard,
+                Policies... policies) {
+  const examples::SplitFolders data = open_data(cli);
   auto model = make_resnet<float, ptrain::Cpu>(cli.str("--arch"), data.train.num_classes());
   auto sgd = make_sgd(cli, model->parameters());
-  return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-    return train(cli, world, data, model, sgd, shard, policies...);
-  });
+  return train(cli, world, data, model, sgd, shard, policies...);
 }
 
 #if defined(__CUDACC__)
-int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world,
-                  const examples::SplitFolders& data) {
+// Apex AMP O2 on the GPUs: gradients averaged in fp16 (DataParallel<NcclAllreduce, Fp16>) or no
+// data parallelism; MixedPrecision comes after it.
+template <class... Policies>
+double train_on(const examples::Cli& cli, ptrain::Cuda, ptrain::MpiComm& world, examples::DataShard shard,
+                Policies... policies) {
   using ptrain::Cuda, ptrain::Fp16;
-  ptrain::check(world.size() == 1 || cli.str("--compression") == "fp16", "--device cuda averages gradients in fp16 "
-                "over NCCL (DataParallel<NcclAllreduce, Fp16>); --compression ", cli.str("--compression"),
-                " is for --device cpu");
-  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+  if constexpr (!(std::is_same_v<Policies, ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>> && ...)) {
+    ptrain::fail("--device cuda averages gradients in fp16 over NCCL (DataParallel<NcclAllreduce, Fp16>); "
+                 "--compression ", cli.str("--compression"), " is for --device cpu");
+  } else {
+    const examples::SplitFolders data = open_data(cli);
     auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
     ptrain::MixedPrecision<Fp16, Cuda> amp(*model);
     auto sgd = make_sgd<Cuda>(cli, amp.master_parameters());
-    if (world.size() == 1) return train(cli, world, data, model, sgd, examples::DataShard{}, amp);
-    return train(cli, world, data, model, sgd, examples::DataShard{world.rank(), world.size()},
-                 ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>(nccl), amp);
-  });
+    return train(cli, world, data, model, sgd, shard, policies..., amp);
+  }
 }
 #endif
 
@@ -139,22 +146,9 @@ int main(int argc, char** argv) {
       .option("--image-size", "224", "crop size; images are first resized to 8/7 of it on the shorter side")
       .option("--workers", "4", "threads decoding images for each loader")
       .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
-      .option("--min-accuracy", "0", "exit with code 1 when the final validation top-1 accuracy (percent) is below this");
-  examples::add_strategy_options(cli);
-  examples::add_device_option(cli);
-  int code = 0;
-  if (!cli.parse(argc, argv, code)) return code;
-  const auto device = examples::choose_device(cli, "imagenet_resnet");
-  if (!device) return 2;
-
-  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
-    ptrain::MpiComm world(session);
-    const examples::SplitFolders data = examples::open_split_folders("--data", cli.str("--data"), "train", "val");
-    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-#if defined(__CUDACC__)
-    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world, data);
-#endif
-    return train_on_cpu(cli, world, data);
-  });
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+  return examples::run_example(cli, examples::accuracy_percent("validation top-1 accuracy"), argc, argv,
+                               [&](auto device, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                 return train_on(cli, device, world, shard, policies...);
+                               });
 }

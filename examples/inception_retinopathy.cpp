@@ -9,6 +9,7 @@
 // rank trains the head on its GPU of the node, gradients averaged by NCCL
 // (DataParallel<NcclAllreduce, --compression>).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -105,9 +106,9 @@ void print_confusion(const ptrain::ConfusionMatrix& m) {
   std::printf("\naccuracy %.2f%%, quadratic weighted kappa %.4f\n", 100 * m.accuracy(), quadratic_weighted_kappa(m));
 }
 
-// Trains on the CPU, or on this rank's GPU (D = Cuda).
+// Trains on the CPU, or on this rank's GPU (D = Cuda). Returns the validation accuracy in percent.
 template <class D, class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
   using Model = ptrain::InceptionV3<float, D>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long size = cli.integer("--image-size"), batch = cli.integer("--batch");
@@ -161,7 +162,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
         world.size() > 1 ? cli.str("--compression").c_str() : "");
   trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, static_cast<int>(cli.integer("--epochs")));
 
-  if (parts.val.size() == 0) return 0;
+  if (parts.val.size() == 0) return std::nan("");
   ptrain::ConfusionMatrix confusion(classes);
   model->eval();
   ptrain::NoGradGuard no_grad;
@@ -169,7 +170,7 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
     confusion.update(model->forward(ptrain::Var<float, D>(ptrain::on_device<D>(b.inputs))), b.targets);
   const ptrain::ConfusionMatrix all = confusion.reduced(world);
   if (main) print_confusion(all);
-  return 0;
+  return 100 * all.accuracy();
 }
 
 }  // namespace
@@ -193,8 +194,8 @@ int main(int argc, char** argv) {
       .option("--lr", "0.001", "Adam learning rate of the head")
       .option("--seed", "0", "seed for the head, the split, shuffling and flips")
       .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  return examples::parse_and_run(cli, argc, argv,
-                                 [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-                                   return train<D>(cli, world, shard, policies...);
-                                 });
+  return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,
+                               [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                 return train<D>(cli, world, shard, policies...);
+                               });
 }

@@ -8,26 +8,34 @@
 // --compression>), as Horovod did on GPUs; with --stages the ResNet is a pipeline over the GPUs
 // (Pipeline<4> with NCCL messages), the headline Trainer<Model, DataParallel<NcclAllreduce, Fp16>,
 // Pipeline<4>> with --compression fp16 on a grid.
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include <ptrain/data/cifar10.hpp>
 #include <ptrain/mpi.hpp>
-#if defined(__CUDACC__)
-#include <ptrain/cuda.hpp>
-#include <ptrain/parallel/nccl_allreduce.hpp>
-#endif
 
 #include "common/cli.hpp"
-#include "common/device.hpp"
-#include "common/strategy.hpp"
+#include "common/run.hpp"
 
 namespace {
 
-template <class Net, class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net> model, examples::DataShard shard,
-          Policies... policies) {
+// Both ResNets are Sequentials: one Trainer type serves them.
+template <class D>
+std::shared_ptr<ptrain::Sequential<float, D>> make_resnet(const std::string& name) {
+  const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
+  if (name == "resnet18") return ptrain::resnet18<float, D>(options);
+  if (name == "resnet50") return ptrain::resnet50<float, D>(options);
+  ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
+}
+
+// Returns the final test accuracy in percent.
+template <class D, class... Policies>
+double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+  using Net = ptrain::Sequential<float, D>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  ptrain::manual_seed(seed);
+  auto model = make_resnet<D>(cli.str("--model"));
   const ptrain::Cifar10 train_set(cli.str("--data"), ptrain::Split::train);
   const ptrain::Cifar10 test_set(cli.str("--data"), ptrain::Split::test);
   ptrain::TensorDataset train_data = train_set;
@@ -66,28 +74,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, std::shared_ptr<Net>
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
                 ptrain::num_threads(), Net::device_type::name);
   const auto results = trainer.fit(train_loader, &test_loader, epochs);
-  return !results.empty() && 100 * results.back().val.at("accuracy") < cli.real("--min-accuracy") ? 1 : 0;
+  return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
-
-// Both ResNets are Sequentials: one Trainer type serves them.
-template <class D>
-std::shared_ptr<ptrain::Sequential<float, D>> make_resnet(const std::string& name) {
-  const ptrain::ResNetOptions options{.num_classes = 10, .cifar_stem = true};
-  if (name == "resnet18") return ptrain::resnet18<float, D>(options);
-  if (name == "resnet50") return ptrain::resnet50<float, D>(options);
-  ptrain::fail("--model '", name, "': expected resnet18 or resnet50");
-}
-
-#if defined(__CUDACC__)
-// NCCL carries the gradients and, with --stages, the pipeline's messages.
-int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world) {
-  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
-    auto model = make_resnet<ptrain::Cuda>(cli.str("--model"));
-    return examples::with_strategy<examples::Pipelines::with, ptrain::NcclAllreduce>(
-        cli, nccl, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
-  });
-}
-#endif
 
 }  // namespace
 
@@ -101,23 +89,10 @@ int main(int argc, char** argv) {
       .option("--lr", "0.1", "initial SGD learning rate (cosine annealed)")
       .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
       .option("--limit", "0", "train on the first N training images only (0: all)")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
-      .option("--min-accuracy", "0", "exit with code 1 when the final test accuracy (percent) is below this");
-  examples::add_strategy_options(cli, examples::Pipelines::with);
-  examples::add_device_option(cli);
-  int code = 0;
-  if (!cli.parse(argc, argv, code)) return code;
-  const auto device = examples::choose_device(cli, "resnet_cifar10");
-  if (!device) return 2;
-
-  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
-    ptrain::MpiComm world(session);
-    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-#if defined(__CUDACC__)
-    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world);
-#endif
-    auto model = make_resnet<ptrain::Cpu>(cli.str("--model"));
-    return examples::with_strategy<examples::Pipelines::with>(
-        cli, world, [&](examples::DataShard shard, auto... policies) { return train(cli, world, model, shard, policies...); });
-  });
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+  return examples::run_example<examples::Pipelines::with>(
+      cli, examples::accuracy_percent("test accuracy"), argc, argv,
+      [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+        return train<D>(cli, world, shard, policies...);
+      });
 }

@@ -5,27 +5,27 @@
 //
 // vggf_coil100_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
 // trains on its GPU of the node (Adam on the device), gradients averaged by NCCL.
+#include <cmath>
 #include <cstdio>
 
 #include <ptrain/mpi.hpp>
-#if defined(__CUDACC__)
-#include <ptrain/cuda.hpp>
-#include <ptrain/parallel/nccl_allreduce.hpp>
-#endif
 
 #include "common/cli.hpp"
-#include "common/device.hpp"
 #include "common/image_folders.hpp"
-#include "common/strategy.hpp"
+#include "common/run.hpp"
 
 namespace {
 
 using examples::SplitFolders;
 
-template <class Net, class... Policies>
-int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& data, std::shared_ptr<Net> model,
-          examples::DataShard shard, Policies... policies) {
+// Returns the final validation accuracy in percent.
+template <class D, class... Policies>
+double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
+  using Net = ptrain::Vgg<float, D>;
+  const SplitFolders data = examples::open_split_folders("-rd", cli.str("-rd"), "TrainData", "ValidationData");
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
+  ptrain::manual_seed(seed);
+  auto model = ptrain::vgg_f<float, D>({.num_classes = data.train.num_classes()});
   const long size = cli.integer("--image-size"), mini_batch = cli.integer("-mb");
   const auto workers = static_cast<int>(cli.integer("--workers"));
   const ptrain::Normalize normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
@@ -52,21 +52,8 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, const SplitFolders& 
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   }
   const auto results = trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep")));
-  return !results.empty() && 100 * results.back().val.at("accuracy") < cli.real("--min-accuracy") ? 1 : 0;
+  return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
-
-#if defined(__CUDACC__)
-int train_on_cuda(const examples::Cli& cli, ptrain::MpiSession& session, ptrain::MpiComm& world,
-                  const SplitFolders& data) {
-  return examples::on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
-    auto model = ptrain::vgg_f<float, ptrain::Cuda>({.num_classes = data.train.num_classes()});
-    return examples::with_strategy<examples::Pipelines::without, ptrain::NcclAllreduce>(
-        cli, nccl, [&](examples::DataShard shard, auto... policies) {
-          return train(cli, world, data, model, shard, policies...);
-        });
-  });
-}
-#endif
 
 }  // namespace
 
@@ -81,25 +68,9 @@ int main(int argc, char** argv) {
       .option("--image-size", "128", "images are resized to this height and width (COIL-100's are 128)")
       .option("--workers", "2", "threads decoding images for each loader")
       .option("--seed", "0", "seed for initialisation, shuffling, augmentation and dropout")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)")
-      .option("--min-accuracy", "0", "exit with code 1 when the final validation accuracy (percent) is below this");
-  examples::add_strategy_options(cli);
-  examples::add_device_option(cli);
-  int code = 0;
-  if (!cli.parse(argc, argv, code)) return code;
-  const auto device = examples::choose_device(cli, "vggf_coil100");
-  if (!device) return 2;
-
-  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
-    ptrain::MpiComm world(session);
-    const SplitFolders data = examples::open_split_folders("-rd", cli.str("-rd"), "TrainData", "ValidationData");
-    ptrain::manual_seed(static_cast<std::uint64_t>(cli.integer("--seed")));
-#if defined(__CUDACC__)
-    if (*device == examples::DeviceKind::cuda) return train_on_cuda(cli, session, world, data);
-#endif
-    auto model = ptrain::vgg_f<float>({.num_classes = data.train.num_classes()});
-    return examples::with_strategy(cli, world, [&](examples::DataShard shard, auto... policies) {
-      return train(cli, world, data, model, shard, policies...);
-    });
-  });
+      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+  return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,
+                               [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+                                 return train<D>(cli, world, shard, policies...);
+                               });
 }

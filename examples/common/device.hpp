@@ -60,7 +60,7 @@ inline std::optional<DeviceKind> choose_device(const Cli& cli, const std::string
 // Each rank on its GPU of the node (made current before f builds the model), NCCL among them:
 // returns f(nccl).
 template <class F>
-int on_local_gpus(ptrain::MpiSession& session, ptrain::MpiComm& world, F&& f) {
+auto on_local_gpus(ptrain::MpiSession& session, ptrain::MpiComm& world, F&& f) {
   const int device = ptrain::select_local_cuda_device(session.info());
   ptrain::NcclComm nccl(world, device);
   return f(nccl);

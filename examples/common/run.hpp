@@ -1,8 +1,16 @@
 #pragma once
-// The main() of an example without pipelines: parse the flags (adding the strategy's and
-// --device), start MPI and call train(device, world, shard, policies...) with a value of the
-// device the model trains on and the policies with_strategy chooses: over MPI on the CPU, over
-// NCCL on one GPU per rank of a node (--device cuda, in the example's CUDA build).
+// The main() every example shares. An example declares its own flags and hands run_example its
+// training function; run_example adds the strategy's flags (common/strategy.hpp), --device and
+// the floor on the example's final validation metric, parses, starts MPI through run_main (an
+// exception on any rank ends every rank with its message) and calls
+//   train(device, world, shard, policies...)
+// with a value of the device the model trains on and the policies with_strategy chooses: over MPI
+// on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
+// build). train returns the final validation metric; a run that ends below the floor exits 1 and
+// says so, which is how the smoke tests tell a run that learned from one that did not.
+#include <cstdio>
+#include <string>
+
 #include <ptrain/mpi.hpp>
 #if defined(__CUDACC__)
 #include <ptrain/cuda.hpp>
@@ -15,27 +23,54 @@
 
 namespace examples {
 
-template <class Train>
-int parse_and_run(Cli& cli, int argc, char** argv, Train&& train) {
-  add_strategy_options(cli);
+// What train returns, and the flag setting its floor.
+struct FinalMetric {
+  std::string flag;  // --min-accuracy, --min-iou
+  std::string name;  // as the run's last lines call it: "test accuracy", "validation IoU of the foreground"
+  std::string unit;  // printed after the value: "%" for accuracies in percent
+};
+
+inline FinalMetric accuracy_percent(std::string name) { return {"--min-accuracy", std::move(name), "%"}; }
+
+// True when no floor is set (0) or value reaches it; otherwise rank 0 says by how much it missed.
+// A metric that was never measured (NaN: no validation data) misses any floor.
+inline bool meets_floor(const Cli& cli, const FinalMetric& metric, double value, bool main) {
+  const double floor = cli.real(metric.flag);
+  if (floor <= 0 || value >= floor) return true;
+  if (main)
+    std::fprintf(stderr, "%s: the final %s %.4g%s is below %s %.4g%s: the run did not learn enough\n",
+                 cli.program().c_str(), metric.name.c_str(), value, metric.unit.c_str(), metric.flag.c_str(), floor,
+                 metric.unit.c_str());
+  return false;
+}
+
+// Examples that compile the pipelines in (--stages) pass Pipelines::with.
+template <Pipelines pipelines = Pipelines::without, class Train>
+int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
+  add_strategy_options(cli, pipelines);
   add_device_option(cli);
+  cli.option(metric.flag, "0", "exit with code 1 when the final " + metric.name + " (" +
+                                   (metric.unit == "%" ? "percent" : "0 to 1") + ") is below this");
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
   const auto device = choose_device(cli, cli.program());
   if (!device) return 2;
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
+    const auto final_metric = [&] {
 #if defined(__CUDACC__)
-    if (*device == DeviceKind::cuda)
-      return on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
-        return with_strategy<Pipelines::without, ptrain::NcclAllreduce>(cli, nccl, [&](DataShard shard, auto... p) {
-          return train(ptrain::Cuda{}, world, shard, p...);
+      if (*device == DeviceKind::cuda)
+        return on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
+          return with_strategy<pipelines, ptrain::NcclAllreduce>(cli, nccl, [&](DataShard shard, auto... policies) {
+            return static_cast<double>(train(ptrain::Cuda{}, world, shard, policies...));
+          });
         });
-      });
 #endif
-    return with_strategy(cli, world, [&](DataShard shard, auto... policies) {
-      return train(ptrain::Cpu{}, world, shard, policies...);
-    });
+      return with_strategy<pipelines>(cli, world, [&](DataShard shard, auto... policies) {
+        return static_cast<double>(train(ptrain::Cpu{}, world, shard, policies...));
+      });
+    };
+    return meets_floor(cli, metric, final_metric(), world.rank() == 0) ? 0 : 1;
   });
 }
 

@@ -6,8 +6,8 @@
 //   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
-// train(shard, policies...) is called with the matching policies; shard says which part of each
-// global batch this rank loads (its data-parallel replica).
+// train(shard, policies...) is called with the matching policies, and what it returns is returned;
+// shard says which part of each global batch this rank loads (its data-parallel replica).
 #include <string>
 
 #include <ptrain/mpi.hpp>
@@ -31,9 +31,9 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
 }
 
 // DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce
-// over an NcclComm in the examples' CUDA builds).
+// over an NcclComm in the examples' CUDA builds). Returns what train returns.
 template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
-int with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
+auto with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
   using ptrain::DataParallel;
   const std::string wire = cli.str("--compression");
   if (wire == "fp32") return train(shard, DataParallel<Backend, ptrain::Fp32>(comm), others...);
@@ -45,25 +45,24 @@ int with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& trai
 // Over world: an MpiComm (a model in host memory), or in the CUDA builds an NcclComm with
 // Backend = NcclAllreduce (a model on the GPUs; pipeline messages go over NCCL too).
 template <Pipelines pipelines = Pipelines::without, class Backend = ptrain::MpiAllreduce, class Comm, class Train>
-int with_strategy(const Cli& cli, Comm& world, Train&& train) {
-  const int stages = pipelines == Pipelines::with ? static_cast<int>(cli.integer("--stages")) : 0;
-  if (stages == 0) {
-    if (world.size() == 1) return train(DataShard{});
-    return with_data_parallel<Backend>(cli, world, DataShard{world.rank(), world.size()}, train);
-  }
+auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
   if constexpr (pipelines == Pipelines::with) {
-    const auto pipelined = [&]<class Schedule>(Schedule) {
-      ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
-      const DataShard shard{pipeline.replica(), pipeline.replicas()};
-      if (pipeline.replicas() == 1) return train(shard, pipeline);
-      return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
-    };
-    const std::string schedule = cli.str("--schedule");
-    if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
-    if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
-    ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+    if (const int stages = static_cast<int>(cli.integer("--stages")); stages != 0) {
+      const auto pipelined = [&]<class Schedule>(Schedule) {
+        ptrain::Pipeline<4, Schedule> pipeline(world,
+                                               {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
+        const DataShard shard{pipeline.replica(), pipeline.replicas()};
+        if (pipeline.replicas() == 1) return train(shard, pipeline);
+        return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
+      };
+      const std::string schedule = cli.str("--schedule");
+      if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
+      if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
+      ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+    }
   }
-  return 1;
+  if (world.size() == 1) return train(DataShard{});
+  return with_data_parallel<Backend>(cli, world, DataShard{world.rank(), world.size()}, train);
 }
 
 }  // namespace examples

@@ -9,9 +9,10 @@ namespace example_data {
 
 inline std::uint8_t clamp_byte(double v) { return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v); }
 
+inline double class_mean(int label, int channel) { return 40.0 + 170.0 * ((label * 3 + channel) % 10) / 9.0; }
+
 inline std::uint8_t pixel(ptrain::Rng& rng, int label, int channel) {
-  const double mean = 40.0 + 170.0 * ((label * 3 + channel) % 10) / 9.0;
-  return clamp_byte(mean + 25.0 * rng.normal());
+  return clamp_byte(class_mean(label, channel) + 10.0 * rng.normal());
 }
 
 }  // namespace example_data

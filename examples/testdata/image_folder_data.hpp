@@ -45,7 +45,7 @@ void image_folder_tree(const std::filesystem::path& root, const std::vector<Fold
 
 // COIL-100's objects, one folder each, named by object and angle in degrees (obj1__0.png, obj1__5.png).
 inline void coil100(const std::filesystem::path& dir, ptrain::Rng& rng) {
-  image_folder_tree(dir, {{"TrainData", 4}, {"ValidationData", 2}}, {"obj1", "obj2", "obj3"}, 64, rng,
+  image_folder_tree(dir, {{"TrainData", 8}, {"ValidationData", 4}}, {"obj1", "obj2", "obj3"}, 64, rng,
                     [](const std::string&, const std::string& object, int n) {
                       return object + "__" + std::to_string(5 * n) + ".png";
                     });
@@ -55,7 +55,7 @@ inline void coil100(const std::filesystem::path& dir, ptrain::Rng& rng) {
 // validation images sorted into class folders: train/n01440764/n01440764_10000.JPEG,
 // val/n01440764/ILSVRC2012_val_00000001.JPEG.
 inline void imagenet(const std::filesystem::path& dir, ptrain::Rng& rng) {
-  image_folder_tree(dir, {{"train", 4}, {"val", 2}}, {"n01440764", "n01443537", "n01484850"}, 80, rng,
+  image_folder_tree(dir, {{"train", 8}, {"val", 4}}, {"n01440764", "n01443537", "n01484850"}, 80, rng,
                     [](const std::string& split, const std::string& wnid, int n) {
                       if (split == "train") return wnid + "_" + std::to_string(10000 + n) + ".JPEG";
                       const std::string number = std::to_string(n + 1);

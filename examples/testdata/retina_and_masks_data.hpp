@@ -37,8 +37,9 @@ void calibrate_batch_norm(Model& model, const std::vector<ptrain::Tensor<float>>
   for (int pass = 0; pass < 20; ++pass) model.forward(ptrain::Var<float>(batch));
 }
 
-// DIR/trainLabels.csv (image,level) and DIR/train/<n>_left|right.jpeg: 96x96 discs on black whose
-// brightness and number of bright spots grow with the level (0-4), so the levels are learnable;
+// DIR/trainLabels.csv (image,level) and DIR/train/<n>_left|right.jpeg: 96x96 discs on black, each
+// level (0-4) its own colour with as many bright spots as three times the level, so that a head over
+// the random backbone learns the levels in a few epochs;
 // DIR/bad_labels.csv names an image that does not exist; DIR/caches/ is emptied; DIR/inception_v3.safetensors is a
 // seeded torchvision-shaped Inception v3 (1000 classes, aux head) in F16.
 inline void retina(const fs::path& dir) {
@@ -46,21 +47,19 @@ inline void retina(const fs::path& dir) {
   fs::create_directories(dir / "train");
   fs::remove_all(dir / "caches");  // the smoke tests' tensor caches: written afresh by each run
   fs::create_directories(dir / "caches");
-  constexpr int size = 96, images = 10, levels = 5;
+  constexpr int size = 96, images = 40, levels = 5;
   std::string csv = "image,level\n";
   std::vector<ptrain::Tensor<float>> inputs;  // one per level at 80x80, for the backbone's statistics
   for (int n = 0; n < images; ++n) {
     const int level = n % levels;
     const std::string name = std::to_string(10 + n / 2) + (n % 2 ? "_right" : "_left");
     ptrain::io::Image image(size, size, 3);
-    const double bright = 0.6 + 0.1 * level;
     for (int y = 0; y < size; ++y)
       for (int x = 0; x < size; ++x) {
         const double dx = x - size / 2.0, dy = y - size / 2.0;
         const bool inside = dx * dx + dy * dy < 40.0 * 40.0;
-        const double base[3] = {200, 90, 40};
         for (int c = 0; c < 3; ++c)
-          image.at(y, x, c) = clamp_byte(inside ? bright * base[c] + 10 * rng.normal() : 3 * rng.uniform());
+          image.at(y, x, c) = clamp_byte(inside ? class_mean(level, c) + 10 * rng.normal() : 3 * rng.uniform());
       }
     for (int s = 0; s < 3 * level; ++s) {
       const auto cy = static_cast<int>(24 + rng.below(48)), cx = static_cast<int>(24 + rng.below(48));
