@@ -21,7 +21,7 @@
 #include "ptrain/kernels/indexed/loss.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 #include "ptrain/kernels/indexed/softmax.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain {
 

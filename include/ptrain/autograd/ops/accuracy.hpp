@@ -7,7 +7,7 @@
 
 #include "ptrain/autograd/detail/class_layout.hpp"
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain {
 

@@ -15,7 +15,7 @@
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 #include "ptrain/kernels/indexed/softmax.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::kernels::indexed {
 

@@ -7,7 +7,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
-#include "ptrain/kernels/cpu/batch_norm.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed.hpp"
 
 namespace ptrain::kernels::indexed {
