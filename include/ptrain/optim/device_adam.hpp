@@ -19,7 +19,7 @@ namespace ptrain {
 namespace detail {
 
 // The shared body; Decoupled selects AdamW's weight decay (as detail::AdamImpl).
-template <class T, kernels::ExecutorDevice D, bool Decoupled>
+template <class T, Device D, bool Decoupled>
 class DeviceAdamImpl {
  public:
   using value_type = T;
@@ -78,14 +78,14 @@ class DeviceAdamImpl {
 
 }  // namespace detail
 
-template <class T, kernels::ExecutorDevice D>
+template <class T, Device D>
 class DeviceAdam : public detail::DeviceAdamImpl<T, D, false> {
  public:
   DeviceAdam(std::vector<Var<T, D>> params, AdamOptions options = {})
       : detail::DeviceAdamImpl<T, D, false>(std::move(params), options) {}
 };
 
-template <class T, kernels::ExecutorDevice D>
+template <class T, Device D>
 class DeviceAdamW : public detail::DeviceAdamImpl<T, D, true> {
  public:
   DeviceAdamW(std::vector<Var<T, D>> params, AdamWOptions options = {})

@@ -16,7 +16,7 @@
 
 namespace ptrain {
 
-template <class T, kernels::ExecutorDevice D>
+template <class T, Device D>
 class DeviceSgd {
  public:
   using value_type = T;

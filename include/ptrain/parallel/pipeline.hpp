@@ -35,8 +35,6 @@
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
-#include "ptrain/autograd/device_ops/accuracy.hpp"
-#include "ptrain/autograd/device_ops/loss.hpp"
 #include "ptrain/comm/any_comm.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/nn/sequential.hpp"

@@ -33,11 +33,9 @@
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
-#include "ptrain/autograd/device_ops/accuracy.hpp"
-#include "ptrain/autograd/device_ops/loss.hpp"
 #include "ptrain/autograd/ops/accuracy.hpp"
-#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/io/csv_log.hpp"
 #include "ptrain/nn/module.hpp"

@@ -8,7 +8,7 @@
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
 // this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
 //
-// On a device other than Cpu (Var<T, D>, D an ExecutorDevice) the buckets are Tensor<Wire, D> and
+// On a device other than Cpu (Var<T, D>, D not Cpu) the buckets are Tensor<Wire, D> and
 // the copies, casts, zero fills and averages run as kernels through executor_for<D>; the
 // communicator gets a span over the bucket's memory (device memory for Cuda, reduced by NcclComm).
 #include <algorithm>
