@@ -3,18 +3,16 @@
 // algorithms on the host): a finite-difference gradcheck in double on device D, and off the CPU the
 // same values, gradients and errors as the CPU op. The comparisons with the CPU are skipped for D
 // = Cpu, where they would compare the CPU op with itself.
+#include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <functional>
+#include <ptrain/autograd/gradcheck.hpp>
+#include <ptrain/core/half.hpp>
+#include <ptrain/device/host_emulated.hpp>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
-
-#include <boost/test/unit_test.hpp>
-
-#include <ptrain/autograd/gradcheck.hpp>
-#include <ptrain/core/half.hpp>
-#include <ptrain/device/host_emulated.hpp>
 
 #include "compare.hpp"
 #include "device_compare.hpp"

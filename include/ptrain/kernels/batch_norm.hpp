@@ -14,8 +14,8 @@
 namespace ptrain::kernels {
 
 template <class T>
-void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight,
-                                 const T* bias, double eps, T* y, double* mean, double* var) {
+void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                 double eps, T* y, double* mean, double* var) {
   batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var);
 }
 template <class Ex, class T>
@@ -58,8 +58,8 @@ void batch_norm_moments(const Ex& ex, const T* x, const ChannelLayout& l, double
 }
 
 template <class T>
-void batch_norm_backward_sums(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l,
-                              const double* mean, double* sum_gy, double* sum_gy_xmu) {
+void batch_norm_backward_sums(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const double* mean,
+                              double* sum_gy, double* sum_gy_xmu) {
   batch_norm_backward_sums(x, gy, l, mean, sum_gy, sum_gy_xmu);
 }
 template <class Ex, class T>
@@ -70,14 +70,14 @@ void batch_norm_backward_sums(const Ex& ex, const T* x, const T* gy, const Chann
 
 template <class T>
 void batch_norm_backward_input(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
-                               const double* mean, const double* invstd, const double* sum_gy,
-                               const double* sum_gy_xmu, double count, T* gx) {
+                               const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
+                               double count, T* gx) {
   batch_norm_backward_input(x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
 }
 template <class Ex, class T>
 void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
-                               const double* mean, const double* invstd, const double* sum_gy,
-                               const double* sum_gy_xmu, double count, T* gx) {
+                               const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
+                               double count, T* gx) {
   indexed::batch_norm_backward_input(ex, x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
 }
 

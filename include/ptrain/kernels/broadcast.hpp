@@ -18,8 +18,8 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (int d = 0; d < rank; ++d) {
     const int da = d - (rank - a.rank()), db = d - (rank - b.rank());
     const std::int64_t ea = da >= 0 ? a[da] : 1, eb = db >= 0 ? b[db] : 1;
-    check(ea == eb || ea == 1 || eb == 1, op, ": shapes ", a, " and ", b, " do not broadcast (extent ", ea,
-          " against ", eb, " at dimension ", d, " of the result)");
+    check(ea == eb || ea == 1 || eb == 1, op, ": shapes ", a, " and ", b, " do not broadcast (extent ", ea, " against ",
+          eb, " at dimension ", d, " of the result)");
     out.push_back(ea == 1 ? eb : ea);
   }
   return out;
@@ -34,8 +34,7 @@ class BroadcastIndex {
     std::int64_t stride = 1;
     for (int k = 1; k <= from.rank(); ++k) {
       const std::int64_t f = from[from.rank() - k], t = to[to.rank() - k];
-      check(f == 1 || f == t, op, ": shape ", from, " does not broadcast to ", to, " (extent ", f, " against ", t,
-            ")");
+      check(f == 1 || f == t, op, ": shape ", from, " does not broadcast to ", to, " (extent ", f, " against ", t, ")");
       strides_[to.rank() - k] = f == 1 ? 0 : stride;
       stride *= f;
     }

@@ -25,15 +25,13 @@ void conv2d_backward(const CpuExecutor&, const Conv2dGeometry& g, const T* x, co
   conv2d_backward<T>(g, x, w, gy, gx, gw, gb);
 }
 template <class Ex, class T>
-void conv2d_backward(const Ex& ex, const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw,
-                     T* gb) {
+void conv2d_backward(const Ex& ex, const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb) {
   indexed::conv2d_backward<T>(ex, g, x, w, gy, gx, gw, gb);
 }
 
 // g is the geometry of the convolution the transposed one is the adjoint of.
 template <class T>
-void conv_transpose2d_forward(const CpuExecutor&, const Conv2dGeometry& g, const T* x, const T* w, const T* b,
-                              T* y) {
+void conv_transpose2d_forward(const CpuExecutor&, const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y) {
   conv_transpose2d_forward<T>(g, x, w, b, y);
 }
 template <class Ex, class T>
@@ -42,13 +40,13 @@ void conv_transpose2d_forward(const Ex& ex, const Conv2dGeometry& g, const T* x,
 }
 
 template <class T>
-void conv_transpose2d_backward(const CpuExecutor&, const Conv2dGeometry& g, const T* x, const T* w, const T* gy,
-                               T* gx, T* gw, T* gb) {
+void conv_transpose2d_backward(const CpuExecutor&, const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx,
+                               T* gw, T* gb) {
   conv_transpose2d_backward<T>(g, x, w, gy, gx, gw, gb);
 }
 template <class Ex, class T>
-void conv_transpose2d_backward(const Ex& ex, const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx,
-                               T* gw, T* gb) {
+void conv_transpose2d_backward(const Ex& ex, const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw,
+                               T* gb) {
   indexed::conv_transpose2d_backward<T>(ex, g, x, w, gy, gx, gw, gb);
 }
 

@@ -3,9 +3,8 @@
 // dropout.hpp, shape.hpp and Node::accumulate): each takes the executor first. CpuExecutor reaches
 // the tuned CPU loops (kernels/cpu/elementwise.hpp and copy.hpp: OpenMP loops over T, Eigen array
 // expressions); any other executor runs kernels/indexed/elementwise.hpp.
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/broadcast.hpp"
@@ -87,8 +86,8 @@ void copy_rows(const CpuExecutor&, const T* src, std::int64_t src_stride, T* dst
   copy_rows(src, src_stride, dst, dst_stride, rows, cols);
 }
 template <class Ex, class T>
-void copy_rows(const Ex& ex, const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride,
-               std::int64_t rows, std::int64_t cols) {
+void copy_rows(const Ex& ex, const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride, std::int64_t rows,
+               std::int64_t cols) {
   indexed::copy_rows(ex, src, src_stride, dst, dst_stride, rows, cols);
 }
 

@@ -13,8 +13,8 @@ namespace ptrain::kernels {
 
 // y [batch, out] = x [batch, in] w^T [in, out] + b [out] (b null: none).
 template <class T>
-void linear_forward(const CpuExecutor&, std::int64_t batch, std::int64_t in, std::int64_t out, const T* x,
-                    const T* w, const T* b, T* y) {
+void linear_forward(const CpuExecutor&, std::int64_t batch, std::int64_t in, std::int64_t out, const T* x, const T* w,
+                    const T* b, T* y) {
   if (b)
     for (std::int64_t r = 0; r < batch; ++r) std::copy(b, b + out, y + r * out);
   gemm<T>(false, true, batch, out, in, T(1), x, in, w, in, b ? T(1) : T(0), y, out);

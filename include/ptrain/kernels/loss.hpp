@@ -5,9 +5,8 @@
 // Every pointer is in the executor's memory, the incoming gradient g (one element) included: on a
 // GPU backward multiplies by it in a kernel rather than reading it back. argmax and top-1 have no
 // tuned CPU kernel: the indexed ones run on every executor.
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/broadcast.hpp"
@@ -39,8 +38,8 @@ void cross_entropy_forward(const Ex& ex, const T* x, const std::int64_t* targets
 template <class T>
 void cross_entropy_backward(const CpuExecutor&, const T* x, const std::int64_t* targets, const accumulate_t<T>* lse,
                             const T* g, double grad_scale, T* gx, const ReductionLayout& l, double eps) {
-  const auto scale = static_cast<accumulate_t<T>>(static_cast<double>(g[0]) * grad_scale /
-                                                  static_cast<double>(l.outer * l.inner));
+  const auto scale =
+      static_cast<accumulate_t<T>>(static_cast<double>(g[0]) * grad_scale / static_cast<double>(l.outer * l.inner));
   cross_entropy_backward(x, targets, lse, scale, gx, l, eps);
 }
 template <class Ex, class T>
@@ -57,7 +56,8 @@ void nll_loss_forward(const CpuExecutor&, const T* x, const std::int64_t* target
   const std::int64_t positions = l.outer * l.inner;
   double total = 0;
   for (std::int64_t o = 0, i = 0; o < l.outer; ++o)
-    for (std::int64_t k = 0; k < l.inner; ++k, ++i) total -= static_cast<double>(x[(o * l.n + targets[i]) * l.inner + k]);
+    for (std::int64_t k = 0; k < l.inner; ++k, ++i)
+      total -= static_cast<double>(x[(o * l.n + targets[i]) * l.inner + k]);
   y[0] = static_cast<T>(total / static_cast<double>(positions));
 }
 template <class Ex, class T>

@@ -2,10 +2,9 @@
 // The dispatch points of the reductions (autograd/ops/reduce.hpp, linear's bias gradient, the
 // gradients of broadcast ops), the executor first: CpuExecutor reaches Eigen's vectorised sums,
 // any other executor kernels/indexed/reduce.hpp. Results stay in the executor's memory.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-
-#include <Eigen/Core>
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/executor.hpp"

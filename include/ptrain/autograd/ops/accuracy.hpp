@@ -19,8 +19,7 @@ namespace ptrain {
 // The index of the largest score of each position (the first one on ties, as torch.argmax).
 template <class T, Device D>
 std::vector<std::int64_t> argmax_classes(const Tensor<T, D>& scores) {
-  check(scores.rank() >= 2, "argmax_classes: expected scores of shape [N, C] or [N, C, d1, ...], got ",
-        scores.shape());
+  check(scores.rank() >= 2, "argmax_classes: expected scores of shape [N, C] or [N, C, d1, ...], got ", scores.shape());
   const auto l = kernels::ReductionLayout::around(scores.shape(), 1);
   check(l.n > 0, "argmax_classes: scores of shape ", scores.shape(), " have no classes");
   Tensor<std::int64_t, D> best(Shape{l.outer * l.inner});

@@ -49,8 +49,7 @@ Var<T, D> broadcast_binary(const Var<T, D>& a, const Var<T, D>& b, Forward forwa
       const Shape& shape = self.inputs[k]->value.shape();
       if (shape == full.shape()) return self.inputs[k]->accumulate(std::move(full));
       Tensor<T, D> folded(shape);
-      kernels::sum_to(ex, full.data(), kernels::BroadcastFold(shape, full.shape(), op), folded.data(),
-                      folded.numel());
+      kernels::sum_to(ex, full.data(), kernels::BroadcastFold(shape, full.shape(), op), folded.data(), folded.numel());
       self.inputs[k]->accumulate(std::move(folded));
     };
     operand_grad(0, grad_a);

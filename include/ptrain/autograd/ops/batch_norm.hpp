@@ -131,16 +131,14 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D
       kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
     } else {
       detail::check_batch_norm_training_count(M, x.shape());
-      kernels::batch_norm_forward_training(ex, x.value().data(), layout, w, b, eps, y.data(), mean,
-                                                    var.data());
+      kernels::batch_norm_forward_training(ex, x.value().data(), layout, w, b, eps, y.data(), mean, var.data());
       kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
     }
     if (tracked)
       kernels::batch_norm_update_running(ex, mean, var.data(), C, momentum, count, running_mean.data(),
-                                                  running_var.data());
+                                         running_var.data());
   } else {
-    kernels::batch_norm_running_statistics(ex, running_mean.data(), running_var.data(), C, eps, mean,
-                                                    invstd);
+    kernels::batch_norm_running_statistics(ex, running_mean.data(), running_var.data(), C, eps, mean, invstd);
     kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
   }
 
@@ -171,16 +169,16 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D
       kernels::batch_norm_backward_sums(ex, x, self.grad.data(), layout, mean, sums.data(), sums.data() + C);
     else
       kernels::batch_norm_backward(ex, x, self.grad.data(), layout, w, mean, mean + C, training,
-                                            need_x ? gx.data() : nullptr, sums.data(), sums.data() + C);
+                                   need_x ? gx.data() : nullptr, sums.data(), sums.data() + C);
     if (need_w || need_b)
       kernels::batch_norm_affine_grads(ex, sums.data(), sums.data() + C, sync ? mean + C : nullptr, C,
-                                                need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
+                                       need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
     if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
     if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
     if (need_x && sync) {
       sync(std::span(sums.data(), static_cast<std::size_t>(2 * C)));  // now over the global batch
       kernels::batch_norm_backward_input(ex, x, self.grad.data(), layout, w, mean, mean + C, sums.data(),
-                                                  sums.data() + C, count, gx.data());
+                                         sums.data() + C, count, gx.data());
     }
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
   });

@@ -46,8 +46,8 @@ struct ConvTranspose2dOptions {
 };
 
 inline kernels::Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& weight, const Conv2dOptions& o) {
-  return kernels::make_conv2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h,
-                                       o.dilation_w, o.groups);
+  return kernels::make_conv2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w,
+                                       o.groups);
 }
 // The geometry of the convolution that conv_transpose2d transposes (see conv_transpose.hpp).
 inline kernels::Conv2dGeometry conv_transpose2d_geometry(const Shape& x, const Shape& weight,
@@ -118,11 +118,10 @@ Var<T, D> conv2d(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& b
   const kernels::Conv2dGeometry g = detail::checked_conv2d_geometry(x, weight, bias, options);
   Tensor<T, D> y({g.batch, g.out_channels, g.out_h, g.out_w});
   kernels::conv2d_forward(kernels::executor_for<D>{}, g, x.value().data(), weight.value().data(),
-                                      bias.defined() ? bias.value().data() : nullptr, y.data());
+                          bias.defined() ? bias.value().data() : nullptr, y.data());
   return detail::make_conv_var<T, D>(std::move(y), x, weight, bias, "conv2d",
                                      [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
-                                       kernels::conv2d_backward(kernels::executor_for<D>{}, g, xd, wd,
-                                                                            gy, gx, gw, gb);
+                                       kernels::conv2d_backward(kernels::executor_for<D>{}, g, xd, wd, gy, gx, gw, gb);
                                      });
 }
 
@@ -132,13 +131,12 @@ Var<T, D> conv_transpose2d(const Var<T, D>& x, const Var<T, D>& weight, const Va
                            const ConvTranspose2dOptions& options = {}) {
   const kernels::Conv2dGeometry g = detail::checked_conv_transpose2d_geometry(x, weight, bias, options);
   Tensor<T, D> y({g.batch, g.in_channels, g.in_h, g.in_w});
-  kernels::conv_transpose2d_forward(kernels::executor_for<D>{}, g, x.value().data(),
-                                                weight.value().data(), bias.defined() ? bias.value().data() : nullptr,
-                                                y.data());
+  kernels::conv_transpose2d_forward(kernels::executor_for<D>{}, g, x.value().data(), weight.value().data(),
+                                    bias.defined() ? bias.value().data() : nullptr, y.data());
   return detail::make_conv_var<T, D>(std::move(y), x, weight, bias, "conv_transpose2d",
                                      [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
-                                       kernels::conv_transpose2d_backward(kernels::executor_for<D>{}, g,
-                                                                                      xd, wd, gy, gx, gw, gb);
+                                       kernels::conv_transpose2d_backward(kernels::executor_for<D>{}, g, xd, wd, gy, gx,
+                                                                          gw, gb);
                                      });
 }
 

@@ -25,9 +25,8 @@ inline void check_dropout_probability(double p) {
 // dropout with p = 1: zeros, and zero gradients.
 template <class T, Device D>
 Var<T, D> dropout_everything(const Var<T, D>& x) {
-  return make_var<T, D>(Tensor<T, D>::zeros(x.shape()), {x}, "dropout", [](Node<T, D>& self) {
-    self.inputs[0]->accumulate(Tensor<T, D>::zeros(self.grad.shape()));
-  });
+  return make_var<T, D>(Tensor<T, D>::zeros(x.shape()), {x}, "dropout",
+                        [](Node<T, D>& self) { self.inputs[0]->accumulate(Tensor<T, D>::zeros(self.grad.shape())); });
 }
 }  // namespace detail
 

@@ -17,8 +17,8 @@ namespace ptrain {
 // [m, k] x [k, n] -> [m, n]
 template <class T, Device D>
 Var<T, D> matmul(const Var<T, D>& a, const Var<T, D>& b) {
-  check(a.shape().rank() == 2 && b.shape().rank() == 2 && a.size(1) == b.size(0), "matmul: shapes ",
-        a.shape(), " and ", b.shape(), " do not multiply");
+  check(a.shape().rank() == 2 && b.shape().rank() == 2 && a.size(1) == b.size(0), "matmul: shapes ", a.shape(), " and ",
+        b.shape(), " do not multiply");
   const auto m = a.size(0), k = a.size(1), n = b.size(1);
   Tensor<T, D> y({m, n});
   kernels::executor_for<D>{}.template gemm<T>(false, false, m, n, k, 1, a.value().data(), k, b.value().data(), n, 0,
@@ -43,8 +43,8 @@ namespace detail {
 // linear's shapes, checked: x [batch, in], weight [out, in], bias [out] or none.
 template <class V>
 void check_linear_shapes(const V& x, const V& weight, const V& bias) {
-  check(x.shape().rank() == 2 && weight.shape().rank() == 2 && x.size(1) == weight.size(1), "linear: input ",
-        x.shape(), " does not fit weight ", weight.shape());
+  check(x.shape().rank() == 2 && weight.shape().rank() == 2 && x.size(1) == weight.size(1), "linear: input ", x.shape(),
+        " does not fit weight ", weight.shape());
   if (bias.defined())
     check(bias.shape() == Shape{weight.size(0)}, "linear: bias ", bias.shape(), " for ", weight.size(0), " outputs");
 }
@@ -66,14 +66,12 @@ Var<T, D> linear(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& b
     const T* gy = self.grad.data();
     if (self.input_needs_grad(0)) {
       Tensor<T, D> gx({batch, in});
-      ex.template gemm<T>(false, false, batch, in, out, 1, gy, out, self.inputs[1]->value.data(), in, 0, gx.data(),
-                          in);
+      ex.template gemm<T>(false, false, batch, in, out, 1, gy, out, self.inputs[1]->value.data(), in, 0, gx.data(), in);
       self.inputs[0]->accumulate(std::move(gx));
     }
     if (self.input_needs_grad(1)) {
       Tensor<T, D> gw({out, in});
-      ex.template gemm<T>(true, false, out, in, batch, 1, gy, out, self.inputs[0]->value.data(), in, 0, gw.data(),
-                          in);
+      ex.template gemm<T>(true, false, out, in, batch, 1, gy, out, self.inputs[0]->value.data(), in, 0, gw.data(), in);
       self.inputs[1]->accumulate(std::move(gw));
     }
     if (has_bias && self.input_needs_grad(2)) {

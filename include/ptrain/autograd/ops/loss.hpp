@@ -145,17 +145,17 @@ Var<T, D> binary_cross_entropy_with_logits(const Var<T, D>& logits, const Var<T,
                                    pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n, y.data());
   return make_var<T, D>(std::move(y), {logits, targets}, "binary_cross_entropy_with_logits",
                         [pos_weight, weight_at, n](Node<T, D>& self) {
-    const bool need_x = self.input_needs_grad(0), need_t = self.input_needs_grad(1);
-    Tensor<T, D> gx, gt;
-    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
-    if (need_t) gt = Tensor<T, D>(self.inputs[1]->value.shape());
-    kernels::bce_with_logits_backward(kernels::executor_for<D>{}, self.inputs[0]->value.data(),
-                                      self.inputs[1]->value.data(), pos_weight.defined() ? pos_weight.data() : nullptr,
-                                      weight_at, n, self.grad.data(), need_x ? gx.data() : nullptr,
-                                      need_t ? gt.data() : nullptr);
-    if (need_x) self.inputs[0]->accumulate(std::move(gx));
-    if (need_t) self.inputs[1]->accumulate(std::move(gt));
-  });
+                          const bool need_x = self.input_needs_grad(0), need_t = self.input_needs_grad(1);
+                          Tensor<T, D> gx, gt;
+                          if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+                          if (need_t) gt = Tensor<T, D>(self.inputs[1]->value.shape());
+                          kernels::bce_with_logits_backward(
+                              kernels::executor_for<D>{}, self.inputs[0]->value.data(), self.inputs[1]->value.data(),
+                              pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n, self.grad.data(),
+                              need_x ? gx.data() : nullptr, need_t ? gt.data() : nullptr);
+                          if (need_x) self.inputs[0]->accumulate(std::move(gx));
+                          if (need_t) self.inputs[1]->accumulate(std::move(gt));
+                        });
 }
 
 }  // namespace ptrain

@@ -29,8 +29,8 @@ struct Pool2dOptions {
 };
 
 inline kernels::Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptions& o, const char* what) {
-  return kernels::make_pool2d_geometry(x, o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.pad_h, o.pad_w,
-                                       o.ceil_mode, o.count_include_pad, what);
+  return kernels::make_pool2d_geometry(x, o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.ceil_mode,
+                                       o.count_include_pad, what);
 }
 
 namespace detail {
@@ -95,12 +95,12 @@ Var<T, D> adaptive_avg_pool2d(const Var<T, D>& x, std::int64_t out_h, std::int64
   detail::check_adaptive_avg_pool2d(x.shape(), out_h, out_w);
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   Tensor<T, D> y({N, C, out_h, out_w});
-  kernels::adaptive_avg_pool2d_forward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w,
-                                                x.value().data(), y.data());
+  kernels::adaptive_avg_pool2d_forward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w, x.value().data(),
+                                       y.data());
   return make_var<T, D>(std::move(y), {x}, "adaptive_avg_pool2d", [N, C, H, W, out_h, out_w](Node<T, D>& self) {
     Tensor<T, D> gx(self.inputs[0]->value.shape());
-    kernels::adaptive_avg_pool2d_backward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w,
-                                                   self.grad.data(), gx.data());
+    kernels::adaptive_avg_pool2d_backward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w, self.grad.data(),
+                                          gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }

@@ -87,7 +87,8 @@ Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
     blocks[i] = xs[i].size(d) * inner;
     offsets[i] = static_cast<std::int64_t>(offset);
     offset += static_cast<std::size_t>(blocks[i]);
-    kernels::copy_rows(kernels::executor_for<D>{}, xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer, blocks[i]);
+    kernels::copy_rows(kernels::executor_for<D>{}, xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer,
+                       blocks[i]);
   }
   return make_var<T, D>(std::move(y), xs, "concat", [blocks, offsets, outer, row](Node<T, D>& self) {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -101,7 +102,8 @@ Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
         continue;
       }
       Tensor<T, D> gi(self.inputs[i]->value.shape());
-      kernels::copy_rows(kernels::executor_for<D>{}, self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer, blocks[i]);
+      kernels::copy_rows(kernels::executor_for<D>{}, self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer,
+                         blocks[i]);
       self.inputs[i]->accumulate(std::move(gi));
     }
   });

@@ -25,8 +25,8 @@ struct Conv2dGeometry {
   std::int64_t weight_numel() const { return out_channels * group_rows(); }
   // Multiply-adds times two, for one forward pass.
   double flops() const {
-    return 2.0 * static_cast<double>(batch) * static_cast<double>(out_channels) *
-           static_cast<double>(out_plane()) * static_cast<double>(group_rows());
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(out_channels) * static_cast<double>(out_plane()) *
+           static_cast<double>(group_rows());
   }
   bool is_pointwise() const {
     return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
@@ -34,16 +34,15 @@ struct Conv2dGeometry {
 };
 
 // Checks the shapes against each other and derives the output size; `what` names the caller.
-inline Conv2dGeometry make_conv2d_geometry(const Shape& x, const Shape& w, std::int64_t stride_h,
-                                           std::int64_t stride_w, std::int64_t pad_h, std::int64_t pad_w,
-                                           std::int64_t dilation_h, std::int64_t dilation_w, std::int64_t groups,
-                                           const char* what = "conv2d") {
+inline Conv2dGeometry make_conv2d_geometry(const Shape& x, const Shape& w, std::int64_t stride_h, std::int64_t stride_w,
+                                           std::int64_t pad_h, std::int64_t pad_w, std::int64_t dilation_h,
+                                           std::int64_t dilation_w, std::int64_t groups, const char* what = "conv2d") {
   check(x.rank() == 4, what, ": input must be [N, C, H, W], got ", x);
   check(w.rank() == 4, what, ": weight must be [out_channels, in_channels / groups, kh, kw], got ", w);
   check(stride_h > 0 && stride_w > 0, what, ": stride must be positive, got (", stride_h, ", ", stride_w, ")");
   check(pad_h >= 0 && pad_w >= 0, what, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
-  check(dilation_h > 0 && dilation_w > 0, what, ": dilation must be positive, got (", dilation_h, ", ",
-        dilation_w, ")");
+  check(dilation_h > 0 && dilation_w > 0, what, ": dilation must be positive, got (", dilation_h, ", ", dilation_w,
+        ")");
   check(groups > 0, what, ": groups must be positive, got ", groups);
   Conv2dGeometry g;
   g.batch = x[0];
@@ -64,12 +63,12 @@ inline Conv2dGeometry make_conv2d_geometry(const Shape& x, const Shape& w, std::
         " channels, not divisible by groups=", groups);
   check(g.out_channels % groups == 0, what, ": weight ", w, " has ", g.out_channels,
         " output channels, not divisible by groups=", groups);
-  check(w[1] == g.in_channels / groups, what, ": weight ", w, " expects ", w[1] * groups,
-        " input channels (", w[1], " per group x ", groups, " groups) but input ", x, " has ", g.in_channels);
+  check(w[1] == g.in_channels / groups, what, ": weight ", w, " expects ", w[1] * groups, " input channels (", w[1],
+        " per group x ", groups, " groups) but input ", x, " has ", g.in_channels);
   check(g.kernel_h > 0 && g.kernel_w > 0, what, ": empty kernel in weight ", w);
   const std::int64_t span_h = dilation_h * (g.kernel_h - 1) + 1, span_w = dilation_w * (g.kernel_w - 1) + 1;
-  check(g.in_h + 2 * pad_h >= span_h && g.in_w + 2 * pad_w >= span_w, what, ": input ", x, " padded by (",
-        pad_h, ", ", pad_w, ") is smaller than the dilated kernel (", span_h, " x ", span_w, ")");
+  check(g.in_h + 2 * pad_h >= span_h && g.in_w + 2 * pad_w >= span_w, what, ": input ", x, " padded by (", pad_h, ", ",
+        pad_w, ") is smaller than the dilated kernel (", span_h, " x ", span_w, ")");
   g.out_h = (g.in_h + 2 * pad_h - span_h) / stride_h + 1;
   g.out_w = (g.in_w + 2 * pad_w - span_w) / stride_w + 1;
   return g;
@@ -101,8 +100,8 @@ inline Conv2dGeometry make_conv_transpose2d_geometry(const Shape& x, const Shape
   const std::int64_t out_w = (x[3] - 1) * stride_w - 2 * pad_w + dilation_w * (w[3] - 1) + output_pad_w + 1;
   check(out_h > 0 && out_w > 0, what, ": input ", x, ", weight ", w, " and padding (", pad_h, ", ", pad_w,
         ") give an empty output (", out_h, " x ", out_w, ")");
-  return make_conv2d_geometry(Shape{x[0], w[1] * groups, out_h, out_w}, w, stride_h, stride_w, pad_h, pad_w,
-                              dilation_h, dilation_w, groups, what);
+  return make_conv2d_geometry(Shape{x[0], w[1] * groups, out_h, out_w}, w, stride_h, stride_w, pad_h, pad_w, dilation_h,
+                              dilation_w, groups, what);
 }
 
 }  // namespace ptrain::kernels

@@ -67,8 +67,8 @@ inline Pool2dGeometry make_pool2d_geometry(const Shape& x, std::int64_t kernel_h
   if (stride_h == 0) stride_h = kernel_h;
   if (stride_w == 0) stride_w = kernel_w;
   check(stride_h > 0 && stride_w > 0, what, ": stride must be positive, got (", stride_h, ", ", stride_w, ")");
-  check(pad_h >= 0 && pad_w >= 0 && 2 * pad_h <= kernel_h && 2 * pad_w <= kernel_w, what, ": padding (", pad_h,
-        ", ", pad_w, ") must be between 0 and half the kernel size (", kernel_h, ", ", kernel_w, ")");
+  check(pad_h >= 0 && pad_w >= 0 && 2 * pad_h <= kernel_h && 2 * pad_w <= kernel_w, what, ": padding (", pad_h, ", ",
+        pad_w, ") must be between 0 and half the kernel size (", kernel_h, ", ", kernel_w, ")");
   Pool2dGeometry g;
   g.batch = x[0];
   g.channels = x[1];
@@ -84,8 +84,8 @@ inline Pool2dGeometry make_pool2d_geometry(const Shape& x, std::int64_t kernel_h
   g.out_h = detail::pooled_size(g.in_h, kernel_h, pad_h, stride_h, ceil_mode);
   g.out_w = detail::pooled_size(g.in_w, kernel_w, pad_w, stride_w, ceil_mode);
   check(g.out_h > 0 && g.out_w > 0, what, ": input ", x, " with kernel (", kernel_h, ", ", kernel_w, "), stride (",
-        stride_h, ", ", stride_w, ") and padding (", pad_h, ", ", pad_w, ") gives an empty output (", g.out_h,
-        " x ", g.out_w, ")");
+        stride_h, ", ", stride_w, ") and padding (", pad_h, ", ", pad_w, ") gives an empty output (", g.out_h, " x ",
+        g.out_w, ")");
   return g;
 }
 

@@ -22,13 +22,16 @@ struct InterpolationTap {
 // scale_factor > 0 is the one the caller asked for (the map then uses 1 / scale_factor).
 inline std::vector<InterpolationTap> nearest_taps(std::int64_t in, std::int64_t out, double scale_factor) {
   std::vector<InterpolationTap> taps(static_cast<std::size_t>(out));
-  const float scale = scale_factor > 0 ? static_cast<float>(1.0 / scale_factor)
-                                       : static_cast<float>(in) / static_cast<float>(out);
+  const float scale =
+      scale_factor > 0 ? static_cast<float>(1.0 / scale_factor) : static_cast<float>(in) / static_cast<float>(out);
   for (std::int64_t o = 0; o < out; ++o) {
     std::int64_t i;
-    if (out == in) i = o;
-    else if (out == 2 * in) i = o >> 1;
-    else i = std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);
+    if (out == in)
+      i = o;
+    else if (out == 2 * in)
+      i = o >> 1;
+    else
+      i = std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);
     taps[static_cast<std::size_t>(o)] = {i, i, 1.0, 0.0};
   }
   return taps;
@@ -39,11 +42,13 @@ inline std::vector<InterpolationTap> linear_taps(std::int64_t in, std::int64_t o
                                                  double scale_factor) {
   std::vector<InterpolationTap> taps(static_cast<std::size_t>(out));
   double scale;
-  if (align_corners) scale = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-  else scale = scale_factor > 0 ? 1.0 / scale_factor : static_cast<double>(in) / static_cast<double>(out);
+  if (align_corners)
+    scale = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  else
+    scale = scale_factor > 0 ? 1.0 / scale_factor : static_cast<double>(in) / static_cast<double>(out);
   for (std::int64_t o = 0; o < out; ++o) {
-    const double src = align_corners ? scale * static_cast<double>(o)
-                                     : std::max(scale * (static_cast<double>(o) + 0.5) - 0.5, 0.0);
+    const double src =
+        align_corners ? scale * static_cast<double>(o) : std::max(scale * (static_cast<double>(o) + 0.5) - 0.5, 0.0);
     const std::int64_t i0 = std::min(static_cast<std::int64_t>(src), in - 1);
     const double lambda = std::min(src - static_cast<double>(i0), 1.0);
     taps[static_cast<std::size_t>(o)] = {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0 - lambda, lambda};
