@@ -7,7 +7,10 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::emulated;
 
 namespace {
 // ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.
@@ -138,6 +141,29 @@ BOOST_AUTO_TEST_CASE(dimension_out_of_range_is_an_error) {
            std::string::npos;
   });
   BOOST_CHECK_THROW(log_softmax(x, -3), Error);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(relu_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({4, 9}, 4)};
+  test::expect_gradcheck_on<D>([](const auto& v) { return relu(v[0]); }, inputs);
+  test::check_matches_cpu_on<D>([](const std::vector<Var<double>>& v) { return relu(v[0]); },
+                    [](const auto& v) { return relu(v[0]); }, inputs);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sigmoid_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  test::check_op<D>([](const auto& v) { return sigmoid(v[0]); }, {random_tensor({3, 7}, 1, -4, 4)});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(softmax_and_log_softmax_match_the_cpu_along_each_dimension, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({3, 4, 5}, 2, -3, 3)};
+  for (int dim : {0, 1, -1}) {
+    BOOST_TEST_CONTEXT("dim " << dim) {
+      test::check_op<D>([dim](const auto& v) { return softmax(v[0], dim); }, inputs);
+      test::check_op<D>([dim](const auto& v) { return log_softmax(v[0], dim); }, inputs);
+    }
+  }
+  test::expect_same_error<D>([&] { (void)softmax(Var<double>(inputs[0]), 3); },
+                    [&] { (void)softmax(emulated(inputs[0]), 3); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

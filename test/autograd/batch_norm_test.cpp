@@ -7,7 +7,13 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/batch_norm.hpp>
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::relative_difference;
+using test::CpuVars;
+using test::Emulated;
+using test::EmulatedVars;
 
 namespace {
 
@@ -172,6 +178,78 @@ BOOST_AUTO_TEST_CASE(bad_inputs_are_reported) {
   BOOST_TEST(rank.find("[N, C] or [N, C, H, W]") != std::string::npos, rank);
   const std::string eval = error_of([&] { batch_norm(Var<double>(random_tensor({2, 3}, 1)), {}, {}, none, none, false); });
   BOOST_TEST(eval.find("needs running_mean") != std::string::npos, eval);
+}
+
+// batch_norm on both devices from the same inputs and running statistics: outputs, gradients and
+// the updated running statistics agree.
+void check_batch_norm_matches_cpu(const Shape& x_shape, bool affine, bool training, std::uint64_t seed) {
+  const std::int64_t C = x_shape[1];
+  const Tensor<double> mean0 = random_tensor({C}, seed + 5), var0 = random_tensor({C}, seed + 6, 0.5, 2);
+  Tensor<double> cpu_mean = mean0.clone(), cpu_var = var0.clone();
+  Tensor<double, HostEmulated> mean = mean0.to<HostEmulated>(), var = var0.to<HostEmulated>();
+  std::vector<Tensor<double>> inputs{random_tensor(x_shape, seed, -2, 3)};
+  if (affine) {
+    inputs.push_back(random_tensor({C}, seed + 1));
+    inputs.push_back(random_tensor({C}, seed + 2));
+  }
+  test::check_matches_cpu(
+      [&](const CpuVars& v) {
+        return batch_norm(v[0], affine ? v[1] : Var<double>(), affine ? v[2] : Var<double>(), cpu_mean, cpu_var,
+                          training, 0.2);
+      },
+      [&](const EmulatedVars& v) {
+        return batch_norm(v[0], affine ? v[1] : Emulated(), affine ? v[2] : Emulated(), mean, var, training, 0.2);
+      },
+      inputs);
+  BOOST_TEST(relative_difference(mean.to<Cpu>(), cpu_mean) <= 1e-12);
+  BOOST_TEST(relative_difference(var.to<Cpu>(), cpu_var) <= 1e-12);
+  if (training) BOOST_TEST(relative_difference(cpu_var, var0) > 1e-3);  // the update happened
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_matches_the_cpu_with_its_running_statistics) {
+  for (bool training : {true, false}) {
+    BOOST_TEST_CONTEXT("training " << training) {
+      check_batch_norm_matches_cpu({3, 4, 5, 3}, true, training, 30);
+      check_batch_norm_matches_cpu({6, 5}, true, training, 40);
+      check_batch_norm_matches_cpu({2, 3, 2, 3}, false, training, 50);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_without_running_statistics_trains) {
+  const std::vector<Tensor<double>> inputs{random_tensor({4, 3, 2, 2}, 60), random_tensor({3}, 61),
+                                           random_tensor({3}, 62)};
+  test::check_matches_cpu(
+      [](const CpuVars& v) {
+        Tensor<double> none;
+        return batch_norm(v[0], v[1], v[2], none, none, true);
+      },
+      [](const EmulatedVars& v) {
+        Tensor<double, HostEmulated> none;
+        return batch_norm(v[0], v[1], v[2], none, none, true);
+      },
+      inputs);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(batch_norm_matches_finite_differences, D, test::Devices) {
+  for (bool training : {true, false}) {
+    Tensor<double, D> mean = on_device<D>(random_tensor({3}, 70));
+    Tensor<double, D> var = on_device<D>(random_tensor({3}, 71, 0.5, 2));
+    test::expect_gradcheck_on<D>(
+        [&](const auto& v) { return batch_norm(v[0], v[1], v[2], mean, var, training); },
+        {random_tensor({3, 3, 2, 2}, 72), random_tensor({3}, 73), random_tensor({3}, 74)});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_checks_its_arguments_as_the_cpu_op) {
+  const Emulated x(random_tensor({1, 2}, 80).to<HostEmulated>());
+  Tensor<double, HostEmulated> mean = Tensor<double>::zeros({2}).to<HostEmulated>();
+  Tensor<double, HostEmulated> var = Tensor<double>::ones({2}).to<HostEmulated>();
+  BOOST_TEST(test::error_message([&] { (void)batch_norm(x, Emulated(), Emulated(), mean, var, true); })
+                 .find("expected more than 1 value per channel") != std::string::npos);
+  Tensor<double, HostEmulated> short_var = Tensor<double>::ones({3}).to<HostEmulated>();
+  BOOST_TEST(test::error_message([&] { (void)batch_norm(x, Emulated(), Emulated(), mean, short_var, false); })
+                 .find("batch_norm: running_var [3]") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

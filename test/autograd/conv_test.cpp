@@ -9,7 +9,13 @@
 
 #include "../common/compare.hpp"
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::CpuVars;
+using test::Emulated;
+using test::EmulatedVars;
+using test::relative_difference;
 using namespace ptrain::test;
 
 namespace {
@@ -82,6 +88,36 @@ const std::vector<Case>& cases() {
 const std::vector<kernels::ConvBlocking>& blockings() {
   static const std::vector<kernels::ConvBlocking> all{{1, 1}, {}, {1 << 20, 1 << 30}};
   return all;
+}
+
+}  // namespace
+
+namespace {
+
+struct ConvCase {
+  Shape x, weight;
+  bool bias;
+  Conv2dOptions options;
+};
+
+// ResNet's 3x3 and strided 1x1 convolutions, and an odd one: rectangular kernel, stride,
+// padding and dilation per axis, groups.
+const std::vector<ConvCase> conv_cases{
+    {{2, 3, 7, 6}, {4, 3, 3, 3}, true, Conv2dOptions::square(1, 1)},
+    {{2, 4, 7, 7}, {6, 4, 1, 1}, false, Conv2dOptions::square(2)},
+    {{2, 4, 6, 7}, {6, 2, 3, 2}, true, {.stride_h = 1, .stride_w = 2, .pad_h = 2, .pad_w = 1, .dilation_h = 2,
+                                        .dilation_w = 1, .groups = 2}},
+};
+
+std::vector<Tensor<double>> conv_inputs(const ConvCase& c, std::uint64_t seed) {
+  std::vector<Tensor<double>> inputs{random_tensor(c.x, seed), random_tensor(c.weight, seed + 1)};
+  if (c.bias) inputs.push_back(random_tensor({c.weight[0]}, seed + 2));
+  return inputs;
+}
+
+template <class V>
+V conv_of(const std::vector<V>& v, const Conv2dOptions& options) {
+  return conv2d(v[0], v[1], v.size() > 2 ? v[2] : V(), options);
 }
 
 }  // namespace
@@ -297,6 +333,34 @@ BOOST_AUTO_TEST_CASE(shape_errors_say_what_was_expected) {
   const std::string bias = error_message(
       [&] { conv2d(x, Var<double>(random_tensor({4, 3, 3, 3}, 2)), Var<double>(random_tensor({3}, 3))); });
   BOOST_TEST(bias.find("expected [4]") != std::string::npos, bias);
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_the_cpu) {
+  std::uint64_t seed = 10;
+  for (const ConvCase& c : conv_cases) {
+    BOOST_TEST_CONTEXT("x " << c.x << ", weight " << c.weight << ", bias " << c.bias) {
+      test::check_matches_cpu([&](const CpuVars& v) { return conv_of(v, c.options); },
+                        [&](const EmulatedVars& v) { return conv_of(v, c.options); }, conv_inputs(c, seed += 3));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(conv2d_matches_finite_differences, D, test::Devices) {
+  const ConvCase small{{2, 2, 5, 4}, {4, 1, 3, 2}, true,
+                       {.stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1, .dilation_h = 1, .dilation_w = 2,
+                        .groups = 2}};
+  test::expect_gradcheck_on<D>([&](const auto& v) { return conv_of(v, small.options); }, conv_inputs(small, 20));
+  const ConvCase plain{{1, 2, 4, 4}, {3, 2, 3, 3}, false, Conv2dOptions::square(1, 1)};
+  test::expect_gradcheck_on<D>([&](const auto& v) { return conv_of(v, plain.options); }, conv_inputs(plain, 23));
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_checks_its_arguments_as_the_cpu_op) {
+  const Emulated x(Tensor<double>::zeros({1, 2, 4, 4}).to<HostEmulated>());
+  const Emulated w(Tensor<double>::zeros({3, 2, 3, 3}).to<HostEmulated>());
+  const Emulated bad_bias(Tensor<double>::zeros({2}).to<HostEmulated>());
+  const std::string message = test::error_message([&] { (void)conv2d(x, w, bad_bias); });
+  BOOST_TEST(message.find("conv2d: bias [2]") != std::string::npos, message);
+  BOOST_TEST(message.find("expected [3]") != std::string::npos, message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,7 +9,10 @@
 
 #include "../common/compare.hpp"
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::emulated;
 using namespace ptrain::test;
 
 namespace {
@@ -66,6 +69,14 @@ const std::vector<Case>& cases() {
   return all;
 }
 
+}  // namespace
+
+namespace {
+struct ConvTransposeCase {
+  Shape x, weight;
+  bool bias;
+  ConvTranspose2dOptions options;
+};
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(conv_transpose_test)
@@ -250,6 +261,34 @@ BOOST_AUTO_TEST_CASE(errors_say_what_was_expected) {
     conv_transpose2d(x, Var<double>(random_tensor({4, 2, 2, 2}, 2)), Var<double>(random_tensor({4}, 3)));
   });
   BOOST_TEST(bias.find("expected [2]") != std::string::npos, bias);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(conv_transpose2d_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  const std::vector<ConvTransposeCase> cases{
+      {{2, 3, 4, 3}, {3, 2, 3, 3}, true, ConvTranspose2dOptions::square(1, 1)},
+      {{1, 2, 3, 4}, {2, 3, 2, 2}, false, ConvTranspose2dOptions::square(2)},  // UNet's up-convolution
+      {{2, 4, 3, 3}, {4, 1, 3, 2}, true,
+       {.stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 0, .output_pad_h = 1, .output_pad_w = 0, .dilation_h = 1,
+        .dilation_w = 2, .groups = 2}},
+  };
+  std::uint64_t seed = 10;
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("x " << c.x << ", weight " << c.weight << ", bias " << c.bias) {
+      std::vector<Tensor<double>> inputs{random_tensor(c.x, seed), random_tensor(c.weight, seed + 1)};
+      if (c.bias) inputs.push_back(random_tensor({c.weight[1] * c.options.groups}, seed + 2));
+      seed += 3;
+      test::check_op<D>(
+          [&c](const auto& v) {
+            using V = std::decay_t<decltype(v[0])>;
+            return conv_transpose2d(v[0], v[1], v.size() > 2 ? v[2] : V(), c.options);
+          },
+          inputs);
+    }
+  }
+  const Tensor<double> x = random_tensor({1, 2, 3, 3}, 20), w = random_tensor({2, 3, 3, 3}, 21);
+  const Tensor<double> bad_bias = random_tensor({2}, 22);
+  test::expect_same_error<D>([&] { (void)conv_transpose2d(Var<double>(x), Var<double>(w), Var<double>(bad_bias)); },
+                    [&] { (void)conv_transpose2d(emulated(x), emulated(w), emulated(bad_bias)); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,7 +7,11 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/device/threads.hpp>
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::Emulated;
+using test::emulated;
 
 BOOST_AUTO_TEST_SUITE(dropout_test)
 
@@ -98,6 +102,26 @@ BOOST_AUTO_TEST_CASE(probability_outside_unit_interval_is_an_error) {
     return std::string(e.what()).find("dropout: probability 1.5 is outside [0, 1]") != std::string::npos;
   });
   BOOST_CHECK_THROW(dropout(x, -0.1, false), Error);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(dropout_draws_the_cpu_mask_from_the_same_rng, D, test::Devices) {
+  const auto drop = [](const auto& v) {
+    Rng rng(70);
+    return dropout(v[0], 0.3, true, rng);
+  };
+  const Tensor<double> x = random_tensor({6, 7}, 71, 0.5, 1);  // no zeros of its own
+  test::check_op<D>(drop, {x});
+  const Tensor<double> y = drop(std::vector<Emulated>{emulated(x)}).value().template to<Cpu>();
+  std::int64_t dropped = 0;
+  for (std::int64_t i = 0; i < y.numel(); ++i) dropped += y[i] == 0.0;
+  BOOST_TEST(dropped > 0);
+  BOOST_TEST(dropped < y.numel());
+  // p = 1 drops everything; evaluation and p = 0 pass the input through.
+  test::check_op<D>([](const auto& v) { return dropout(v[0], 1.0, true); }, {x});
+  const Emulated e = emulated(x);
+  BOOST_TEST(dropout(e, 0.5, false).node() == e.node());
+  BOOST_TEST(dropout(e, 0.0, true).node() == e.node());
+  test::expect_same_error<D>([&] { (void)dropout(Var<double>(x), 1.5, true); }, [&] { (void)dropout(e, 1.5, true); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,8 +3,14 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/optim/sgd.hpp>
+
+#include "../common/device_mlp.hpp"
+#include "../common/device_ops.hpp"
 
 using namespace ptrain;
+using test::emulated;
+using test::relative_difference;
 
 BOOST_AUTO_TEST_SUITE(linear_test)
 
@@ -71,5 +77,36 @@ BOOST_AUTO_TEST_CASE(gradcheck_detects_a_wrong_backward) {
   };
   BOOST_TEST(!gradcheck(wrong, {random_tensor({3}, 1)}).ok);
 }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(linear_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({5, 7}, 1), random_tensor({3, 7}, 2), random_tensor({3}, 3)};
+  test::expect_gradcheck_on<D>([](const auto& v) { return linear(v[0], v[1], v[2]); }, inputs);
+  test::expect_gradcheck_on<D>([](const auto& v) { return linear(v[0], v[1]); }, {inputs[0], inputs[1]});
+  test::check_matches_cpu_on<D>([](const std::vector<Var<double>>& v) { return linear(v[0], v[1], v[2]); },
+                    [](const auto& v) { return linear(v[0], v[1], v[2]); }, inputs);
+}
+
+template <class T>
+void check_mlp_matches_cpu(double tol) {
+  const auto weights = test::mlp_weights<T>(6, 8, 5, 21);
+  Tensor<T> x({10, 6});
+  Rng rng(22);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<T>(rng.uniform(-1, 1));
+  const std::vector<std::int64_t> targets{0, 1, 2, 3, 4, 4, 3, 2, 1, 0};
+  const auto cpu = test::train_mlp<T, Cpu>(weights, x, targets, 5);
+  const auto emulated = test::train_mlp<T, HostEmulated>(weights, x, targets, 5);
+  BOOST_REQUIRE_EQUAL(emulated.losses.size(), 5u);
+  for (std::size_t s = 0; s < cpu.losses.size(); ++s)
+    BOOST_TEST(std::abs(emulated.losses[s] - cpu.losses[s]) <= tol * std::abs(cpu.losses[s]), "loss at step " << s);
+  BOOST_TEST(cpu.losses.back() < cpu.losses.front());  // it trained
+  for (std::size_t i = 0; i < cpu.params.size(); ++i) {
+    BOOST_TEST(relative_difference(emulated.params[i], cpu.params[i]) <= tol, "parameter " << i);
+    BOOST_TEST(relative_difference(cpu.params[i], weights[i]) > 1e-3, "parameter " << i << " moved");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mlp_trained_by_device_sgd_matches_the_cpu_in_double) { check_mlp_matches_cpu<double>(1e-12); }
+
+BOOST_AUTO_TEST_CASE(mlp_trained_by_device_sgd_matches_the_cpu_in_float) { check_mlp_matches_cpu<float>(1e-5); }
 
 BOOST_AUTO_TEST_SUITE_END()

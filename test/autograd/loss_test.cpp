@@ -11,7 +11,13 @@
 
 #include "../common/compare.hpp"
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::Emulated;
+using test::emulated;
+using test::constant_like;
+using test::relative_difference;
 using namespace ptrain::test;
 
 namespace {
@@ -27,6 +33,8 @@ bool message_has(const Error& e, const std::string& part) {
 const std::vector<std::int64_t> targets{1, 0, 4, 2};
 // Targets of the [2, 3, 2, 2] per-pixel case, [N, H, W] row-major.
 const std::vector<std::int64_t> pixel_targets{0, 1, 2, 2, 1, 1, 0, 2};
+const std::vector<std::int64_t> targets5{2, 0, 4, 1, 3};          // 5 rows, classes < 5
+const std::vector<std::int64_t> pixel_targets6{1, 0, 2, 2, 1, 0};  // [2, 3, 3] scores
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(loss_test)
@@ -245,6 +253,78 @@ BOOST_AUTO_TEST_CASE(bce_with_logits_shape_errors) {
   BOOST_CHECK_EXCEPTION(binary_cross_entropy_with_logits(x, t, Tensor<double>::ones({2})), Error, [](const Error& e) {
     return message_has(e, "shape [2] does not broadcast to [2, 3] (extent 2 against 3)");
   });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cross_entropy_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  const std::vector<Tensor<double>> rows{random_tensor({5, 5}, 5, -2, 2)};
+  const std::vector<Tensor<double>> pixels{random_tensor({2, 3, 3}, 6, -2, 2)};
+  for (double smoothing : {0.0, 0.1}) {
+    test::expect_gradcheck_on<D>([&](const auto& v) { return cross_entropy(v[0], targets5, smoothing); }, rows);
+    test::check_matches_cpu_on<D>([&](const std::vector<Var<double>>& v) { return cross_entropy(v[0], targets5, smoothing); },
+                      [&](const auto& v) { return cross_entropy(v[0], targets5, smoothing); },
+                      rows);
+    test::check_matches_cpu_on<D>(
+        [&](const std::vector<Var<double>>& v) { return cross_entropy(v[0], pixel_targets6, smoothing, 4.0); },
+        [&](const auto& v) { return cross_entropy(v[0], pixel_targets6, smoothing, 4.0); }, pixels);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_gradient_is_scaled_by_the_incoming_one) {
+  // backward seeded with 3 (not 1): the kernel that multiplies by the device-side gradient.
+  const Tensor<double> logits = random_tensor({5, 5}, 7, -2, 2);
+  Var<double> cpu(logits.clone(), true);
+  Emulated emulated(logits.to<HostEmulated>(), true);
+  backward(cross_entropy(cpu, targets5), Tensor<double>::full(Shape{}, 3.0));
+  backward(cross_entropy(emulated, targets5), Tensor<double, HostEmulated>::full(Shape{}, 3.0));
+  BOOST_TEST(relative_difference(emulated.grad().to<Cpu>(), cpu.grad()) <= 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_checks_targets_on_the_host) {
+  const Emulated logits(Tensor<double>::zeros({2, 3}).to<HostEmulated>(), true);
+  const std::vector<std::int64_t> bad{0, 3};
+  const std::string message = test::error_message([&] { (void)cross_entropy(logits, bad); });
+  BOOST_TEST(message.find("target 3 at index 1 is out of range for 3 classes") != std::string::npos, message);
+  const std::vector<std::int64_t> short_targets{0};
+  BOOST_TEST(test::error_message([&] { (void)cross_entropy(logits, short_targets); }).find("1 targets") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nll_loss_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  const std::vector<std::int64_t> rows{2, 0, 4, 1, 3}, pixels{1, 0, 2, 2, 1, 0};
+  test::check_op<D>([&](const auto& v) { return nll_loss(v[0], rows); }, {random_tensor({5, 5}, 45)});
+  test::check_op<D>([&](const auto& v) { return nll_loss(v[0], pixels); }, {random_tensor({2, 3, 3}, 46)});  // [N, C, d]
+  const Tensor<double> x = random_tensor({2, 3}, 47);
+  const std::vector<std::int64_t> bad{0, 3};
+  test::expect_same_error<D>([&] { (void)nll_loss(Var<double>(x), bad); }, [&] { (void)nll_loss(emulated(x), bad); });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(mse_loss_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  test::check_op<D>([](const auto& v) { return mse_loss(v[0], v[1]); }, {random_tensor({3, 5}, 40), random_tensor({3, 5}, 41)});
+  const Tensor<double> a = random_tensor({2, 3}, 42), b = random_tensor({3, 2}, 43);
+  test::expect_same_error<D>([&] { (void)mse_loss(Var<double>(a), Var<double>(b)); },
+                    [&] { (void)mse_loss(emulated(a), emulated(b)); });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(binary_cross_entropy_with_logits_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  const auto bce = [](const auto& v) { return binary_cross_entropy_with_logits(v[0], v[1]); };
+  test::check_op<D>(bce, {random_tensor({4, 3}, 50, -6, 6), random_tensor({4, 3}, 51, 0, 1)});
+  // pos_weight per class of [N, C] logits, and per channel ([C, 1, 1]) of [N, C, H, W] ones.
+  for (const auto& [shape, weight_shape] : {std::pair{Shape{4, 3}, Shape{3}}, std::pair{Shape{2, 3, 2, 2}, Shape{3, 1, 1}}}) {
+    BOOST_TEST_CONTEXT("logits " << shape << ", pos_weight " << weight_shape) {
+      const Tensor<double> pos_weight = random_tensor(weight_shape, 52, 0.5, 3);
+      test::check_op<D>(
+          [&](const auto& v) {
+            return binary_cross_entropy_with_logits(v[0], v[1], constant_like<std::decay_t<decltype(v[0])>>(pos_weight));
+          },
+          {random_tensor(shape, 53, -3, 3), random_tensor(shape, 54, 0, 1)});
+    }
+  }
+  const Tensor<double> x = random_tensor({2, 3}, 55), bad_weight = random_tensor({2}, 56);
+  test::expect_same_error<D>([&] { (void)binary_cross_entropy_with_logits(Var<double>(x), Var<double>(x), bad_weight); },
+                    [&] {
+                      (void)binary_cross_entropy_with_logits(emulated(x), emulated(x),
+                                                             bad_weight.to<HostEmulated>());
+                    });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,7 +8,12 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/pool.hpp>
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::CpuVars;
+using test::Emulated;
+using test::emulated;
 
 namespace {
 
@@ -165,6 +170,45 @@ BOOST_AUTO_TEST_CASE(bad_windows_are_reported) {
   BOOST_TEST(empty.find("empty output") != std::string::npos, empty);
   const std::string rank = error_of([&] { adaptive_avg_pool2d(Var<double>(random_tensor({2, 4, 4}, 1)), 2, 2); });
   BOOST_TEST(rank.find("[N, C, H, W]") != std::string::npos, rank);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(max_pool2d_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  // ResNet's stem pool (3, 2, 1) and a ceil-mode rectangular one.
+  const Pool2dOptions rect{.kernel_h = 2, .kernel_w = 3, .stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1,
+                           .ceil_mode = true};
+  const std::vector<Tensor<double>> inputs{random_tensor({2, 3, 7, 6}, 90)};
+  test::check_matches_cpu_on<D>([](const CpuVars& v) { return max_pool2d(v[0], 3, 2, 1); },
+                    [](const auto& v) { return max_pool2d(v[0], 3, 2, 1); }, inputs);
+  test::check_matches_cpu_on<D>([&](const CpuVars& v) { return max_pool2d(v[0], rect); },
+                    [&](const auto& v) { return max_pool2d(v[0], rect); }, inputs);
+  // Distinct values, so no tie moves the maximum under a small perturbation.
+  test::expect_gradcheck_on<D>([](const auto& v) { return max_pool2d(v[0], 3, 2, 1); }, {random_tensor({1, 2, 5, 5}, 91)});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(adaptive_avg_pool2d_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({2, 3, 7, 5}, 100)};
+  for (auto [oh, ow] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {3, 2}, {7, 5}}) {
+    test::check_matches_cpu_on<D>([&](const CpuVars& v) { return adaptive_avg_pool2d(v[0], oh, ow); },
+                      [&](const auto& v) { return adaptive_avg_pool2d(v[0], oh, ow); }, inputs);
+  }
+  test::expect_gradcheck_on<D>([](const auto& v) { return adaptive_avg_pool2d(v[0], 2, 3); },
+                   {random_tensor({1, 2, 5, 4}, 101)});
+  const Emulated x(Tensor<double>::zeros({2, 3}).to<HostEmulated>());
+  BOOST_TEST(test::error_message([&] { (void)adaptive_avg_pool2d(x, 1, 1); })
+                 .find("adaptive_avg_pool2d: input must be [N, C, H, W], got [2, 3]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(avg_pool2d_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  Pool2dOptions odd{.kernel_h = 3, .kernel_w = 2, .stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1,
+                    .ceil_mode = true, .count_include_pad = false};
+  for (const Pool2dOptions& o : {Pool2dOptions::square(2), Pool2dOptions::square(3, 2, 1), odd}) {
+    BOOST_TEST_CONTEXT("kernel " << o.kernel_h << "x" << o.kernel_w << ", ceil " << o.ceil_mode) {
+      test::check_op<D>([o](const auto& v) { return avg_pool2d(v[0], o); }, {random_tensor({2, 3, 7, 6}, 3)});
+    }
+  }
+  test::check_op<D>([](const auto& v) { return avg_pool2d(v[0], 3, 2, 1); }, {random_tensor({1, 2, 5, 5}, 4)});
+  const Tensor<double> small = random_tensor({1, 1, 2, 2}, 5);
+  test::expect_same_error<D>([&] { (void)avg_pool2d(Var<double>(small), 3); }, [&] { (void)avg_pool2d(emulated(small), 3); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

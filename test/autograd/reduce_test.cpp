@@ -5,7 +5,10 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/reduce.hpp>
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::emulated;
 
 BOOST_AUTO_TEST_SUITE(reduce_test)
 
@@ -33,6 +36,14 @@ BOOST_AUTO_TEST_CASE(gradients) {
 
 BOOST_AUTO_TEST_CASE(mean_of_nothing_is_an_error) {
   BOOST_CHECK_THROW(mean(Var<double>(Tensor<double>(Shape{0, 3}))), Error);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sum_and_mean_match_the_cpu_and_finite_differences, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({3, 4, 5}, 44)};
+  test::check_op<D>([](const auto& v) { return sum(v[0]); }, inputs);
+  test::check_op<D>([](const auto& v) { return mean(v[0]); }, inputs);
+  const Tensor<double> empty({2, 0});
+  test::expect_same_error<D>([&] { (void)mean(Var<double>(empty)); }, [&] { (void)mean(emulated(empty)); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

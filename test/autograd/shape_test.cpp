@@ -5,8 +5,15 @@
 
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/arithmetic.hpp>
+
+#include "../common/device_ops.hpp"
 
 using namespace ptrain;
+using test::CpuVars;
+using test::Emulated;
+using test::emulated;
 
 namespace {
 bool message_has(const Error& e, const std::string& part) {
@@ -136,6 +143,33 @@ BOOST_AUTO_TEST_CASE(concat_of_mismatched_shapes_is_an_error) {
   BOOST_CHECK_THROW(concat<double>({a, b}, 2), Error);
   BOOST_CHECK_THROW(concat<double>({}, 0), Error);
   BOOST_TEST(concat({a, b}, 0).shape() == (Shape{5, 3}));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(reshape_and_flatten_are_views_with_the_cpu_gradients, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({2, 3, 2, 2}, 3)};
+  // Multiplied by a weight afterwards, so the gradient handed back through the view is not all ones.
+  const auto cpu = [](const CpuVars& v) { return relu(reshape(flatten(v[0]), {4, -1})); };
+  const auto emulated = [](const auto& v) { return relu(reshape(flatten(v[0]), {4, -1})); };
+  test::expect_gradcheck_on<D>(emulated, inputs);
+  test::check_matches_cpu_on<D>(cpu, emulated, inputs);
+  const Emulated x(inputs[0].to<HostEmulated>(), true);
+  const Emulated flat = flatten(x, 2);
+  BOOST_TEST(flat.shape() == Shape({2, 3, 4}));
+  BOOST_TEST(flat.value().shares_storage_with(x.value()));
+  BOOST_TEST(reshape(x, Shape{6, 4}).value().shares_storage_with(x.value()));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(concat_matches_the_cpu_along_each_dimension, D, test::Devices) {
+  // Along dim 0 each input's gradient is a view of the output's; along the others, a copy.
+  test::check_op<D>([](const auto& v) { return concat({v[0], v[1], v[2]}, 0); },
+           {random_tensor({2, 3, 2}, 31), random_tensor({1, 3, 2}, 32), random_tensor({3, 3, 2}, 33)});
+  test::check_op<D>([](const auto& v) { return concat({v[0], v[1]}, 1); },
+           {random_tensor({2, 3, 2}, 34), random_tensor({2, 1, 2}, 35)});
+  test::check_op<D>([](const auto& v) { return concat({v[0], v[1], v[0]}, -1); },
+           {random_tensor({2, 3, 2}, 36), random_tensor({2, 3, 4}, 37)});
+  const Tensor<double> a = random_tensor({2, 3}, 38), b = random_tensor({3, 3}, 39);
+  test::expect_same_error<D>([&] { (void)concat({Var<double>(a), Var<double>(b)}, 1); },
+                    [&] { (void)concat({emulated(a), emulated(b)}, 1); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,7 +9,10 @@
 
 #include "../common/compare.hpp"
 
+#include "../common/device_ops.hpp"
+
 using namespace ptrain;
+using test::emulated;
 using namespace ptrain::test;
 
 namespace {
@@ -357,6 +360,25 @@ BOOST_AUTO_TEST_CASE(bad_options_are_errors) {
   const std::string rank =
       error_message([&] { upsample(Var<double>(random_tensor({3, 3}, 1)), UpsampleOptions::by_scale(2)); });
   BOOST_TEST(rank.find("input must be [N, C, H, W]") != std::string::npos, rank);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(upsample_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  const std::vector<UpsampleOptions> cases{
+      UpsampleOptions::by_scale(2),
+      UpsampleOptions::to_size(5, 7),
+      UpsampleOptions::by_scale(1.5, UpsampleMode::bilinear),
+      UpsampleOptions::to_size(7, 3, UpsampleMode::bilinear, true),
+  };
+  for (const UpsampleOptions& o : cases) {
+    BOOST_TEST_CONTEXT("bilinear " << (o.mode == UpsampleMode::bilinear) << ", size " << o.out_h << "x" << o.out_w
+                                   << ", scale " << o.scale_h << ", align_corners " << o.align_corners) {
+      test::check_op<D>([&o](const auto& v) { return upsample(v[0], o); }, {random_tensor({2, 3, 3, 4}, 60)});
+    }
+  }
+  const Tensor<double> x = random_tensor({1, 1, 2, 2}, 61);
+  const UpsampleOptions nearest_aligned = UpsampleOptions::by_scale(2, UpsampleMode::nearest, true);
+  test::expect_same_error<D>([&] { (void)upsample(Var<double>(x), nearest_aligned); },
+                    [&] { (void)upsample(emulated(x), nearest_aligned); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 #pragma once
 // Mixed precision steps driven by hand on any device, as the Trainer drives its policy points: a
 // 16-bit MLP (the weights of device_mlp.hpp) as the model, the loss scaled through cross_entropy's
-// grad_scale. The caller includes the device's ops (autograd/device_ops/*) and optimizer.
+// grad_scale. The caller includes the device's ops (autograd/ops/*) and optimizer.
 #include <cstdint>
 #include <span>
 #include <type_traits>

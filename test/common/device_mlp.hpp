@@ -1,7 +1,7 @@
 #pragma once
 // A 2-layer MLP (linear, relu, linear, cross_entropy) trained by SGD with momentum and weight
 // decay on any device: the tests compare HostEmulated (and the CUDA check Cuda) with the CPU.
-// The caller includes the device's ops (autograd/device_ops/*, optim/sgd.hpp).
+// The caller includes the device's ops (autograd/ops/*, optim/sgd.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

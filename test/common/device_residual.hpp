@@ -2,7 +2,7 @@
 // A residual block with ResNet's stem and head on any device: conv-bn-relu-maxpool, conv-bn plus
 // the shortcut, relu, global average pool, flatten, linear, cross_entropy, batch norm training.
 // The tests compare HostEmulated (and the CUDA check Cuda) with the CPU. The caller includes the
-// device's ops (autograd/device_ops/*).
+// device's ops (autograd/ops/*).
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -14,9 +14,9 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/linear.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <ptrain/autograd/backward.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/core/rng.hpp>
 #include <ptrain/device/host_emulated.hpp>
 #include <ptrain/models/inception.hpp>

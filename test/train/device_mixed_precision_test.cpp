@@ -13,9 +13,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/linear.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/mixed_precision.hpp>

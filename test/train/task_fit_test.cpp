@@ -20,7 +20,7 @@
 #include <ptrain/nn/conv.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/segmentation.hpp>
 #include <ptrain/train/sequence_modelling.hpp>
 #include <ptrain/train/trainer.hpp>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/reduce.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/autograd/ops/scale_gradient.hpp>
@@ -21,7 +21,7 @@
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
-#include <ptrain/optim/device_sgd.hpp>
+#include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/multi_head.hpp>
 #include <ptrain/train/segmentation.hpp>
 #include <ptrain/train/sequence_modelling.hpp>

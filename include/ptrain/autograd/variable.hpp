@@ -8,9 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
-#include "ptrain/kernels/functors.hpp"
-#include "ptrain/kernels/indexed/elementwise.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain {
@@ -71,11 +70,7 @@ struct Node {
       grad = grad.clone();
       grad_owned = true;
     }
-    if constexpr (std::is_same_v<D, Cpu>)
-      grad.array() += g.array();
-    else
-      kernels::indexed::map2(kernels::executor_for<D>{}, grad.data(), g.data(), grad.data(), grad.numel(),
-                             kernels::Add{});
+    kernels::add_into(kernels::executor_for<D>{}, grad.data(), g.data(), grad.numel());
   }
 };
 

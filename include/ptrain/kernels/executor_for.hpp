@@ -11,8 +11,4 @@ namespace ptrain::kernels {
 template <Device D>
 using executor_for = typename D::executor;
 
-// Transitional: a device whose ops still live in autograd/device_ops/ (every device but Cpu).
-template <class D>
-concept ExecutorDevice = Device<D> && !std::is_same_v<D, Cpu>;
-
 }  // namespace ptrain::kernels

@@ -78,6 +78,45 @@ struct Add {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
 };
+struct Sub {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a - b; }
+};
+struct Mul {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a * b; }
+};
+struct Div {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
+};
+// The gradients of the binary ops in each operand, from the incoming gradient g and the operands
+// a and b: (g, a, b) -> d(op)/d(operand) * g.
+struct GradPassThrough {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T, T) const { return g; }
+};
+struct GradNegated {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T, T) const { return -g; }
+};
+struct MulGradA {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T, T b) const { return g * b; }
+};
+struct MulGradB {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T a, T) const { return g * a; }
+};
+struct DivGradA {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T, T b) const { return g / b; }
+};
+// d(a / b)/db = -a / b^2.
+struct DivGradB {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T g, T a, T b) const { return -g * a / (b * b); }
+};
 struct AddConstant {
   double value;
   template <class T>

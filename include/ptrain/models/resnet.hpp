@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/device_ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"

@@ -1,12 +1,10 @@
 #pragma once
-#include <type_traits>
 #include <utility>
 
-#include "ptrain/autograd/device_ops/batch_norm.hpp"
 #include "ptrain/autograd/ops/batch_norm.hpp"
+#include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
-#include "ptrain/kernels/indexed/elementwise.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -15,7 +13,7 @@ namespace ptrain {
 // buffers named as torchvision's state_dict names them. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
 // statistics of the global batch, as torch.nn.SyncBatchNorm, on any device: off the CPU
-// (autograd/device_ops/batch_norm.hpp) the hook sums spans in the device's memory.
+// (autograd/ops/batch_norm.hpp) the hook sums spans in the device's memory.
 template <class T = float, class D = Cpu>
 class BatchNorm2d : public Module<T, D> {
  public:
@@ -31,15 +29,10 @@ class BatchNorm2d : public Module<T, D> {
     num_batches_tracked = this->register_buffer("num_batches_tracked", Tensor<T>::zeros({}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    if constexpr (std::is_same_v<D, Cpu>) {
-      if (this->is_training()) num_batches_tracked[0] += T(1);
-      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
-    } else {
-      if (this->is_training())
-        kernels::indexed::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
-                              kernels::AddConstant{1.0});
-      return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
-    }
+    if (this->is_training())
+      kernels::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
+                   kernels::AddConstant{1.0});
+    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
   }
 
   // An empty hook makes the layer local again; off the CPU the hook is given spans in D's memory.

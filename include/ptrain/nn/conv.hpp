@@ -2,7 +2,6 @@
 // nn.Conv2d and nn.ConvTranspose2d: parameters named weight and bias, initialised as PyTorch's.
 #include <type_traits>
 
-#include "ptrain/autograd/device_ops/conv.hpp"
 #include "ptrain/autograd/ops/conv.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"

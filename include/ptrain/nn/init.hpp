@@ -82,13 +82,13 @@ void default_layer_init(Tensor<T>& weight, Tensor<T>* bias, Rng& rng = global_rn
 // elsewhere (the same draws either way).
 template <class T, class D, class Init>
 void on_host(Tensor<T, D>& t, Init&& init) {
-  if constexpr (std::is_same_v<D, Cpu>) {
-    init(t);
-  } else {
-    Tensor<T> host = t.template to<Cpu>();
-    init(host);
-    t.copy_from(host.template to<D>());
-  }
+  Tensor<T> host = t.template to<Cpu>();
+  init(host);
+  t.copy_from(host.template to<D>());
+}
+template <class T, class Init>
+void on_host(Tensor<T>& t, Init&& init) {
+  init(t);
 }
 
 }  // namespace ptrain::init

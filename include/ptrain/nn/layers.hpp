@@ -1,14 +1,10 @@
 #pragma once
 // The parameter-free layers: activations, pooling, dropout, flatten, upsampling.
-#include "ptrain/autograd/device_ops/activation.hpp"
-#include "ptrain/autograd/device_ops/dropout.hpp"
-#include "ptrain/autograd/device_ops/pool.hpp"
-#include "ptrain/autograd/device_ops/upsample.hpp"
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/dropout.hpp"
 #include "ptrain/autograd/ops/pool.hpp"
-#include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/autograd/ops/upsample.hpp"
+#include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {

@@ -1,7 +1,6 @@
 #pragma once
 #include <memory>
 
-#include "ptrain/autograd/device_ops/linear.hpp"
 #include "ptrain/autograd/ops/linear.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"

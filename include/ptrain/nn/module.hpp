@@ -76,12 +76,12 @@ class Module {
   // that share the registered storage: keep them as members.
   Var<T, D> register_parameter(std::string name, Tensor<T> value) {
     check(!has_name(name), "register_parameter: '", name, "' is already registered");
-    parameters_.emplace_back(std::move(name), Var<T, D>(on_device(std::move(value)), true));
+    parameters_.emplace_back(std::move(name), Var<T, D>(ptrain::on_device<D>(value), true));
     return parameters_.back().second;
   }
   Tensor<T, D> register_buffer(std::string name, Tensor<T> value) {
     check(!has_name(name), "register_buffer: '", name, "' is already registered");
-    buffers_.emplace_back(std::move(name), on_device(std::move(value)));
+    buffers_.emplace_back(std::move(name), ptrain::on_device<D>(value));
     return buffers_.back().second;
   }
   template <class M>
@@ -101,11 +101,6 @@ class Module {
   }
 
  private:
-  static Tensor<T, D> on_device(Tensor<T> value) {
-    if constexpr (std::is_same_v<D, Cpu>) return value;
-    else return value.template to<D>();
-  }
-
   template <class F>
   void visit(F&& f, const std::string& prefix = "") const {
     f(prefix, *this);

@@ -115,16 +115,11 @@ class Tensor {
     Device::copy_to_host(out.data(), data(), out.size());
     return out;
   }
-  // A copy on another device (or another tensor on the same one).
+  // A copy on another device (or another tensor on the same one): see copy_across below.
   template <class Other>
   Tensor<T, Other> to() const {
     Tensor<T, Other> out(shape_);
-    if constexpr (std::is_same_v<Device, Cpu>)
-      Other::copy_from_host(out.data(), data(), static_cast<std::size_t>(numel()));
-    else if constexpr (std::is_same_v<Other, Cpu>)
-      Device::copy_to_host(out.data(), data(), static_cast<std::size_t>(numel()));
-    else
-      out.copy_from(to<Cpu>().template to<Other>());
+    copy_across(*this, out);
     return out;
   }
 
@@ -161,21 +156,48 @@ Tensor<To> tensor_cast(const Tensor<From>& t) {
   }
 }
 
-// A host tensor where D's ops read it: t itself (sharing storage) on the CPU, else a copy on D.
+// Copies between memory spaces, chosen by overload on the two devices: the host's memory is the
+// CPU's, so the CPU's side of a copy is the device's copy_to_host/copy_from_host; two other
+// devices meet through the host; a device copies within itself.
+template <class T, class From, class To>
+void copy_across(const Tensor<T, From>& src, Tensor<T, To>& dst) {
+  dst.copy_from(src.template to<Cpu>().template to<To>());
+}
+template <class T, class D>
+void copy_across(const Tensor<T, D>& src, Tensor<T, D>& dst) {
+  dst.copy_from(src);
+}
+template <class T, class To>
+void copy_across(const Tensor<T, Cpu>& src, Tensor<T, To>& dst) {
+  To::copy_from_host(dst.data(), src.data(), static_cast<std::size_t>(src.numel()));
+}
+template <class T, class From>
+void copy_across(const Tensor<T, From>& src, Tensor<T, Cpu>& dst) {
+  From::copy_to_host(dst.data(), src.data(), static_cast<std::size_t>(src.numel()));
+}
+template <class T>
+void copy_across(const Tensor<T, Cpu>& src, Tensor<T, Cpu>& dst) {
+  dst.copy_from(src);
+}
+
+// A host tensor where D's ops read it: a copy on D; on the CPU, t itself (sharing storage).
 template <class D, class T>
 Tensor<T, D> on_device(const Tensor<T>& t) {
-  if constexpr (std::is_same_v<D, Cpu>)
-    return t;
-  else
-    return t.template to<D>();
+  return t.template to<D>();
 }
-// t on the host: t itself (sharing storage) on the CPU, a copy from another device.
+template <class D, class T>
+  requires std::is_same_v<D, Cpu>
+Tensor<T> on_device(const Tensor<T>& t) {
+  return t;
+}
+// t on the host: a copy from another device; on the CPU, t itself (sharing storage).
 template <class T, class D>
 Tensor<T> on_host(const Tensor<T, D>& t) {
-  if constexpr (std::is_same_v<D, Cpu>)
-    return t;
-  else
-    return t.defined() ? t.template to<Cpu>() : Tensor<T>();
+  return t.defined() ? t.template to<Cpu>() : Tensor<T>();
+}
+template <class T>
+Tensor<T> on_host(const Tensor<T>& t) {
+  return t;
 }
 
 namespace detail {

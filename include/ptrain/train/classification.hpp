@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/device_ops/loss.hpp"
+#include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/train/metrics.hpp"
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "ptrain/autograd/device_ops/arithmetic.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/narrow.hpp"
 #include "ptrain/train/task.hpp"

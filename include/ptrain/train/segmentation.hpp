@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/device_ops/loss.hpp"
+#include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/autograd/ops/scale_gradient.hpp"
 #include "ptrain/train/metrics.hpp"

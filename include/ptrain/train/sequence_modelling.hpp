@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/device_ops/loss.hpp"
-#include "ptrain/autograd/device_ops/reduce.hpp"
-#include "ptrain/autograd/device_ops/arithmetic.hpp"
+#include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/autograd/ops/reduce.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
 #include "ptrain/autograd/ops/narrow.hpp"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/linear.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 #include <ptrain/optim/sgd.hpp>
 

@@ -9,15 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/arithmetic.hpp>
-#include <ptrain/autograd/device_ops/conv.hpp>
-#include <ptrain/autograd/device_ops/dropout.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
-#include <ptrain/autograd/device_ops/pool.hpp>
-#include <ptrain/autograd/device_ops/reduce.hpp>
-#include <ptrain/autograd/device_ops/softmax.hpp>
-#include <ptrain/autograd/device_ops/upsample.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/arithmetic.hpp>
+#include <ptrain/autograd/ops/conv.hpp>
+#include <ptrain/autograd/ops/dropout.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
+#include <ptrain/autograd/ops/pool.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
+#include <ptrain/autograd/ops/upsample.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/arithmetic.hpp>
-#include <ptrain/autograd/device_ops/batch_norm.hpp>
-#include <ptrain/autograd/device_ops/conv.hpp>
-#include <ptrain/autograd/device_ops/linear.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
-#include <ptrain/autograd/device_ops/pool.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/arithmetic.hpp>
+#include <ptrain/autograd/ops/batch_norm.hpp>
+#include <ptrain/autograd/ops/conv.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
+#include <ptrain/autograd/ops/pool.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 
 #include "../../common/device_mlp.hpp"

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include <ptrain/autograd/device_ops/activation.hpp>
-#include <ptrain/autograd/device_ops/linear.hpp>
-#include <ptrain/autograd/device_ops/loss.hpp>
+#include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/linear.hpp>
+#include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/kernels/cuda/executor_for.cuh>
 #include <ptrain/launch/mpi_session.hpp>

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "ptrain/core/error.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::detail {
 

@@ -1,14 +1,18 @@
 #pragma once
-// batch_norm, as torch.nn.functional.batch_norm on [N, C] or [N, C, H, W].
+// batch_norm on any device, as torch.nn.functional.batch_norm on [N, C] or [N, C, H, W], and
+// torch.nn.SyncBatchNorm's training through a sync hook; kernels through kernels/batch_norm.hpp.
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/cpu/batch_norm.hpp"
-#include "ptrain/kernels/executor.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/batch_norm.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed/batch_norm.hpp"
 
 namespace ptrain {
@@ -82,14 +86,6 @@ double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, 
   return total;
 }
 
-// merge_replica_moments of x's moments on the CPU. An empty x takes part with a count of 0.
-template <class T>
-double global_moments(const T* x, const kernels::ChannelLayout& l, const BatchNormSync& sync, std::vector<double>& mean,
-                      std::vector<double>& var) {
-  if (l.count() > 0) kernels::batch_norm_moments(x, l, mean.data(), var.data());
-  return merge_replica_moments(kernels::HostExecutor{}, l.channels, static_cast<double>(l.count()), sync, mean.data(),
-                               var.data());
-}
 }  // namespace detail
 
 // training: normalise by the batch mean and biased variance of each channel and move the running
@@ -104,92 +100,85 @@ double global_moments(const T* x, const kernels::ChannelLayout& l, const BatchNo
 // called twice in forward (count and sums, then squared deviations from the global mean: Chan's
 // parallel variance, no cancellation with a large mean) and once in backward when x needs a
 // gradient.
-// Evaluation never calls it.
-template <class T>
-Var<T> batch_norm(const Var<T>& x, const Var<T>& weight, const Var<T>& bias, Tensor<T>& running_mean,
-                  Tensor<T>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
-                  const BatchNormSync& sync = {}) {
-  const Shape& s = x.shape();
-  const kernels::ChannelLayout layout = detail::checked_batch_norm_layout(x, weight, bias, running_mean, running_var,
-                                                                          training, eps);
+// Evaluation never calls it. On a device the hook is given spans of doubles in D's memory (a
+// communicator moving that memory sums them: NcclComm on Cuda, a host one on Cpu and HostEmulated).
+template <class T, Device D>
+Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias, Tensor<T, D>& running_mean,
+                     Tensor<T, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+                     const BatchNormSync& sync = {}) {
+  const kernels::ChannelLayout layout =
+      detail::checked_batch_norm_layout(x, weight, bias, running_mean, running_var, training, eps);
   const std::int64_t C = layout.channels, M = layout.count();
   const bool has_weight = weight.defined(), has_bias = bias.defined();
   const bool tracked = running_mean.defined() || running_var.defined();
-
+  const kernels::executor_for<D> ex;
   const T* w = has_weight ? weight.value().data() : nullptr;
   const T* b = has_bias ? bias.value().data() : nullptr;
-  std::vector<double> mean(static_cast<std::size_t>(C)), invstd(static_cast<std::size_t>(C));
-  Tensor<T> y(s);
+  // [mean | invstd] per channel, kept on the device for backward.
+  Tensor<double, D> statistics(Shape{2 * C});
+  double* mean = statistics.data();
+  double* invstd = mean + C;
+  Tensor<T, D> y(x.shape());
   const bool synced = training && sync;
   double count = static_cast<double>(M);  // elements per channel the statistics are taken over
   if (training) {
-    std::vector<double> var(static_cast<std::size_t>(C));
+    Tensor<double, D> var(Shape{C});
     if (synced) {
-      count = detail::global_moments(x.value().data(), layout, sync, mean, var);
-      detail::check_global_batch_norm_count(count, s);
-      for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
-      kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
+      if (M > 0) kernels::batch_norm_moments(ex, x.value().data(), layout, mean, var.data());
+      count = detail::merge_replica_moments(ex, C, count, sync, mean, var.data());
+      detail::check_global_batch_norm_count(count, x.shape());
+      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
+      kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
     } else {
-      detail::check_batch_norm_training_count(M, s);
-      kernels::batch_norm_forward_training(x.value().data(), layout, w, b, eps, y.data(), mean.data(), var.data());
-      for (std::size_t i = 0; i < mean.size(); ++i) invstd[i] = 1.0 / std::sqrt(var[i] + eps);
+      detail::check_batch_norm_training_count(M, x.shape());
+      kernels::batch_norm_forward_training(ex, x.value().data(), layout, w, b, eps, y.data(), mean, var.data());
+      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
     }
-    if (tracked) {
-      const double unbias = count / (count - 1);
-      for (std::int64_t c = 0; c < C; ++c) {
-        const auto i = static_cast<std::size_t>(c);
-        running_mean[c] = static_cast<T>((1 - momentum) * running_mean[c] + momentum * mean[i]);
-        running_var[c] = static_cast<T>((1 - momentum) * running_var[c] + momentum * var[i] * unbias);
-      }
-    }
+    if (tracked)
+      kernels::batch_norm_update_running(ex, mean, var.data(), C, momentum, count, running_mean.data(),
+                                         running_var.data());
   } else {
-    for (std::int64_t c = 0; c < C; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      mean[i] = static_cast<double>(running_mean[c]);
-      invstd[i] = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
-    }
-    kernels::batch_norm_forward_inference(x.value().data(), layout, w, b, mean.data(), invstd.data(), y.data());
+    kernels::batch_norm_running_statistics(ex, running_mean.data(), running_var.data(), C, eps, mean, invstd);
+    kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
   }
 
-  std::vector<Var<T>> inputs{x};
+  std::vector<Var<T, D>> inputs{x};
   const std::size_t weight_at = has_weight ? inputs.size() : 0;
   if (has_weight) inputs.push_back(weight);
   const std::size_t bias_at = has_bias ? inputs.size() : 0;
   if (has_bias) inputs.push_back(bias);
-  return make_var<T>(std::move(y), std::move(inputs), "batch_norm",
-                     [layout, training, weight_at, bias_at, mean = std::move(mean), invstd = std::move(invstd),
-                      sync = synced ? sync : BatchNormSync(), count](Node<T>& self) {
+  return make_var<T, D>(std::move(y), std::move(inputs), "batch_norm",
+                        [layout, training, weight_at, bias_at, statistics, sync = synced ? sync : BatchNormSync(),
+                         count](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
     const std::int64_t C = layout.channels;
-    const auto n = static_cast<std::size_t>(C);
     const bool need_x = self.input_needs_grad(0);
     const bool need_w = weight_at && self.input_needs_grad(weight_at);
     const bool need_b = bias_at && self.input_needs_grad(bias_at);
-    const T* x = self.inputs[0]->value.data();
+    const double* mean = statistics.data();
     const T* w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
     // [sum(gy) | sum(gy * xhat)] per channel: the bias and weight gradients.
-    std::vector<double> sums(2 * n);
-    Tensor<T> gx;
-    if (need_x) gx = Tensor<T>(self.inputs[0]->value.shape());
-    if (sync) {
-      kernels::batch_norm_backward_sums(x, self.grad.data(), layout, mean.data(), sums.data(), sums.data() + n);
-    } else {
-      kernels::batch_norm_backward(x, self.grad.data(), layout, w, mean.data(), invstd.data(), training,
-                                   need_x ? gx.data() : nullptr, sums.data(), sums.data() + n);
-    }
-    if (need_w) {
-      Tensor<T> gw({C});
-      for (std::size_t c = 0; c < n; ++c) gw[c] = static_cast<T>(sums[n + c] * (sync ? invstd[c] : 1.0));
-      self.inputs[weight_at]->accumulate(std::move(gw));
-    }
-    if (need_b) {
-      Tensor<T> gb({C});
-      for (std::size_t c = 0; c < n; ++c) gb[c] = static_cast<T>(sums[c]);
-      self.inputs[bias_at]->accumulate(std::move(gb));
-    }
+    Tensor<double, D> sums(Shape{2 * C});
+    Tensor<T, D> gx, gw, gb;
+    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+    if (need_w) gw = Tensor<T, D>(Shape{C});
+    if (need_b) gb = Tensor<T, D>(Shape{C});
+    const T* x = self.inputs[0]->value.data();
+    // Synchronised, the sums are sum(gy) and sum(gy * (x - mean)): the weight gradient takes invstd.
+    if (sync)
+      kernels::batch_norm_backward_sums(ex, x, self.grad.data(), layout, mean, sums.data(), sums.data() + C);
+    else
+      kernels::batch_norm_backward(ex, x, self.grad.data(), layout, w, mean, mean + C, training,
+                                   need_x ? gx.data() : nullptr, sums.data(), sums.data() + C);
+    if (need_w || need_b)
+      kernels::batch_norm_affine_grads(ex, sums.data(), sums.data() + C, sync ? mean + C : nullptr, C,
+                                       need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
+    if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
+    if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
     if (need_x && sync) {
-      sync(sums);  // now sum(gy) and sum(gy * (x - mean)) over the global batch
-      kernels::batch_norm_backward_input(x, self.grad.data(), layout, w, mean.data(), invstd.data(), sums.data(),
-                                         sums.data() + n, count, gx.data());
+      sync(std::span(sums.data(), static_cast<std::size_t>(2 * C)));  // now over the global batch
+      kernels::batch_norm_backward_input(ex, x, self.grad.data(), layout, w, mean, mean + C, sums.data(),
+                                         sums.data() + C, count, gx.data());
     }
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
   });

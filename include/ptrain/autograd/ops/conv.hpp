@@ -1,13 +1,17 @@
 #pragma once
-// conv2d and conv_transpose2d, as torch.nn.functional's: x [N, C, H, W]; conv2d's weight
+// conv2d and conv_transpose2d on any device, as torch.nn.functional's (kernels through
+// kernels/conv.hpp): x [N, C, H, W]; conv2d's weight
 // [K, C/groups, kh, kw] gives [N, K, OH, OW], conv_transpose2d's weight [C, K/groups, kh, kw]
 // gives [N, K, OH, OW] too; bias [K] or undefined.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/cpu/conv.hpp"
-#include "ptrain/kernels/cpu/conv_transpose.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/conv.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/geometry/conv.hpp"
 
 namespace ptrain {
 
@@ -42,8 +46,8 @@ struct ConvTranspose2dOptions {
 };
 
 inline kernels::Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& weight, const Conv2dOptions& o) {
-  return kernels::make_conv2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h,
-                                       o.dilation_w, o.groups);
+  return kernels::make_conv2d_geometry(x, weight, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w,
+                                       o.groups);
 }
 // The geometry of the convolution that conv_transpose2d transposes (see conv_transpose.hpp).
 inline kernels::Conv2dGeometry conv_transpose2d_geometry(const Shape& x, const Shape& weight,
@@ -108,30 +112,32 @@ kernels::Conv2dGeometry checked_conv_transpose2d_geometry(const Var<T, D>& x, co
 }
 }  // namespace detail
 
-template <class T>
-Var<T> conv2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {}, const Conv2dOptions& options = {}) {
+template <class T, Device D>
+Var<T, D> conv2d(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias = {},
+                 const Conv2dOptions& options = {}) {
   const kernels::Conv2dGeometry g = detail::checked_conv2d_geometry(x, weight, bias, options);
-  Tensor<T> y({g.batch, g.out_channels, g.out_h, g.out_w});
-  kernels::conv2d_forward<T>(g, x.value().data(), weight.value().data(),
-                             bias.defined() ? bias.value().data() : nullptr, y.data());
-  return detail::make_conv_var<T>(std::move(y), x, weight, bias, "conv2d",
-                                  [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
-                                    kernels::conv2d_backward<T>(g, xd, wd, gy, gx, gw, gb);
-                                  });
+  Tensor<T, D> y({g.batch, g.out_channels, g.out_h, g.out_w});
+  kernels::conv2d_forward(kernels::executor_for<D>{}, g, x.value().data(), weight.value().data(),
+                          bias.defined() ? bias.value().data() : nullptr, y.data());
+  return detail::make_conv_var<T, D>(std::move(y), x, weight, bias, "conv2d",
+                                     [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
+                                       kernels::conv2d_backward(kernels::executor_for<D>{}, g, xd, wd, gy, gx, gw, gb);
+                                     });
 }
 
 // Output size (H - 1) * stride - 2 * pad + dilation * (k - 1) + output_pad + 1 along each axis.
-template <class T>
-Var<T> conv_transpose2d(const Var<T>& x, const Var<T>& weight, const Var<T>& bias = {},
-                        const ConvTranspose2dOptions& options = {}) {
+template <class T, Device D>
+Var<T, D> conv_transpose2d(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias = {},
+                           const ConvTranspose2dOptions& options = {}) {
   const kernels::Conv2dGeometry g = detail::checked_conv_transpose2d_geometry(x, weight, bias, options);
-  Tensor<T> y({g.batch, g.in_channels, g.in_h, g.in_w});
-  kernels::conv_transpose2d_forward<T>(g, x.value().data(), weight.value().data(),
-                                       bias.defined() ? bias.value().data() : nullptr, y.data());
-  return detail::make_conv_var<T>(std::move(y), x, weight, bias, "conv_transpose2d",
-                                  [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
-                                    kernels::conv_transpose2d_backward<T>(g, xd, wd, gy, gx, gw, gb);
-                                  });
+  Tensor<T, D> y({g.batch, g.in_channels, g.in_h, g.in_w});
+  kernels::conv_transpose2d_forward(kernels::executor_for<D>{}, g, x.value().data(), weight.value().data(),
+                                    bias.defined() ? bias.value().data() : nullptr, y.data());
+  return detail::make_conv_var<T, D>(std::move(y), x, weight, bias, "conv_transpose2d",
+                                     [g](const T* xd, const T* wd, const T* gy, T* gx, T* gw, T* gb) {
+                                       kernels::conv_transpose2d_backward(kernels::executor_for<D>{}, g, xd, wd, gy, gx,
+                                                                          gw, gb);
+                                     });
 }
 
 }  // namespace ptrain

@@ -1,21 +1,24 @@
 #pragma once
-// Losses, each reduced to the mean as a scalar of shape []: cross_entropy (fused log-softmax and
+// Losses on any device, each reduced to the mean as a scalar of shape [] (kernels through
+// kernels/loss.hpp): cross_entropy (fused log-softmax and
 // NLL, with PyTorch's label smoothing), nll_loss, mse_loss and binary_cross_entropy_with_logits.
 //
 // Targets are class indices given as a span of int64 (a std::vector<std::int64_t> converts),
 // one per position of the scores: scores [N, C] take N targets; scores [N, C, d1, ..., dk]
-// (per-pixel classes, as in segmentation) take N*d1*...*dk targets in row-major order.
+// (per-pixel classes, as in segmentation) take N*d1*...*dk targets in row-major order. Targets
+// are checked on the host (a class out of range would make a kernel read outside a row), copied
+// to the device once per call and kept there for backward. The incoming gradient stays on the
+// device too: backward multiplies by it in a kernel rather than reading it back.
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <vector>
+#include <utility>
 
 #include "ptrain/autograd/detail/class_layout.hpp"
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/device/device.hpp"
 #include "ptrain/kernels/broadcast.hpp"
-#include "ptrain/kernels/cpu/cross_entropy.hpp"
-#include "ptrain/kernels/cpu/elementwise.hpp"
-#include "ptrain/kernels/functors.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/loss.hpp"
 
 namespace ptrain {
 
@@ -55,6 +58,14 @@ inline kernels::BroadcastIndex checked_bce_with_logits_weight_at(const Shape& lo
   check(logits.numel() > 0, op, ": empty logits of shape ", logits);
   return kernels::BroadcastIndex(weighted ? pos_weight : Shape{}, logits, op);
 }
+
+// targets copied to device D, where the kernels read them.
+template <Device D>
+Tensor<std::int64_t, D> targets_on(std::span<const std::int64_t> targets) {
+  Tensor<std::int64_t, D> out(Shape{static_cast<std::int64_t>(targets.size())});
+  D::copy_from_host(out.data(), targets.data(), targets.size());
+  return out;
+}
 }  // namespace detail
 
 // torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
@@ -63,107 +74,88 @@ inline kernels::BroadcastIndex checked_bce_with_logits_weight_at(const Shape& lo
 // grad_scale multiplies the gradient backward sends to logits, not the loss: the loss scale of
 // mixed precision (and 1/k under gradient accumulation), applied in float, because a scaled loss
 // or its gradient need not fit a 16-bit type (fp16 ends at 65504; Apex's first scale is 65536).
-template <class T>
-Var<T> cross_entropy(const Var<T>& logits, std::span<const std::int64_t> targets,
-                     double label_smoothing = 0.0, double grad_scale = 1.0) {
+template <class T, Device D>
+Var<T, D> cross_entropy(const Var<T, D>& logits, std::span<const std::int64_t> targets, double label_smoothing = 0.0,
+                        double grad_scale = 1.0) {
   const auto layout = detail::cross_entropy_layout(logits.shape(), targets, label_smoothing);
-  const std::int64_t positions = layout.outer * layout.inner;
-  auto kept_targets = std::make_shared<std::vector<std::int64_t>>(targets.begin(), targets.end());
-  Tensor<accumulate_t<T>> lse(Shape{positions});
-  const double total = kernels::cross_entropy_forward(logits.value().data(), kept_targets->data(), lse.data(),
-                                                      layout, label_smoothing);
-  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / static_cast<double>(positions)));
-  return make_var<T>(std::move(y), {logits}, "cross_entropy",
-                     [kept_targets, lse, layout, label_smoothing, positions, grad_scale](Node<T>& self) {
-                       const Tensor<T>& x = self.inputs[0]->value;
-                       Tensor<T> gx(x.shape());
-                       const auto scale = static_cast<accumulate_t<T>>(static_cast<double>(self.grad[0]) *
-                                                                       grad_scale / static_cast<double>(positions));
-                       kernels::cross_entropy_backward(x.data(), kept_targets->data(), lse.data(), scale,
-                                                       gx.data(), layout, label_smoothing);
-                       self.inputs[0]->accumulate(std::move(gx));
-                     });
+  const Tensor<std::int64_t, D> kept_targets = detail::targets_on<D>(targets);
+  Tensor<accumulate_t<T>, D> lse(Shape{layout.outer * layout.inner});
+  Tensor<T, D> y(Shape{});
+  kernels::cross_entropy_forward(kernels::executor_for<D>{}, logits.value().data(), kept_targets.data(), lse.data(),
+                                 layout, label_smoothing, y.data());
+  return make_var<T, D>(std::move(y), {logits}, "cross_entropy",
+                        [kept_targets, lse, layout, label_smoothing, grad_scale](Node<T, D>& self) {
+                          const Tensor<T, D>& x = self.inputs[0]->value;
+                          Tensor<T, D> gx(x.shape());
+                          kernels::cross_entropy_backward(kernels::executor_for<D>{}, x.data(), kept_targets.data(),
+                                                          lse.data(), self.grad.data(), grad_scale, gx.data(), layout,
+                                                          label_smoothing);
+                          self.inputs[0]->accumulate(std::move(gx));
+                        });
 }
 
 // torch.nn.functional.nll_loss(log_probs, targets), reduction mean: -mean(log_probs[.., t, ..]).
-template <class T>
-Var<T> nll_loss(const Var<T>& log_probs, std::span<const std::int64_t> targets) {
+template <class T, Device D>
+Var<T, D> nll_loss(const Var<T, D>& log_probs, std::span<const std::int64_t> targets) {
   const auto layout = detail::nll_loss_layout(log_probs.shape(), targets);
-  const std::int64_t positions = layout.outer * layout.inner, C = layout.n, inner = layout.inner;
-  // Flat offsets of the picked entries: all backward needs.
-  auto picked = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(positions));
-  const T* x = log_probs.value().data();
-  double total = 0;
-  for (std::int64_t o = 0, i = 0; o < layout.outer; ++o)
-    for (std::int64_t k = 0; k < inner; ++k, ++i) {
-      const std::int64_t at = (o * C + targets[static_cast<std::size_t>(i)]) * inner + k;
-      (*picked)[static_cast<std::size_t>(i)] = at;
-      total -= static_cast<double>(x[at]);
-    }
-  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / static_cast<double>(positions)));
-  return make_var<T>(std::move(y), {log_probs}, "nll_loss", [picked, positions](Node<T>& self) {
-    Tensor<T> gx = Tensor<T>::zeros(self.inputs[0]->value.shape());
-    const T g = static_cast<T>(-self.grad[0] / static_cast<double>(positions));
-    for (std::int64_t at : *picked) gx[at] += g;
+  const Tensor<std::int64_t, D> kept_targets = detail::targets_on<D>(targets);
+  Tensor<T, D> y(Shape{});
+  kernels::nll_loss_forward(kernels::executor_for<D>{}, log_probs.value().data(), kept_targets.data(), layout,
+                            y.data());
+  return make_var<T, D>(std::move(y), {log_probs}, "nll_loss", [kept_targets, layout](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::nll_loss_backward(kernels::executor_for<D>{}, kept_targets.data(), layout, self.grad.data(), gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }
 
 // torch.nn.functional.mse_loss(pred, target), reduction mean: mean((pred - target)^2). Both
 // take a gradient when they need one (target is usually a constant).
-template <class T>
-Var<T> mse_loss(const Var<T>& pred, const Var<T>& target) {
+template <class T, Device D>
+Var<T, D> mse_loss(const Var<T, D>& pred, const Var<T, D>& target) {
   detail::check_mse_shapes(pred.shape(), target.shape());
-  const double total = (pred.value().array() - target.value().array()).template cast<double>().square().sum();
-  const double n = static_cast<double>(pred.numel());
-  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / n));
-  return make_var<T>(std::move(y), {pred, target}, "mse_loss", [n](Node<T>& self) {
-    const auto& p = self.inputs[0]->value;
-    const auto& t = self.inputs[1]->value;
-    const T factor = static_cast<T>(2.0 * self.grad[0] / n);
-    if (self.input_needs_grad(0))
-      self.inputs[0]->accumulate(kernels::map2(p, t, kernels::ScaledDifference<T>{factor}));
-    if (self.input_needs_grad(1))
-      self.inputs[1]->accumulate(kernels::map2(t, p, kernels::ScaledDifference<T>{factor}));
+  const std::int64_t n = pred.numel();
+  Tensor<T, D> y(Shape{});
+  kernels::mse_loss_forward(kernels::executor_for<D>{}, pred.value().data(), target.value().data(), n, y.data());
+  return make_var<T, D>(std::move(y), {pred, target}, "mse_loss", [n](Node<T, D>& self) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!self.input_needs_grad(k)) continue;
+      Tensor<T, D> gk(self.inputs[k]->value.shape());
+      kernels::mse_loss_backward(kernels::executor_for<D>{}, self.inputs[k]->value.data(),
+                                 self.inputs[1 - k]->value.data(), self.grad.data(), n, gk.data());
+      self.inputs[k]->accumulate(std::move(gk));
+    }
   });
 }
 
 // torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, pos_weight=pw), reduction
 // mean: the mean of (1 - t) x + (1 + (pw - 1) t) log(1 + e^-x), stable for any logit (see
 // kernels::BceWithLogits). Targets are probabilities of the logits' shape and take a gradient
-// when they need one. pos_weight, a constant, broadcasts against the logits as in PyTorch
-// ([C] weighs the classes of [N, C] logits; [C, 1, 1] those of [N, C, H, W]); undefined means 1.
-template <class T>
-Var<T> binary_cross_entropy_with_logits(const Var<T>& logits, const Var<T>& targets, const Tensor<T>& pos_weight = {}) {
-  constexpr const char* op = "binary_cross_entropy_with_logits";
-  const bool weighted = pos_weight.defined();
-  const kernels::BroadcastIndex weight_at =
-      detail::checked_bce_with_logits_weight_at(logits.shape(), targets.shape(), weighted, pos_weight.shape());
-  const auto pw = [pos_weight, weighted, weight_at](std::int64_t i) {
-    return weighted ? pos_weight[weight_at(i)] : T(1);
-  };
-  const T* x = logits.value().data();
-  const T* t = targets.value().data();
-  const double n = static_cast<double>(logits.numel());
-  const double total = kernels::sum_indexed(logits.numel(), [&](std::int64_t i) {
-    return kernels::BceWithLogits{}.loss(x[i], t[i], pw(i));
-  });
-  Tensor<T> y = Tensor<T>::full(Shape{}, static_cast<T>(total / n));
-  return make_var<T>(std::move(y), {logits, targets}, op, [pw, n](Node<T>& self) {
-    const T* xs = self.inputs[0]->value.data();
-    const T* ts = self.inputs[1]->value.data();
-    const T g = static_cast<T>(self.grad[0] / n);
-    for (std::size_t k = 0; k < 2; ++k) {
-      if (!self.input_needs_grad(k)) continue;
-      Tensor<T> gk(self.inputs[k]->value.shape());
-      kernels::map_indexed(xs, gk.data(), gk.numel(), [&](std::uint64_t u, T xi) {
-        const auto i = static_cast<std::int64_t>(u);
-        const kernels::BceWithLogits bce;
-        return g * (k == 0 ? bce.grad_logit(xi, ts[i], pw(i)) : bce.grad_target(xi, ts[i], pw(i)));
-      });
-      self.inputs[k]->accumulate(std::move(gk));
-    }
-  });
+// when they need one. pos_weight, a constant on the logits' device, broadcasts against the logits
+// as in PyTorch ([C] weighs the classes of [N, C] logits; [C, 1, 1] those of [N, C, H, W]);
+// undefined means 1.
+template <class T, Device D>
+Var<T, D> binary_cross_entropy_with_logits(const Var<T, D>& logits, const Var<T, D>& targets,
+                                           const Tensor<T, D>& pos_weight = {}) {
+  const kernels::BroadcastIndex weight_at = detail::checked_bce_with_logits_weight_at(
+      logits.shape(), targets.shape(), pos_weight.defined(), pos_weight.shape());
+  const std::int64_t n = logits.numel();
+  Tensor<T, D> y(Shape{});
+  kernels::bce_with_logits_forward(kernels::executor_for<D>{}, logits.value().data(), targets.value().data(),
+                                   pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n, y.data());
+  return make_var<T, D>(std::move(y), {logits, targets}, "binary_cross_entropy_with_logits",
+                        [pos_weight, weight_at, n](Node<T, D>& self) {
+                          const bool need_x = self.input_needs_grad(0), need_t = self.input_needs_grad(1);
+                          Tensor<T, D> gx, gt;
+                          if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+                          if (need_t) gt = Tensor<T, D>(self.inputs[1]->value.shape());
+                          kernels::bce_with_logits_backward(
+                              kernels::executor_for<D>{}, self.inputs[0]->value.data(), self.inputs[1]->value.data(),
+                              pos_weight.defined() ? pos_weight.data() : nullptr, weight_at, n, self.grad.data(),
+                              need_x ? gx.data() : nullptr, need_t ? gt.data() : nullptr);
+                          if (need_x) self.inputs[0]->accumulate(std::move(gx));
+                          if (need_t) self.inputs[1]->accumulate(std::move(gt));
+                        });
 }
 
 }  // namespace ptrain

@@ -1,11 +1,15 @@
 #pragma once
-// max_pool2d, avg_pool2d and adaptive_avg_pool2d on [N, C, H, W], as in torch.nn.functional
-// (dilation 1, no divisor_override).
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d on [N, C, H, W] on any device, as in
+// torch.nn.functional (dilation 1, no divisor_override); kernels through kernels/pool.hpp.
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/cpu/pool.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/geometry/pool.hpp"
+#include "ptrain/kernels/pool.hpp"
 
 namespace ptrain {
 
@@ -25,8 +29,8 @@ struct Pool2dOptions {
 };
 
 inline kernels::Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptions& o, const char* what) {
-  return kernels::make_pool2d_geometry(x, o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.pad_h, o.pad_w,
-                                       o.ceil_mode, o.count_include_pad, what);
+  return kernels::make_pool2d_geometry(x, o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.ceil_mode,
+                                       o.count_include_pad, what);
 }
 
 namespace detail {
@@ -46,55 +50,57 @@ inline void check_adaptive_avg_pool2d(const Shape& x, std::int64_t out_h, std::i
 }
 }  // namespace detail
 
-template <class T>
-Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& options) {
+template <class T, Device D>
+Var<T, D> max_pool2d(const Var<T, D>& x, const Pool2dOptions& options) {
   const kernels::Pool2dGeometry g = detail::checked_max_pool2d_geometry(x.shape(), options);
-  // The argmax of each window, as an offset within its input plane.
-  Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
-  Tensor<std::int32_t> index(y.shape());
-  kernels::max_pool2d_forward(g, x.value().data(), y.data(), index.data());
-  return make_var<T>(std::move(y), {x}, "max_pool2d", [g, index](Node<T>& self) {
-    Tensor<T> gx(self.inputs[0]->value.shape());
-    kernels::max_pool2d_backward(g, self.grad.data(), index.data(), gx.data());
+  Tensor<T, D> y({g.batch, g.channels, g.out_h, g.out_w});
+  // The argmax of each window, as an offset within its input plane, kept on the device.
+  Tensor<std::int32_t, D> index(y.shape());
+  kernels::max_pool2d_forward(kernels::executor_for<D>{}, g, x.value().data(), y.data(), index.data());
+  return make_var<T, D>(std::move(y), {x}, "max_pool2d", [g, index](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::max_pool2d_backward(kernels::executor_for<D>{}, g, self.grad.data(), index.data(), gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }
 
 // nn.MaxPool2d(kernel, stride, padding) with a square window; stride 0 means kernel.
-template <class T>
-Var<T> max_pool2d(const Var<T>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
+template <class T, Device D>
+Var<T, D> max_pool2d(const Var<T, D>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
   return max_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
 }
 
-template <class T>
-Var<T> avg_pool2d(const Var<T>& x, const Pool2dOptions& options) {
+template <class T, Device D>
+Var<T, D> avg_pool2d(const Var<T, D>& x, const Pool2dOptions& options) {
   const kernels::Pool2dGeometry g = pool2d_geometry(x.shape(), options, "avg_pool2d");
-  Tensor<T> y({g.batch, g.channels, g.out_h, g.out_w});
-  kernels::avg_pool2d_forward(g, x.value().data(), y.data());
-  return make_var<T>(std::move(y), {x}, "avg_pool2d", [g](Node<T>& self) {
-    Tensor<T> gx(self.inputs[0]->value.shape());
-    kernels::avg_pool2d_backward(g, self.grad.data(), gx.data());
+  Tensor<T, D> y({g.batch, g.channels, g.out_h, g.out_w});
+  kernels::avg_pool2d_forward(kernels::executor_for<D>{}, g, x.value().data(), y.data());
+  return make_var<T, D>(std::move(y), {x}, "avg_pool2d", [g](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::avg_pool2d_backward(kernels::executor_for<D>{}, g, self.grad.data(), gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }
 
 // nn.AvgPool2d(kernel, stride, padding) with a square window, count_include_pad=True.
-template <class T>
-Var<T> avg_pool2d(const Var<T>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
+template <class T, Device D>
+Var<T, D> avg_pool2d(const Var<T, D>& x, std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0) {
   return avg_pool2d(x, Pool2dOptions::square(kernel, stride, padding));
 }
 
 // Output [N, C, out_h, out_w]; output (i, j) averages rows [floor(i*H/out_h), ceil((i+1)*H/out_h))
 // and the same for columns, so windows overlap when the sizes do not divide.
-template <class T>
-Var<T> adaptive_avg_pool2d(const Var<T>& x, std::int64_t out_h, std::int64_t out_w) {
+template <class T, Device D>
+Var<T, D> adaptive_avg_pool2d(const Var<T, D>& x, std::int64_t out_h, std::int64_t out_w) {
   detail::check_adaptive_avg_pool2d(x.shape(), out_h, out_w);
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  Tensor<T> y({N, C, out_h, out_w});
-  kernels::adaptive_avg_pool2d_forward(N * C, H, W, out_h, out_w, x.value().data(), y.data());
-  return make_var<T>(std::move(y), {x}, "adaptive_avg_pool2d", [N, C, H, W, out_h, out_w](Node<T>& self) {
-    Tensor<T> gx(self.inputs[0]->value.shape());
-    kernels::adaptive_avg_pool2d_backward(N * C, H, W, out_h, out_w, self.grad.data(), gx.data());
+  Tensor<T, D> y({N, C, out_h, out_w});
+  kernels::adaptive_avg_pool2d_forward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w, x.value().data(),
+                                       y.data());
+  return make_var<T, D>(std::move(y), {x}, "adaptive_avg_pool2d", [N, C, H, W, out_h, out_w](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::adaptive_avg_pool2d_backward(kernels::executor_for<D>{}, N * C, H, W, out_h, out_w, self.grad.data(),
+                                          gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }

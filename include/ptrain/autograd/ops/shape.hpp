@@ -1,21 +1,21 @@
 #pragma once
 // Shape ops on any device: reshape and flatten (views that share the input's storage) and concat
-// (torch.cat; its row copies by kernels/cpu/copy.hpp on Cpu, by kernels/indexed elsewhere).
+// (torch.cat; its row copies through kernels/elementwise.hpp).
 #include <cstdint>
 #include <initializer_list>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ptrain/autograd/detail/dim.hpp"
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/cpu/copy.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
-#include "ptrain/kernels/indexed/elementwise.hpp"
 
 namespace ptrain {
 
 namespace detail {
-template <class T, class D>
+template <class T, Device D>
 Var<T, D> reshape_view(const Var<T, D>& x, Tensor<T, D> y, const char* op) {
   const Shape in_shape = x.shape();
   return make_var<T, D>(std::move(y), {x}, op, [in_shape](Node<T, D>& self) {
@@ -24,30 +24,22 @@ Var<T, D> reshape_view(const Var<T, D>& x, Tensor<T, D> y, const char* op) {
     self.inputs[0]->accumulate(self.grad.reshape(in_shape), false);
   });
 }
-
-// rows x cols between row strides on device D.
-template <class D, class T>
-void copy_rows_on(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride, std::int64_t rows,
-                  std::int64_t cols) {
-  if constexpr (std::is_same_v<D, Cpu>) kernels::copy_rows(src, src_stride, dst, dst_stride, rows, cols);
-  else kernels::indexed::copy_rows(kernels::executor_for<D>{}, src, src_stride, dst, dst_stride, rows, cols);
-}
 }  // namespace detail
 
 // The same elements with another shape (same count); the result shares x's storage.
-template <class T, class D>
+template <class T, Device D>
 Var<T, D> reshape(const Var<T, D>& x, const Shape& shape) {
   return detail::reshape_view(x, x.value().reshape(shape), "reshape");
 }
 // As above, with at most one extent -1 inferred from the others: reshape(x, {n, -1}).
-template <class T, class D>
+template <class T, Device D>
 Var<T, D> reshape(const Var<T, D>& x, std::initializer_list<std::int64_t> extents) {
   return detail::reshape_view(x, x.value().reshape(extents), "reshape");
 }
 
 // Dimensions start_dim..last merged into one, as torch.flatten(x, start_dim) (end_dim = -1):
 // [N, C, H, W] -> [N, C*H*W] for the default start_dim = 1. A view, like reshape.
-template <class T, class D>
+template <class T, Device D>
 Var<T, D> flatten(const Var<T, D>& x, int start_dim = 1) {
   const Shape& in = x.shape();
   if (in.rank() == 0) {
@@ -66,7 +58,7 @@ Var<T, D> flatten(const Var<T, D>& x, int start_dim = 1) {
 
 // The inputs joined along dim, as torch.cat: all have the same rank and the same extents
 // except along dim (the channel concat of Inception and UNet is dim = 1).
-template <class T, class D = Cpu>
+template <class T, Device D = Cpu>
 Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
   check(!xs.empty(), "concat: no inputs");
   for (std::size_t i = 0; i < xs.size(); ++i) check(xs[i].defined(), "concat: input ", i, " is undefined");
@@ -95,7 +87,8 @@ Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
     blocks[i] = xs[i].size(d) * inner;
     offsets[i] = static_cast<std::int64_t>(offset);
     offset += static_cast<std::size_t>(blocks[i]);
-    detail::copy_rows_on<D>(xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer, blocks[i]);
+    kernels::copy_rows(kernels::executor_for<D>{}, xs[i].value().data(), blocks[i], y.data() + offsets[i], row, outer,
+                       blocks[i]);
   }
   return make_var<T, D>(std::move(y), xs, "concat", [blocks, offsets, outer, row](Node<T, D>& self) {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -109,14 +102,15 @@ Var<T, D> concat(const std::vector<Var<T, D>>& xs, int dim) {
         continue;
       }
       Tensor<T, D> gi(self.inputs[i]->value.shape());
-      detail::copy_rows_on<D>(self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer, blocks[i]);
+      kernels::copy_rows(kernels::executor_for<D>{}, self.grad.data() + offsets[i], row, gi.data(), blocks[i], outer,
+                         blocks[i]);
       self.inputs[i]->accumulate(std::move(gi));
     }
   });
 }
 
 // concat({a, b}, 1): the same, with the scalar type deduced from a braced list.
-template <class T, class D = Cpu>
+template <class T, Device D = Cpu>
 Var<T, D> concat(std::initializer_list<Var<T, D>> xs, int dim) {
   return concat(std::vector<Var<T, D>>(xs), dim);
 }

@@ -1,11 +1,16 @@
 #pragma once
-// upsample on [N, C, H, W], as torch.nn.functional.interpolate in modes 'nearest' and 'bilinear'
-// (align_corners false or true), to an output size or by a scale factor.
+// upsample on [N, C, H, W] on any device, as torch.nn.functional.interpolate in modes 'nearest' and
+// 'bilinear' (align_corners false or true), to an output size or by a scale factor; kernels
+// through kernels/upsample.hpp.
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/kernels/cpu/upsample.hpp"
+#include "ptrain/device/device.hpp"
+#include "ptrain/kernels/executor_for.hpp"
+#include "ptrain/kernels/geometry/upsample.hpp"
+#include "ptrain/kernels/upsample.hpp"
 
 namespace ptrain {
 
@@ -63,14 +68,14 @@ inline kernels::Interpolation2d checked_upsample_geometry(const Shape& x, const 
 }
 }  // namespace detail
 
-template <class T>
-Var<T> upsample(const Var<T>& x, const UpsampleOptions& options) {
+template <class T, Device D>
+Var<T, D> upsample(const Var<T, D>& x, const UpsampleOptions& options) {
   const kernels::Interpolation2d g = detail::checked_upsample_geometry(x.shape(), options);
-  Tensor<T> y({x.size(0), x.size(1), g.out_h(), g.out_w()});
-  kernels::interpolate2d_forward(g, x.value().data(), y.data());
-  return make_var<T>(std::move(y), {x}, "upsample", [g](Node<T>& self) {
-    Tensor<T> gx(self.inputs[0]->value.shape());
-    kernels::interpolate2d_backward(g, self.grad.data(), gx.data());
+  Tensor<T, D> y({x.size(0), x.size(1), g.out_h(), g.out_w()});
+  kernels::interpolate2d_forward(kernels::executor_for<D>{}, g, x.value().data(), y.data());
+  return make_var<T, D>(std::move(y), {x}, "upsample", [g](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::interpolate2d_backward(kernels::executor_for<D>{}, g, self.grad.data(), gx.data());
     self.inputs[0]->accumulate(std::move(gx));
   });
 }

@@ -14,14 +14,9 @@
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::kernels {
-
-struct ChannelLayout {
-  std::int64_t outer = 0, channels = 0, inner = 1;
-  std::int64_t count() const { return outer * inner; }  // elements per channel
-  std::int64_t numel() const { return outer * channels * inner; }
-};
 
 namespace detail {
 // An Eigen array view of n elements at p, `stride` apart (1: contiguous, vectorised).

@@ -12,7 +12,7 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::kernels {
 

@@ -11,7 +11,6 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
-#include "ptrain/kernels/cpu/batch_norm.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // conv2d and conv_transpose2d written once for HostExecutor and CudaExecutor (kernels/executor.hpp),
-// on the Conv2dGeometry of kernels/cpu/conv.hpp: im2col (a thread per column entry) and GEMMs
+// on the Conv2dGeometry of kernels/geometry/conv.hpp: im2col (a thread per column entry) and GEMMs
 // over chunks of images; col2im is a gather (a thread per input pixel), so no atomics.
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
-#include "ptrain/kernels/cpu/conv.hpp"
+#include "ptrain/kernels/geometry/conv.hpp"
 #include "ptrain/kernels/indexed.hpp"
 
 namespace ptrain::kernels::indexed {

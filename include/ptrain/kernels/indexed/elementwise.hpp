@@ -9,6 +9,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
+#include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/indexed.hpp"
 
 namespace ptrain::kernels::indexed {
@@ -45,6 +46,34 @@ struct MapIndexedKernel {
   F f;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     out[i] = from_accumulate<T>(f(static_cast<std::uint64_t>(i), to_accumulate(in[i])));
+  }
+};
+
+// out[i] = f(a[at_a(i)], b[at_b(i)]): a binary op of two broadcast operands.
+template <class T, class F>
+struct BroadcastMap2Kernel {
+  const T* a;
+  BroadcastIndex at_a;
+  const T* b;
+  BroadcastIndex at_b;
+  T* out;
+  F f;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    out[i] = from_accumulate<T>(f(to_accumulate(a[at_a(i)]), to_accumulate(b[at_b(i)])));
+  }
+};
+// out[i] = f(g[i], a[at_a(i)], b[at_b(i)]): the gradient of such an op for one operand.
+template <class T, class F>
+struct BroadcastMap3Kernel {
+  const T* g;
+  const T* a;
+  BroadcastIndex at_a;
+  const T* b;
+  BroadcastIndex at_b;
+  T* out;
+  F f;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    out[i] = from_accumulate<T>(f(to_accumulate(g[i]), to_accumulate(a[at_a(i)]), to_accumulate(b[at_b(i)])));
   }
 };
 
@@ -114,6 +143,21 @@ template <class Ex, class T, class F>
 void map_indexed(const Ex& ex, const T* in, T* out, std::int64_t n, F f) {
   check(n >= 0, "map_indexed: negative element count ", n);
   ex.indexed(n, MapIndexedKernel<T, F>{in, out, f});
+}
+
+// out[i] = f(a[at_a(i)], b[at_b(i)]) for the n elements of the broadcast result.
+template <class Ex, class T, class F>
+void broadcast_map2(const Ex& ex, const T* a, const BroadcastIndex& at_a, const T* b, const BroadcastIndex& at_b,
+                    T* out, std::int64_t n, F f) {
+  check(n >= 0, "broadcast_map2: negative element count ", n);
+  ex.indexed(n, BroadcastMap2Kernel<T, F>{a, at_a, b, at_b, out, f});
+}
+// out[i] = f(g[i], a[at_a(i)], b[at_b(i)]), g of the result's shape.
+template <class Ex, class T, class F>
+void broadcast_map3(const Ex& ex, const T* g, const T* a, const BroadcastIndex& at_a, const T* b,
+                    const BroadcastIndex& at_b, T* out, std::int64_t n, F f) {
+  check(n >= 0, "broadcast_map3: negative element count ", n);
+  ex.indexed(n, BroadcastMap3Kernel<T, F>{g, a, at_a, b, at_b, out, f});
 }
 
 // y[outer, channels, inner] += b[channels]. linear: (rows, cols, 1); conv2d: (N, C, H * W).

@@ -15,7 +15,7 @@
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 #include "ptrain/kernels/indexed/softmax.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::kernels::indexed {
 
@@ -220,5 +220,51 @@ void top1_correct(const Ex& ex, const T* scores, const std::int64_t* targets, co
   argmax_classes(ex, scores, l, best.data());
   sum_terms(ex, positions, Matches{best.data(), targets}, 1.0, count);
 }
+
+// x[i] *= factor[0], factor a one-element tensor in the executor's memory (the incoming gradient
+// of a scalar loss, which stays there).
+template <class T>
+struct MultiplyByScalarAt {
+  T* x;
+  const T* factor;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    x[i] = from_accumulate<T>(to_accumulate(x[i]) * to_accumulate(factor[0]));
+  }
+};
+
+// The log-probability at each position's target (nll_loss' terms).
+template <class T>
+struct TargetEntry {
+  const T* x;
+  const std::int64_t* targets;
+  ReductionLayout l;
+  PTRAIN_HOST_DEVICE double operator()(std::int64_t row) const { return load_double(x, row_element(l, row, targets[row])); }
+};
+// gx at each position's target = factor * g[0]; one thread per position, each writing its own element.
+template <class T>
+struct TargetGrad {
+  T* gx;
+  const std::int64_t* targets;
+  ReductionLayout l;
+  const T* g;
+  double factor;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t row) const {
+    gx[row_element(l, row, targets[row])] =
+        from_accumulate<T>(static_cast<accumulate_t<T>>(factor * static_cast<double>(to_accumulate(g[0]))));
+  }
+};
+
+// out[i] = factor * g[0] * (a[i] - b[i]): mse_loss' gradient, g[0] the incoming one.
+template <class T>
+struct ScaledDifferenceAt {
+  const T* a;
+  const T* b;
+  const T* g;
+  accumulate_t<T> factor;
+  T* out;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    out[i] = from_accumulate<T>(factor * to_accumulate(g[0]) * (to_accumulate(a[i]) - to_accumulate(b[i])));
+  }
+};
 
 }  // namespace ptrain::kernels::indexed

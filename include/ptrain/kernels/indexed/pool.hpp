@@ -1,6 +1,6 @@
 #pragma once
 // max, average and adaptive average 2D pooling written once for HostExecutor and CudaExecutor,
-// on kernels/cpu/pool.hpp's Pool2dGeometry and window arithmetic. Forward is a thread per output;
+// on kernels/geometry/pool.hpp's Pool2dGeometry and window arithmetic. Forward is a thread per output;
 // backward a thread per input pixel gathering from the windows that hold it (no atomics, and the
 // CPU kernels' order of addition).
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
-#include "ptrain/kernels/cpu/pool.hpp"
+#include "ptrain/kernels/geometry/pool.hpp"
 #include "ptrain/kernels/indexed.hpp"
 
 namespace ptrain::kernels::indexed {

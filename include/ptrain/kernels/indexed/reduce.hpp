@@ -7,7 +7,8 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
-#include "ptrain/kernels/cpu/batch_norm.hpp"
+#include "ptrain/kernels/broadcast.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed.hpp"
 
 namespace ptrain::kernels::indexed {
@@ -150,6 +151,39 @@ void channel_sums(const Ex& ex, const T* x, const ChannelLayout& l, T* out) {
         ", ", l.inner, "]");
   reduce_rows(ex, l.channels, l.count(), StridedSums<T, double, ChannelElements>{{}, x, ChannelElements{l}, out},
               channel_runs_contiguous(l));
+}
+
+// out[i] = factor * g[0], g a one-element tensor in the executor's memory (the gradient of a
+// scalar): the backward of sum and mean.
+template <class T>
+struct BroadcastScaledScalar {
+  const T* g;
+  double factor;
+  T* out;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    out[i] = from_accumulate<T>(static_cast<accumulate_t<T>>(factor * static_cast<double>(to_accumulate(g[0]))));
+  }
+};
+
+// out[j] = the sum, in double, of the elements of g that fold onto element j of the operand.
+template <class T>
+struct FoldSums : SumReduction<double> {
+  const T* g;
+  BroadcastFold fold;
+  T* out;
+  PTRAIN_HOST_DEVICE double term(std::int64_t j, std::int64_t k) const { return load_double(g, fold(j, k)); }
+  PTRAIN_HOST_DEVICE void finish(std::int64_t j, double total) const {
+    out[j] = from_accumulate<T>(static_cast<accumulate_t<T>>(total));
+  }
+};
+
+// out (n elements, the operand's shape) = g (the broadcast result's shape) summed over the
+// dimensions the operand was broadcast along: the gradient of a broadcast operand.
+template <class Ex, class T>
+void sum_to(const Ex& ex, const T* g, const BroadcastFold& fold, T* out, std::int64_t n) {
+  check(n >= 0, "sum_to: negative element count ", n);
+  if (n == 0) return;
+  ex.row_reduction(n, fold.count(), FoldSums<T>{{}, g, fold, out});
 }
 
 }  // namespace ptrain::kernels::indexed

@@ -10,7 +10,7 @@
 #include "ptrain/core/host_device.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
-#include "ptrain/kernels/layout.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
 
 namespace ptrain::kernels::indexed {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Nearest and bilinear resizing written once for HostExecutor and CudaExecutor, on the taps of
-// kernels/cpu/upsample.hpp's Interpolation2d (copied to the executor's device). Forward is a
+// kernels/geometry/upsample.hpp's Interpolation2d (copied to the executor's device). Forward is a
 // thread per output pixel, backward a thread per input pixel gathering from the outputs that read it.
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
 #include "ptrain/core/shape.hpp"
-#include "ptrain/kernels/cpu/upsample.hpp"
+#include "ptrain/kernels/geometry/upsample.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/tensor/tensor.hpp"
 

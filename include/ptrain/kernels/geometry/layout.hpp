@@ -1,6 +1,7 @@
 #pragma once
-// A tensor seen as [outer, n, inner] around one dimension: the shape every reduction along a
-// dimension (softmax, the class dimension of the losses) works on, on the CPU or a GPU.
+// Views of a tensor that the kernels of every device share: [outer, n, inner] around one
+// dimension (softmax, the class dimension of the losses) and [outer, channels, inner] per channel
+// (batch norm, bias sums).
 #include <cstdint>
 
 #include "ptrain/core/shape.hpp"
@@ -19,6 +20,13 @@ struct ReductionLayout {
     return l;
   }
   std::int64_t numel() const { return outer * n * inner; }
+};
+
+// A tensor as [outer, channels, inner]: [N, C] has inner = 1, [N, C, H, W] has inner = H*W.
+struct ChannelLayout {
+  std::int64_t outer = 0, channels = 0, inner = 1;
+  std::int64_t count() const { return outer * inner; }  // elements per channel
+  std::int64_t numel() const { return outer * channels * inner; }
 };
 
 }  // namespace ptrain::kernels

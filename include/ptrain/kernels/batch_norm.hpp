@@ -1,0 +1,89 @@
+#pragma once
+// The dispatch points of batch normalisation (autograd/ops/batch_norm.hpp), the executor first.
+// The passes over x (statistics, normalisation, backward) reach kernels/cpu/batch_norm.hpp for
+// CpuExecutor and kernels/indexed/batch_norm.hpp for any other executor; the per-channel steps
+// (invstd, running statistics, affine gradients) have no tuned CPU kernel and run the indexed
+// ones on every executor. The double arrays are in the executor's memory.
+#include <cstdint>
+
+#include "ptrain/kernels/cpu/batch_norm.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
+#include "ptrain/kernels/indexed/batch_norm.hpp"
+
+namespace ptrain::kernels {
+
+template <class T>
+void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                 double eps, T* y, double* mean, double* var) {
+  batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var);
+}
+template <class Ex, class T>
+void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                 double eps, T* y, double* mean, double* var) {
+  indexed::batch_norm_forward_training(ex, x, l, weight, bias, eps, y, mean, var);
+}
+
+template <class T>
+void batch_norm_forward_inference(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight,
+                                  const T* bias, const double* mean, const double* invstd, T* y) {
+  batch_norm_forward_inference(x, l, weight, bias, mean, invstd, y);
+}
+template <class Ex, class T>
+void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+                                  const double* mean, const double* invstd, T* y) {
+  indexed::batch_norm_forward_inference(ex, x, l, weight, bias, mean, invstd, y);
+}
+
+template <class T>
+void batch_norm_backward(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+                         const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
+                         double* sum_gy_xhat) {
+  batch_norm_backward(x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
+}
+template <class Ex, class T>
+void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+                         const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
+                         double* sum_gy_xhat) {
+  indexed::batch_norm_backward(ex, x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
+}
+
+template <class T>
+void batch_norm_moments(const CpuExecutor&, const T* x, const ChannelLayout& l, double* mean, double* var) {
+  batch_norm_moments(x, l, mean, var);
+}
+template <class Ex, class T>
+void batch_norm_moments(const Ex& ex, const T* x, const ChannelLayout& l, double* mean, double* var) {
+  indexed::batch_norm_moments(ex, x, l, mean, var);
+}
+
+template <class T>
+void batch_norm_backward_sums(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const double* mean,
+                              double* sum_gy, double* sum_gy_xmu) {
+  batch_norm_backward_sums(x, gy, l, mean, sum_gy, sum_gy_xmu);
+}
+template <class Ex, class T>
+void batch_norm_backward_sums(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const double* mean,
+                              double* sum_gy, double* sum_gy_xmu) {
+  indexed::batch_norm_backward_sums(ex, x, gy, l, mean, sum_gy, sum_gy_xmu);
+}
+
+template <class T>
+void batch_norm_backward_input(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+                               const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
+                               double count, T* gx) {
+  batch_norm_backward_input(x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
+}
+template <class Ex, class T>
+void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+                               const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
+                               double count, T* gx) {
+  indexed::batch_norm_backward_input(ex, x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
+}
+
+using indexed::batch_norm_affine_grads;
+using indexed::batch_norm_invstd;
+using indexed::batch_norm_running_statistics;
+using indexed::batch_norm_update_running;
+
+}  // namespace ptrain::kernels

@@ -1,0 +1,58 @@
+#pragma once
+// The dispatch points of the reductions (autograd/ops/reduce.hpp, linear's bias gradient, the
+// gradients of broadcast ops), the executor first: CpuExecutor reaches Eigen's vectorised sums,
+// any other executor kernels/indexed/reduce.hpp. Results stay in the executor's memory.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+
+#include "ptrain/core/half.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/indexed/reduce.hpp"
+
+namespace ptrain::kernels {
+
+// out[0] = factor * sum(x[0, n)), summed in double: sum and mean.
+template <class T>
+void sum_all(const CpuExecutor&, const T* x, std::int64_t n, double factor, T* out) {
+  const double total = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).template cast<double>().sum();
+  out[0] = static_cast<T>(total * factor);
+}
+template <class Ex, class T>
+void sum_all(const Ex& ex, const T* x, std::int64_t n, double factor, T* out) {
+  indexed::sum_all(ex, x, n, factor, out);
+}
+
+// out[i] = factor * g[0] for i < n, g a scalar in the executor's memory: the backward of a
+// reduction to a scalar.
+template <class T>
+void fill_scaled_scalar(const CpuExecutor&, const T* g, double factor, T* out, std::int64_t n) {
+  std::fill_n(out, n, static_cast<T>(static_cast<double>(g[0]) * factor));
+}
+template <class Ex, class T>
+void fill_scaled_scalar(const Ex& ex, const T* g, double factor, T* out, std::int64_t n) {
+  ex.indexed(n, indexed::BroadcastScaledScalar<T>{g, factor, out});
+}
+
+// out[c] = sum over r of x[r, c], x [rows, cols], in accumulate_t<T>: linear's bias gradient.
+template <class T>
+void column_sums(const CpuExecutor&, const T* x, std::int64_t rows, std::int64_t cols, T* out) {
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, cols) = Eigen::Map<const Matrix>(x, rows, cols)
+                                                                  .template cast<accumulate_t<T>>()
+                                                                  .colwise()
+                                                                  .sum()
+                                                                  .transpose()
+                                                                  .array()
+                                                                  .template cast<T>();
+}
+template <class Ex, class T>
+void column_sums(const Ex& ex, const T* x, std::int64_t rows, std::int64_t cols, T* out) {
+  indexed::column_sums(ex, x, rows, cols, out);
+}
+
+// The gradient of a broadcast operand: g summed over the dimensions it was broadcast along (no
+// tuned CPU kernel: the indexed one runs on every executor).
+using indexed::sum_to;
+
+}  // namespace ptrain::kernels

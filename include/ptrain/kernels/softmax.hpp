@@ -1,0 +1,30 @@
+#pragma once
+// The dispatch points of softmax and log_softmax (autograd/ops/activation.hpp), the executor
+// first: CpuExecutor reaches kernels/cpu/softmax.hpp, any other executor the row reductions of
+// kernels/indexed/softmax.hpp.
+#include "ptrain/kernels/cpu/softmax.hpp"
+#include "ptrain/kernels/executor.hpp"
+#include "ptrain/kernels/geometry/layout.hpp"
+#include "ptrain/kernels/indexed/softmax.hpp"
+
+namespace ptrain::kernels {
+
+template <class T>
+void softmax_forward(const CpuExecutor&, const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  softmax_forward(x, y, l, take_log);
+}
+template <class Ex, class T>
+void softmax_forward(const Ex& ex, const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  indexed::softmax_forward(ex, x, y, l, take_log);
+}
+
+template <class T>
+void softmax_backward(const CpuExecutor&, const T* y, const T* gy, T* gx, const ReductionLayout& l, bool take_log) {
+  softmax_backward(y, gy, gx, l, take_log);
+}
+template <class Ex, class T>
+void softmax_backward(const Ex& ex, const T* y, const T* gy, T* gx, const ReductionLayout& l, bool take_log) {
+  indexed::softmax_backward(ex, y, gy, gx, l, take_log);
+}
+
+}  // namespace ptrain::kernels
