@@ -97,8 +97,9 @@ class DataParallel {
     using T = typename detail::parameter_of<Model>::scalar;
     using D = typename detail::parameter_of<Model>::device;
     static_assert(!std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
-                  "DataParallel: this model is in host memory (Cpu or HostEmulated) but the backend's communicator "
-                  "moves device memory (NcclAllreduce): use MpiAllreduce or SelfAllreduce");
+                  "DataParallel: the model is in host memory (Cpu or HostEmulated) but the backend's communicator "
+                  "moves device memory (as NcclAllreduce's does): give DataParallel a host backend, MpiAllreduce or "
+                  "SelfAllreduce, or build the model on that device");
     static_assert(std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, D>,
                   "DataParallel: a model on a GPU (Var<T, Cuda>) needs a communicator that moves GPU memory: use "
                   "DataParallel<NcclAllreduce, ...> (ptrain/parallel/nccl_allreduce.hpp, nvcc), not MpiAllreduce "

@@ -14,7 +14,8 @@
 //   after_optimizer_step(model)
 //   reduce(totals)                      sum an epoch's loss/correct/count over ranks
 //   is_main()                           whether this process prints and writes logs
-// A policy implements only the points it needs.
+// A policy implements only the points it needs; a point it names must have the documented
+// signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
 // The model's device (Model::device_type: Cpu, HostEmulated, Cuda) is where forward, backward and
 // the optimizer run; batches come from the loaders on the host and go over once each (on Cuda
@@ -43,6 +44,7 @@
 #include "ptrain/nn/module.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/policy.hpp"
 #include "ptrain/train/progress.hpp"
 
 namespace ptrain {
@@ -69,6 +71,9 @@ class Trainer {
   using D = typename Model::device_type;
   static_assert(std::derived_from<Model, Module<T, D>>,
                 "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
+  static_assert((PolicyContract<Policies, Model>::satisfied && ...),
+                "Trainer<Model, Policies...>: a policy breaks the TrainerPolicy contract (the sentence above says "
+                "which point and what to change); see docs/policies.md");
 
   // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
@@ -84,11 +89,11 @@ class Trainer {
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
     bool data_parallel = false;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.pipeline_grid(); }) {
-        const auto grid = p.pipeline_grid();
-        for_each_policy([&](auto& q) {
-          if constexpr (requires { q.join_pipeline_grid(grid); }) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (PipelineGridPoint<P>) {
+        const PipelineGrid grid = p.pipeline_grid();
+        for_each_policy([&]<class Q>(Q& q) {
+          if constexpr (JoinPipelineGridPoint<Q>) {
             q.join_pipeline_grid(grid);
             data_parallel = true;
           }
@@ -96,11 +101,11 @@ class Trainer {
       }
     });
     local_ = model_.get();
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.partition(*model_, data_parallel); }) local_ = &p.partition(*model_, data_parallel);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (PartitionPoint<P, Model>) local_ = &p.partition(*model_, data_parallel);
     });
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.setup(*local_); }) p.setup(*local_);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
     if (!options_.csv_log.empty() && is_main())
       csv_.emplace(options_.csv_log, std::vector<std::string>{"epoch", "train_loss", "train_accuracy", "val_loss",
@@ -129,8 +134,8 @@ class Trainer {
     if (micro_step_ == 0) model_->zero_grad();
     const bool ends_in_step = ++micro_step_ == k;
     const auto before_backward = [&](bool last_backward_of_batch) {
-      for_each_policy([&](auto& p) {
-        if constexpr (requires { p.before_backward(*local_, ends_in_step); })
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeBackwardPoint<P, Model>)
           p.before_backward(*local_, ends_in_step && last_backward_of_batch);
       });
     };
@@ -138,16 +143,16 @@ class Trainer {
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.before_optimizer_step(*local_) } -> std::convertible_to<bool>; })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (BeforeOptimizerStepPoint<P, Model>)
         proceed = p.before_optimizer_step(*local_) && proceed;
     });
     if (proceed) {
       NoGradGuard no_grad;
       step_optimizer_();
     }
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.after_optimizer_step(*local_); }) p.after_optimizer_step(*local_);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (AfterOptimizerStepPoint<P, Model>) p.after_optimizer_step(*local_);
     });
     ++step_;
     for (auto& callback : step_callbacks_) callback(step_);
@@ -216,8 +221,8 @@ class Trainer {
 
   bool is_main() {
     bool main = true;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.is_main() } -> std::convertible_to<bool>; }) main = main && p.is_main();
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (IsMainPoint<P>) main = main && p.is_main();
     });
     return main;
   }
@@ -231,8 +236,8 @@ class Trainer {
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {
     double product = 1.0;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.loss_scale() } -> std::convertible_to<double>; }) product *= p.loss_scale();
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (LossScalePoint<P>) product *= p.loss_scale();
     });
     return product;
   }
@@ -243,10 +248,8 @@ class Trainer {
   EpochTotals forward_backward(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets, double loss_scale,
                                const BeforeBackward& before_backward) {
     std::optional<EpochTotals> replaced;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires {
-                      p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
-                    })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ForwardBackwardPoint<P, Model>)
         replaced =
             p.forward_backward(*local_, inputs, targets, options_.label_smoothing, loss_scale, before_backward, upload_);
     });
@@ -261,8 +264,8 @@ class Trainer {
 
   EpochTotals evaluate_batch(const Tensor<T>& inputs, const std::vector<std::int64_t>& targets) {
     std::optional<EpochTotals> replaced;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets, upload_); })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (EvaluateBatchPoint<P, Model>)
         replaced = p.evaluate_batch(*local_, inputs, targets, upload_);
     });
     if (replaced) return *replaced;
@@ -278,8 +281,8 @@ class Trainer {
   }
 
   void reduce(EpochTotals& totals) {
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.reduce(totals); }) p.reduce(totals);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ReducePoint<P>) p.reduce(totals);
     });
   }
 
