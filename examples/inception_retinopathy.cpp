@@ -19,7 +19,6 @@
 #include <ptrain/mpi.hpp>
 #include <ptrain/train/metrics.hpp>
 
-#include "common/buffers.hpp"
 #include "common/cli.hpp"
 #include "common/run.hpp"
 #include "common/validation.hpp"
@@ -147,7 +146,6 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   auto model = make_model<D>(cli, classes, main);
   auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
-  examples::broadcast_buffers_each_step(trainer);
   std::int64_t trained = 0;
   for (const auto& p : model->parameters()) trained += p.requires_grad() ? p.numel() : 0;
   if (main)

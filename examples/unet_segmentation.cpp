@@ -20,7 +20,6 @@
 #include <ptrain/mpi.hpp>
 #include <ptrain/train/metrics.hpp>
 
-#include "common/buffers.hpp"
 #include "common/cli.hpp"
 #include "common/run.hpp"
 #include "common/validation.hpp"
@@ -91,7 +90,6 @@ int train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard 
   const double base_lr = cli.real("--lr");
   auto adam = ptrain::make_adam(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {}, policies...);
-  examples::broadcast_buffers_each_step(trainer);
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
   trainer.on_step_end([&](std::int64_t) { schedule.step(); });
 
