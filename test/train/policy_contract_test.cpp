@@ -85,8 +85,8 @@ static_assert(TrainerPolicy<DataParallel<SelfAllreduce, Fp16>, Sequential<float,
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Sequential<double>>);
 static_assert(TrainerPolicy<Pipeline<4>, Net>);
 static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);
-static_assert(TrainerPolicy<MixedPrecision<Bf16>, Sequential<bfloat16>>);
-static_assert(TrainerPolicy<MixedPrecision<Fp16, HostEmulated>, Sequential<half, HostEmulated>>);
+static_assert(TrainerPolicy<MixedPrecision<Bf16>, Sequential<ptrain::bfloat16>>);
+static_assert(TrainerPolicy<MixedPrecision<Fp16, HostEmulated>, Sequential<ptrain::half, HostEmulated>>);
 
 // Names are seen in any form.
 struct TemplatePoint {
