@@ -20,7 +20,6 @@
 #include <ptrain/mpi.hpp>
 #include <ptrain/train/metrics.hpp>
 
-#include "common/buffers.hpp"
 #include "common/cli.hpp"
 #include "common/run.hpp"
 #include "common/validation.hpp"
@@ -149,7 +148,6 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   auto adam =
       std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
   ptrain::Trainer<Model, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
-  examples::broadcast_buffers_each_step(trainer);
   std::int64_t trained = 0;
   for (const auto& p : model->parameters()) trained += p.requires_grad() ? p.numel() : 0;
   if (main)

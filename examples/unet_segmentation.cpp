@@ -16,7 +16,6 @@
 #include <ptrain/mpi.hpp>
 #include <ptrain/train/segmentation.hpp>
 
-#include "common/buffers.hpp"
 #include "common/cli.hpp"
 #include "common/run.hpp"
 #include "common/validation.hpp"
@@ -63,7 +62,6 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   // Per-pixel cross entropy; pixel accuracy, IoU and Dice from the confusion matrix summed over the ranks.
   ptrain::Trainer<Model, Policies..., ptrain::Segmentation> trainer(
       model, adam, {.csv_log = cli.str("--csv"), .print_epochs = false}, policies..., ptrain::Segmentation{.classes = 2});
-  examples::broadcast_buffers_each_step(trainer);
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
   trainer.on_step_end([&](std::int64_t) { schedule.step(); });
 

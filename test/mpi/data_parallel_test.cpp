@@ -317,4 +317,55 @@ BOOST_AUTO_TEST_CASE(sync_batch_norm_makes_a_batch_norm_model_equal_the_serial_r
                got_buffers[i].first);
 }
 
+namespace {
+// Every rank's buffers, flattened, in rank order: size() blocks of one rank's values each.
+std::vector<double> every_ranks_buffers(MpiComm& comm, Sequential<double>& net) {
+  std::vector<double> mine;
+  for (auto& [name, b] : net.named_buffers())
+    for (std::int64_t i = 0; i < b->numel(); ++i) mine.push_back((*b)[i]);
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgather(std::span<const double>(mine), std::span<double>(all));
+  return all;
+}
+
+// Two steps on data of this rank's own, with or without broadcast_buffers; every rank's buffers after.
+std::vector<double> buffers_after_steps_on_own_data(MpiComm& comm, bool broadcast_buffers, std::size_t* per_rank) {
+  manual_seed(3);
+  auto net = std::make_shared<Sequential<double>>(std::initializer_list<std::shared_ptr<Module<double>>>{
+      make<Conv2d<double>>(2, 4, 3), make<BatchNorm2d<double>>(4), make<ReLU<double>>(), make<Flatten<double>>(),
+      make<Linear<double>>(4 * 6 * 6, 3)});
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                          DP(comm, {.broadcast_buffers = broadcast_buffers}));
+  Rng rng(10 + static_cast<std::uint64_t>(comm.rank()));
+  for (int s = 0; s < 2; ++s) {
+    Tensor<double> x({4, 2, 8, 8});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = rng.normal(comm.rank(), 1.0 + comm.rank());
+    trainer.train_step(x, {0, 1, 2, 0});
+  }
+  std::size_t n = 0;
+  for (auto& [name, b] : net->named_buffers()) n += static_cast<std::size_t>(b->numel());
+  *per_rank = n;
+  return every_ranks_buffers(comm, *net);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(broadcast_buffers_ends_every_step_with_rank_0s_running_statistics) {
+  MpiComm comm(test::session());
+  std::size_t n = 0;
+  const auto on = buffers_after_steps_on_own_data(comm, true, &n);
+  for (int r = 1; r < comm.size(); ++r)
+    for (std::size_t i = 0; i < n; ++i)
+      BOOST_TEST_REQUIRE(on[r * n + i] == on[i], "rank " << r << " buffer element " << i);
+  // Off, each rank keeps the statistics of its own data: the ranks differ.
+  const auto off = buffers_after_steps_on_own_data(comm, false, &n);
+  for (int r = 1; r < comm.size(); ++r) {
+    bool differs = false;
+    for (std::size_t i = 0; i < n; ++i) differs = differs || off[r * n + i] != off[i];
+    BOOST_TEST(differs, "rank " << r);
+  }
+  // Rank 0's own statistics are the same either way: the broadcast only replaces the others'.
+  for (std::size_t i = 0; i < n; ++i) BOOST_TEST_REQUIRE(on[i] == off[i], "buffer element " << i);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <ptrain/models/resnet.hpp>
 #include <ptrain/models/small_cnn.hpp>
@@ -26,6 +29,52 @@ BOOST_AUTO_TEST_CASE(names_are_hierarchical_in_registration_order) {
   for (auto& [name, b] : net.named_buffers()) buffers.push_back(name);
   const std::vector<std::string> expected_buffers{"1.bn.running_mean", "1.bn.running_var", "1.bn.num_batches_tracked"};
   BOOST_TEST(buffers == expected_buffers, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(named_modules_lists_the_module_then_its_submodules_depth_first) {
+  auto fc = make<Linear<float>>(4, 3);
+  auto block = make<Sequential<float>>(std::initializer_list<std::pair<std::string, std::shared_ptr<Module<float>>>>{
+      {"fc", fc}, {"bn", make<BatchNorm2d<float>>(3)}});
+  Sequential<float> net{make<Linear<float>>(5, 4), block, make<Linear<float>>(3, 2)};
+  const auto modules = net.named_modules();
+  std::vector<std::string> names;
+  for (const auto& [name, m] : modules) names.push_back(name);
+  const std::vector<std::string> expected{"", "0", "1", "1.fc", "1.bn", "2"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  BOOST_TEST(modules[0].second == &net);
+  BOOST_TEST(modules[2].second == block.get());
+  BOOST_TEST(modules[3].second == fc.get());
+}
+
+BOOST_AUTO_TEST_CASE(named_modules_of_resnet18_carry_torchvision_names) {
+  auto net = resnet18<float>();
+  const auto modules = net->named_modules();
+  std::vector<std::string> names;
+  for (const auto& [name, m] : modules) names.push_back(name);
+  BOOST_TEST(names.front() == "");
+  BOOST_TEST(modules.front().second == net.get());
+  BOOST_TEST(names[1] == "conv1");
+  const auto at = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  // Pre-order: a block comes before its layers, the layers in registration order, then the next block.
+  BOOST_TEST(at("layer1") < at("layer1.0"));
+  BOOST_TEST(at("layer1.0") + 1 == at("layer1.0.conv1"));
+  BOOST_TEST(at("layer1.0.conv1") < at("layer1.0.bn1"));
+  BOOST_TEST(at("layer1.0.bn2") < at("layer1.1"));
+  BOOST_TEST(at("layer2.0.downsample") + 1 == at("layer2.0.downsample.0"));
+  BOOST_TEST(at("layer4.1.bn2") < at("fc"));
+  BOOST_TEST(names.back() == "fc");
+  // Each parameter's owner is the module under its name's prefix, and owns it directly.
+  for (const auto& [name, p] : net->named_parameters()) {
+    const std::string owner = name.substr(0, name.rfind('.'));
+    const auto i = static_cast<std::size_t>(at(owner));
+    BOOST_TEST_REQUIRE(i < modules.size(), name);
+    bool owns = false;
+    for (const auto& [local, q] : modules[i].second->named_parameters())
+      owns = owns || (local == name.substr(owner.size() + 1) && q.node() == p.node());
+    BOOST_TEST(owns, name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(duplicate_names_are_rejected) {

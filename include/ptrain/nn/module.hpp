@@ -50,6 +50,15 @@ class Module {
     return out;
   }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  // This module under "" and then every submodule under its dotted name ("layer1.0.conv1"),
+  // depth first in registration order: PyTorch's named_modules().
+  std::vector<std::pair<std::string, Module*>> named_modules() {
+    std::vector<std::pair<std::string, Module*>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      out.emplace_back(prefix.empty() ? prefix : prefix.substr(0, prefix.size() - 1), &const_cast<Module&>(m));
+    });
+    return out;
+  }
 
   std::int64_t parameter_count() const {
     std::int64_t n = 0;

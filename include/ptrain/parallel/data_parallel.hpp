@@ -28,7 +28,9 @@ namespace ptrain {
 
 struct DataParallelOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;  // of gradients in the model's scalar type
-  bool broadcast_buffers = true;                     // running statistics from rank 0 at setup
+  // Buffers (batch-norm running statistics) from rank 0 after every optimizer step, as PyTorch
+  // DDP's broadcast_buffers. At setup they are broadcast whatever this says.
+  bool broadcast_buffers = true;
 };
 
 namespace detail {
@@ -97,8 +99,9 @@ class DataParallel {
     using T = typename detail::parameter_of<Model>::scalar;
     using D = typename detail::parameter_of<Model>::device;
     static_assert(!std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
-                  "DataParallel: this model is in host memory (Cpu or HostEmulated) but the backend's communicator "
-                  "moves device memory (NcclAllreduce): use MpiAllreduce or SelfAllreduce");
+                  "DataParallel: the model is in host memory (Cpu or HostEmulated) but the backend's communicator "
+                  "moves device memory (as NcclAllreduce's does): give DataParallel a host backend, MpiAllreduce or "
+                  "SelfAllreduce, or build the model on that device");
     static_assert(std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, D>,
                   "DataParallel: a model on a GPU (Var<T, Cuda>) needs a communicator that moves GPU memory: use "
                   "DataParallel<NcclAllreduce, ...> (ptrain/parallel/nccl_allreduce.hpp, nvcc), not MpiAllreduce "
@@ -109,8 +112,7 @@ class DataParallel {
     detail::check_same_model(*comm_, descriptions, "DataParallel");
 
     for (auto& [name, p] : model.named_parameters()) comm_->broadcast(detail::elements(p.value()), 0);
-    if (options_.broadcast_buffers)
-      for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
+    broadcast_buffers(model);
 
     std::vector<Var<T, D>> trainable;
     for (auto& [name, p] : model.named_parameters())
@@ -136,12 +138,25 @@ class DataParallel {
     return true;
   }
 
+  // Trainer point: each rank's batch moved its running statistics its own way; rank 0's replace
+  // them, so every rank ends the step, and starts the next forward, with the same buffers (DDP
+  // broadcasts before each forward instead, which leaves the ranks' evaluations apart).
+  template <DataParallelModel Model>
+  void after_optimizer_step(Model& model) {
+    if (options_.broadcast_buffers) broadcast_buffers(model);
+  }
+
   // Trainer point: an epoch's sums (loss, samples, the task's metric state) over every rank.
   void reduce(std::span<double> sums) { host_allreduce_sum(*comm_, sums); }
 
   bool is_main() const { return comm_->rank() == 0; }
 
  private:
+  template <class Model>
+  void broadcast_buffers(Model& model) {
+    for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
+  }
+
   Comm* comm_;
   std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;

@@ -37,6 +37,7 @@
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
+#include "ptrain/parallel/pipeline_grid.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/task.hpp"
 
@@ -47,13 +48,6 @@ struct PipelineOptions {
   std::vector<std::size_t> cut_points;  // first layer of stages 1..S-1; empty: balance parameters
   bool checkpoint = false;              // keep only each micro-batch's input; recompute in backward
   bool print_plan = true;               // rank 0 prints the grid and the split at setup
-};
-
-// How the world is laid out; DataParallel splits its communicator by stage_of(rank).
-struct PipelineGrid {
-  int stages = 1, replicas = 1;
-  int stage_of(int world_rank) const { return world_rank % stages; }
-  int replica_of(int world_rank) const { return world_rank / stages; }
 };
 
 // What the last step measured on this stage.

@@ -15,7 +15,8 @@
 //   after_optimizer_step(model)
 //   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
 //   is_main()                           whether this process prints and writes logs
-// A policy implements only the points it needs.
+// A policy implements only the points it needs; a point it names must have the documented
+// signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
 // The loss and the metrics are the task's (train/task.hpp): a Task among the Trainer's types (told
 // from the policies by its target_type) and its value among the constructor's, Classification{}
@@ -46,6 +47,7 @@
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/train/classification.hpp"
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/policy.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/task.hpp"
 
@@ -76,6 +78,12 @@ template <class First, class... Rest>
 struct TaskAmong<First, Rest...> {
   using type = std::conditional_t<NamesTargets<First>, First, typename TaskAmong<Rest...>::type>;
 };
+// A task among the policies is no policy: it implements the task concept, not the points.
+template <class P, class Model, class TaskType>
+constexpr bool follows_policy_contract() {
+  if constexpr (NamesTargets<P>) return true;
+  else return PolicyContract<P, Model, TaskType>::satisfied;
+}
 }  // namespace detail
 
 template <class Model, class... Policies>
@@ -92,6 +100,9 @@ class Trainer {
   static_assert(Task<TaskType, T, D>,
                 "Trainer: the task does not satisfy ptrain::Task for the model's scalar type and device (rows, "
                 "slice, loss_weight, loss, state_size, accumulate, metric_names, metric_values; see train/task.hpp)");
+  static_assert((detail::follows_policy_contract<Policies, Model, TaskType>() && ...),
+                "Trainer<Model, Policies...>: a policy breaks the TrainerPolicy contract (the sentence above says "
+                "which point and what to change); see docs/policies.md");
 
   // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
@@ -110,11 +121,11 @@ class Trainer {
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
     bool data_parallel = false;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.pipeline_grid(); }) {
-        const auto grid = p.pipeline_grid();
-        for_each_policy([&](auto& q) {
-          if constexpr (requires { q.join_pipeline_grid(grid); }) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (PipelineGridPoint<P>) {
+        const PipelineGrid grid = p.pipeline_grid();
+        for_each_policy([&]<class Q>(Q& q) {
+          if constexpr (JoinPipelineGridPoint<Q>) {
             q.join_pipeline_grid(grid);
             data_parallel = true;
           }
@@ -122,11 +133,11 @@ class Trainer {
       }
     });
     local_ = model_.get();
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.partition(*model_, data_parallel); }) local_ = &p.partition(*model_, data_parallel);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (PartitionPoint<P, Model>) local_ = &p.partition(*model_, data_parallel);
     });
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.setup(*local_); }) p.setup(*local_);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
     if (!options_.csv_log.empty() && is_main()) {
       std::vector<std::string> header{"epoch", "train_loss"};
@@ -163,8 +174,8 @@ class Trainer {
     if (micro_step_ == 0) model_->zero_grad();
     const bool ends_in_step = ++micro_step_ == k;
     const auto before_backward = [&](bool last_backward_of_batch) {
-      for_each_policy([&](auto& p) {
-        if constexpr (requires { p.before_backward(*local_, ends_in_step); })
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeBackwardPoint<P, Model>)
           p.before_backward(*local_, ends_in_step && last_backward_of_batch);
       });
     };
@@ -172,16 +183,16 @@ class Trainer {
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.before_optimizer_step(*local_) } -> std::convertible_to<bool>; })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (BeforeOptimizerStepPoint<P, Model>)
         proceed = p.before_optimizer_step(*local_) && proceed;
     });
     if (proceed) {
       NoGradGuard no_grad;
       step_optimizer_();
     }
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.after_optimizer_step(*local_); }) p.after_optimizer_step(*local_);
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (AfterOptimizerStepPoint<P, Model>) p.after_optimizer_step(*local_);
     });
     ++step_;
     for (auto& callback : step_callbacks_) callback(step_);
@@ -250,8 +261,8 @@ class Trainer {
 
   bool is_main() {
     bool main = true;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.is_main() } -> std::convertible_to<bool>; }) main = main && p.is_main();
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (IsMainPoint<P>) main = main && p.is_main();
     });
     return main;
   }
@@ -281,8 +292,8 @@ class Trainer {
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {
     double product = 1.0;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { { p.loss_scale() } -> std::convertible_to<double>; }) product *= p.loss_scale();
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (LossScalePoint<P>) product *= p.loss_scale();
     });
     return product;
   }
@@ -293,8 +304,8 @@ class Trainer {
   EpochTotals forward_backward(const Tensor<T>& inputs, const target_type& targets, double loss_scale,
                                const BeforeBackward& before_backward) {
     std::optional<EpochTotals> replaced;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_); })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ForwardBackwardPoint<P, Model, TaskType>)
         replaced = p.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_);
     });
     if (replaced) return *replaced;
@@ -307,8 +318,8 @@ class Trainer {
 
   EpochTotals evaluate_batch(const Tensor<T>& inputs, const target_type& targets) {
     std::optional<EpochTotals> replaced;
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.evaluate_batch(*local_, inputs, targets, task_, upload_); })
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (EvaluateBatchPoint<P, Model, TaskType>)
         replaced = p.evaluate_batch(*local_, inputs, targets, task_, upload_);
     });
     if (replaced) return *replaced;
@@ -319,8 +330,8 @@ class Trainer {
   void reduce(EpochTotals& totals) {
     totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
     std::vector<double> sums = totals.flat();
-    for_each_policy([&](auto& p) {
-      if constexpr (requires { p.reduce(std::span<double>(sums)); }) p.reduce(std::span<double>(sums));
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ReducePoint<P>) p.reduce(std::span<double>(sums));
     });
     totals = EpochTotals::from_flat(sums);
   }

@@ -1,0 +1,226 @@
+#pragma once
+// The TrainerPolicy contract in code: what docs/policies.md writes down once ("The TrainerPolicy
+// contract"), checked where the Trainer is instantiated.
+//
+// A policy names only the points it needs. A point it names must be callable exactly as the
+// Trainer calls it; otherwise a misspelt or slightly-off point would compile and silently never
+// run. So per point there are two tests: Names<Point><P> (P declares a member of that name at
+// all: function, template, overload set) and <Point>Point<P, Model> (it is callable with the
+// documented signature for the Trainer's Model). PolicyContract<P, Model> turns a named point
+// that is not callable, or a policy that names none, into a static_assert sentence.
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "ptrain/nn/module.hpp"
+#include "ptrain/parallel/pipeline_grid.hpp"
+#include "ptrain/tensor/tensor.hpp"
+#include "ptrain/train/classification.hpp"
+#include "ptrain/train/epoch_totals.hpp"
+
+namespace ptrain {
+
+namespace detail::policy_probe {
+
+// One member per point. In Probe<P>, looking a point's name up finds it here and, when P declares
+// it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
+struct EveryPointName {
+  int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
+      evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main;
+};
+template <class P>
+struct Probe : P, EveryPointName {};
+
+template <class P>
+concept Probeable = std::is_class_v<P> && !std::is_final_v<P>;
+
+}  // namespace detail::policy_probe
+
+// The model part the points after partition() receive: Module<T, D> of the Trainer's model.
+template <class Model>
+using PolicyModule = Module<typename Model::scalar_type, typename Model::device_type>;
+
+// Whether P names each point at all.
+template <class P>
+concept NamesPipelineGrid =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::pipeline_grid; };
+template <class P>
+concept NamesJoinPipelineGrid =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::join_pipeline_grid; };
+template <class P>
+concept NamesPartition =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::partition; };
+template <class P>
+concept NamesSetup = detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::setup; };
+template <class P>
+concept NamesBeforeBackward =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::before_backward; };
+template <class P>
+concept NamesLossScale =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::loss_scale; };
+template <class P>
+concept NamesForwardBackward =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::forward_backward; };
+template <class P>
+concept NamesEvaluateBatch =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::evaluate_batch; };
+template <class P>
+concept NamesBeforeOptimizerStep =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::before_optimizer_step; };
+template <class P>
+concept NamesAfterOptimizerStep =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::after_optimizer_step; };
+template <class P>
+concept NamesReduce = detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::reduce; };
+template <class P>
+concept NamesIsMain = detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::is_main; };
+
+template <class P>
+concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
+                         NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
+                         NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesAfterOptimizerStep<P> ||
+                         NamesReduce<P> || NamesIsMain<P>;
+
+// Whether P implements each point with the signature the Trainer calls it with, for its Model.
+template <class P>
+concept PipelineGridPoint = requires(P& p) {
+  { p.pipeline_grid() } -> std::convertible_to<PipelineGrid>;
+};
+template <class P>
+concept JoinPipelineGridPoint = requires(P& p, const PipelineGrid& grid) { p.join_pipeline_grid(grid); };
+template <class P, class Model>
+concept PartitionPoint = requires(P& p, Model& model, bool data_parallel) {
+  { p.partition(model, data_parallel) } -> std::convertible_to<PolicyModule<Model>&>;
+};
+template <class P, class Model>
+concept SetupPoint = requires(P& p, PolicyModule<Model>& model) { p.setup(model); };
+template <class P, class Model>
+concept BeforeBackwardPoint = requires(P& p, PolicyModule<Model>& model, bool ends_in_step) {
+  p.before_backward(model, ends_in_step);
+};
+template <class P>
+concept LossScalePoint = requires(P& p) {
+  { p.loss_scale() } -> std::convertible_to<double>;
+};
+template <class P, class Model>
+concept BeforeOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) {
+  { p.before_optimizer_step(model) } -> std::convertible_to<bool>;
+};
+template <class P, class Model>
+concept AfterOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) { p.after_optimizer_step(model); };
+template <class P>
+concept IsMainPoint = requires(P& p) {
+  { p.is_main() } -> std::convertible_to<bool>;
+};
+
+// ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
+// reduce. Their expected signatures and the sentences stating them are all in this block. ----
+
+// What forward_backward receives as before_backward: called with whether this backward ends the step.
+struct BeforeBackwardCall {
+  void operator()(bool last_backward_of_step) const;
+};
+
+template <class P, class Model, class TaskType>
+concept ForwardBackwardPoint =
+    requires(P& p, PolicyModule<Model>& model, const Tensor<typename Model::scalar_type>& inputs,
+             const typename TaskType::target_type& targets, const TaskType& task, double loss_scale,
+             const BeforeBackwardCall& before_backward, BatchUpload<typename Model::device_type>& upload) {
+      { p.forward_backward(model, inputs, targets, task, loss_scale, before_backward, upload) } -> std::convertible_to<EpochTotals>;
+    };
+template <class P, class Model, class TaskType>
+concept EvaluateBatchPoint =
+    requires(P& p, PolicyModule<Model>& model, const Tensor<typename Model::scalar_type>& inputs,
+             const typename TaskType::target_type& targets, const TaskType& task,
+             BatchUpload<typename Model::device_type>& upload) {
+      { p.evaluate_batch(model, inputs, targets, task, upload) } -> std::convertible_to<EpochTotals>;
+    };
+template <class P>
+concept ReducePoint = requires(P& p, std::span<double> sums) { p.reduce(sums); };
+
+template <class P, class Model, class TaskType>
+concept ImplementsTaskPoints = (!NamesForwardBackward<P> || ForwardBackwardPoint<P, Model, TaskType>) &&
+                               (!NamesEvaluateBatch<P> || EvaluateBatchPoint<P, Model, TaskType>) &&
+                               (!NamesReduce<P> || ReducePoint<P>);
+
+template <class P, class Model, class TaskType>
+struct TaskPointsContract {
+  static_assert(!NamesForwardBackward<P> || ForwardBackwardPoint<P, Model, TaskType>,
+                "Trainer policy: forward_backward must be callable as `EpochTotals forward_backward(Module<T, D>& "
+                "model, const Tensor<T>& inputs, const Task::target_type& targets, const Task& task, double "
+                "loss_scale, const BeforeBackward& before_backward, BatchUpload<D>& upload)` (T, D: the model's "
+                "scalar_type and device_type; Task: the Trainer's task; before_backward(bool) callable); fix its "
+                "parameters or return type; see docs/policies.md");
+  static_assert(!NamesEvaluateBatch<P> || EvaluateBatchPoint<P, Model, TaskType>,
+                "Trainer policy: evaluate_batch must be callable as `EpochTotals evaluate_batch(Module<T, D>& model, "
+                "const Tensor<T>& inputs, const Task::target_type& targets, const Task& task, BatchUpload<D>& "
+                "upload)` (T, D: the model's scalar_type and device_type; Task: the Trainer's task); fix its "
+                "parameters or return type; see docs/policies.md");
+  static_assert(!NamesReduce<P> || ReducePoint<P>,
+                "Trainer policy: reduce must be callable as `void reduce(std::span<double> sums)` (an epoch's "
+                "flat sums: loss, weight, samples, the task's metric state); fix its parameters; see "
+                "docs/policies.md");
+};
+
+// ---- end of the task's points ----
+
+// Every point P names is implemented as documented, and P names at least one: a policy the
+// Trainer<Model, ...> takes. Says nothing about why not; PolicyContract does.
+template <class P, class Model, class TaskType = Classification>
+concept TrainerPolicy =
+    NamesSomePoint<P> && (!NamesPipelineGrid<P> || PipelineGridPoint<P>) &&
+    (!NamesJoinPipelineGrid<P> || JoinPipelineGridPoint<P>) && (!NamesPartition<P> || PartitionPoint<P, Model>) &&
+    (!NamesSetup<P> || SetupPoint<P, Model>) && (!NamesBeforeBackward<P> || BeforeBackwardPoint<P, Model>) &&
+    (!NamesLossScale<P> || LossScalePoint<P>) &&
+    (!NamesBeforeOptimizerStep<P> || BeforeOptimizerStepPoint<P, Model>) &&
+    (!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>) && (!NamesIsMain<P> || IsMainPoint<P>) &&
+    ImplementsTaskPoints<P, Model, TaskType>;
+
+// The Trainer instantiates this per policy: each broken rule is its own sentence, and the
+// compiler's "in instantiation of PolicyContract<P, Model>" names the policy.
+template <class P, class Model, class TaskType = Classification>
+struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
+  static_assert(detail::policy_probe::Probeable<P>,
+                "Trainer policy: a policy must be a class type that is not final (the Trainer detects its points "
+                "by deriving from it); see docs/policies.md");
+  static_assert(NamesSomePoint<P>,
+                "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
+                "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
+                "evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main); implement at least "
+                "one, spelt as listed; see docs/policies.md");
+  static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
+                "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
+                "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");
+  static_assert(!NamesJoinPipelineGrid<P> || JoinPipelineGridPoint<P>,
+                "Trainer policy: join_pipeline_grid must be callable as `void join_pipeline_grid(const PipelineGrid& "
+                "grid)`; fix its parameters; see docs/policies.md");
+  static_assert(!NamesPartition<P> || PartitionPoint<P, Model>,
+                "Trainer policy: partition must be callable as `Module<T, D>& partition(Model& model, bool "
+                "data_parallel)` (Model: the Trainer's model type; T, D: its scalar_type and device_type); fix its "
+                "parameters or return type; see docs/policies.md");
+  static_assert(!NamesSetup<P> || SetupPoint<P, Model>,
+                "Trainer policy: setup must be callable as `void setup(Module<T, D>& model)` (T, D: the model's "
+                "scalar_type and device_type); fix its parameter; see docs/policies.md");
+  static_assert(!NamesBeforeBackward<P> || BeforeBackwardPoint<P, Model>,
+                "Trainer policy: before_backward must be callable as `void before_backward(Module<T, D>& model, bool "
+                "ends_in_step)` (T, D: the model's scalar_type and device_type); fix its parameters; see "
+                "docs/policies.md");
+  static_assert(!NamesLossScale<P> || LossScalePoint<P>,
+                "Trainer policy: loss_scale must be callable as `double loss_scale()`; fix its parameters or return "
+                "type; see docs/policies.md");
+  static_assert(!NamesBeforeOptimizerStep<P> || BeforeOptimizerStepPoint<P, Model>,
+                "Trainer policy: before_optimizer_step must be callable as `bool before_optimizer_step(Module<T, D>& "
+                "model)` (T, D: the model's scalar_type and device_type; false skips the step); fix its parameter or "
+                "return type; see docs/policies.md");
+  static_assert(!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>,
+                "Trainer policy: after_optimizer_step must be callable as `void after_optimizer_step(Module<T, D>& "
+                "model)` (T, D: the model's scalar_type and device_type); fix its parameter; see docs/policies.md");
+  static_assert(!NamesIsMain<P> || IsMainPoint<P>,
+                "Trainer policy: is_main must be callable as `bool is_main()`; fix its parameters or return type; "
+                "see docs/policies.md");
+  static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,187 @@
+// The TrainerPolicy contract (train/policy.hpp, docs/policies.md): an archetype that implements
+// every point with its documented signature compiles against it and is called at every point by
+// the Trainer; the library's policies satisfy it; a name is detected whatever its form (template,
+// overload set, inherited), and a misspelt or mistyped point is told apart from a correct one.
+// test/compile_fail holds the sentences the Trainer fails with.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include <ptrain/core/half.hpp>
+#include <ptrain/device/host_emulated.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/backends.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/train/policy.hpp>
+#include <ptrain/train/trainer.hpp>
+
+using namespace ptrain;
+
+namespace {
+
+using Net = Sequential<float>;
+
+// Every point, each with the signature docs/policies.md gives, each recording that it ran.
+struct ArchetypePolicy {
+  std::vector<std::string>* calls;
+
+  PipelineGrid pipeline_grid() {
+    calls->push_back("pipeline_grid");
+    return {};
+  }
+  void join_pipeline_grid(const PipelineGrid& grid) {
+    BOOST_TEST(grid.stages == 1);
+    calls->push_back("join_pipeline_grid");
+  }
+  Module<float>& partition(Net& model, bool data_parallel) {
+    BOOST_TEST(data_parallel);  // this policy joined the grid itself
+    calls->push_back("partition");
+    return model;
+  }
+  void setup(Module<float>&) { calls->push_back("setup"); }
+  void before_backward(Module<float>&, bool ends_in_step) {
+    calls->push_back(ends_in_step ? "before_backward(ends_in_step)" : "before_backward");
+  }
+  double loss_scale() {
+    calls->push_back("loss_scale");
+    return 1.0;
+  }
+  template <class BeforeBackward>
+  EpochTotals forward_backward(Module<float>& model, const Tensor<float>& inputs,
+                               const std::vector<std::int64_t>& targets, double label_smoothing, double loss_scale,
+                               const BeforeBackward& before_backward, BatchUpload<Cpu>& upload) {
+    calls->push_back("forward_backward");
+    const Var<float> loss = cross_entropy(model.forward(Var<float>(upload(inputs))), targets, label_smoothing, loss_scale);
+    before_backward(true);
+    backward(loss);
+    return {0.5 * static_cast<double>(targets.size()), 1, static_cast<double>(targets.size())};
+  }
+  EpochTotals evaluate_batch(Module<float>&, const Tensor<float>&, const std::vector<std::int64_t>& targets,
+                             BatchUpload<Cpu>&) {
+    calls->push_back("evaluate_batch");
+    return {0.25 * static_cast<double>(targets.size()), 2, static_cast<double>(targets.size())};
+  }
+  bool before_optimizer_step(Module<float>&) {
+    calls->push_back("before_optimizer_step");
+    return true;
+  }
+  void after_optimizer_step(Module<float>&) { calls->push_back("after_optimizer_step"); }
+  void reduce(EpochTotals&) { calls->push_back("reduce"); }
+  bool is_main() {
+    calls->push_back("is_main");
+    return true;
+  }
+};
+static_assert(TrainerPolicy<ArchetypePolicy, Net>);
+
+// The library's policies, on the models they serve.
+static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Net>);
+static_assert(TrainerPolicy<DataParallel<SelfAllreduce, Fp16>, Sequential<float, HostEmulated>>);
+static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Sequential<double>>);
+static_assert(TrainerPolicy<Pipeline<4>, Net>);
+static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);
+static_assert(TrainerPolicy<MixedPrecision<Bf16>, Sequential<ptrain::bfloat16>>);
+static_assert(TrainerPolicy<MixedPrecision<Fp16, HostEmulated>, Sequential<ptrain::half, HostEmulated>>);
+
+// Names are seen in any form.
+struct TemplatePoint {
+  template <class M>
+  void setup(M&);
+};
+struct OverloadedPoint {
+  void reduce(EpochTotals&);
+  void reduce(EpochTotals&, int);
+};
+struct InheritedPoint : OverloadedPoint {};
+struct DataMemberPoint {
+  bool is_main = true;
+};
+struct NoPoint {
+  void set_up(Module<float>&);
+  bool before_optimiser_step(Module<float>&);
+};
+struct FinalPolicy final {
+  void setup(Module<float>&);
+};
+static_assert(NamesSetup<TemplatePoint> && !NamesReduce<TemplatePoint>);
+static_assert(NamesReduce<OverloadedPoint> && NamesReduce<InheritedPoint>);
+static_assert(NamesIsMain<DataMemberPoint> && !IsMainPoint<DataMemberPoint>);
+static_assert(!NamesSomePoint<NoPoint> && !TrainerPolicy<NoPoint, Net>);
+static_assert(!NamesSomePoint<FinalPolicy> && !NamesSomePoint<int>);
+static_assert(TrainerPolicy<TemplatePoint, Net> && TrainerPolicy<InheritedPoint, Net>);
+
+// Named, but not callable as the Trainer calls it: each fails TrainerPolicy.
+struct SetupTakesTheWrongModel {
+  void setup(Module<double>&);
+};
+struct BeforeOptimizerStepReturnsNothing {
+  void before_optimizer_step(Module<float>&);
+};
+struct BeforeBackwardWithoutFlag {
+  void before_backward(Module<float>&);
+};
+struct ReduceByValue {
+  void reduce(EpochTotals&&);
+};
+struct PartitionReturnsAnotherDevice {
+  Module<float, HostEmulated>& partition(Net&, bool);
+};
+struct LossScaleNeedsAnArgument {
+  double loss_scale(int);
+};
+static_assert(NamesSetup<SetupTakesTheWrongModel> && !TrainerPolicy<SetupTakesTheWrongModel, Net>);
+static_assert(TrainerPolicy<SetupTakesTheWrongModel, Sequential<double>>);
+static_assert(!TrainerPolicy<BeforeOptimizerStepReturnsNothing, Net>);
+static_assert(!TrainerPolicy<BeforeBackwardWithoutFlag, Net>);
+static_assert(!TrainerPolicy<ReduceByValue, Net>);
+static_assert(!TrainerPolicy<PartitionReturnsAnotherDevice, Net>);
+static_assert(!TrainerPolicy<LossScaleNeedsAnArgument, Net>);
+
+struct Batch {
+  Tensor<float> inputs;
+  std::vector<std::int64_t> targets;
+};
+struct OneBatch {
+  std::vector<Batch> batches;
+  void set_epoch(int) {}
+  std::size_t size() const { return batches.size(); }
+  auto begin() const { return batches.begin(); }
+  auto end() const { return batches.end(); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(policy_contract_test)
+
+BOOST_AUTO_TEST_CASE(the_archetype_is_called_at_every_point_in_order) {
+  std::vector<std::string> calls;
+  manual_seed(2);
+  auto model = std::make_shared<Net>(std::initializer_list<std::shared_ptr<Module<float>>>{make<Linear<float>>(2, 2)});
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Net, ArchetypePolicy> trainer(model, sgd, {.progress_bar = false, .print_epochs = false},
+                                        ArchetypePolicy{&calls});
+  const std::vector<std::string> construction{"pipeline_grid", "join_pipeline_grid", "partition", "setup"};
+  BOOST_TEST(calls == construction, boost::test_tools::per_element());
+
+  calls.clear();
+  const auto before = model->parameters()[0].value().clone();
+  Tensor<float> x({2, 2});
+  x[0] = x[3] = 1;
+  x[1] = x[2] = -1;
+  OneBatch data{{{x, {0, 1}}}};
+  const auto results = trainer.fit(data, &data, 1);
+  BOOST_TEST(results[0].train_loss == 0.5);  // the archetype's forward_backward replaced the Trainer's
+  BOOST_TEST(results[0].val_accuracy == 1.0);  // and its evaluate_batch the Trainer's
+  BOOST_TEST(!(model->parameters()[0].value().array() == before.array()).all());
+  const std::vector<std::string> epoch{"loss_scale",          "forward_backward",     "before_backward(ends_in_step)",
+                                       "before_optimizer_step", "after_optimizer_step", "reduce",
+                                       "evaluate_batch",        "reduce",               "is_main"};
+  BOOST_TEST(calls == epoch, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
