@@ -7,6 +7,7 @@
 #include "ptrain/autograd/detail/dim.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/kernels/elementwise.hpp"
 
 namespace ptrain {
 
@@ -27,10 +28,10 @@ Var<T, D> narrow(const Var<T, D>& x, int dim, std::int64_t start, std::int64_t l
   Shape out = in;
   out[d] = length;
   Tensor<T, D> y(out);
-  if (y.numel() > 0) detail::copy_rows_on<D>(x.value().data() + offset, row, y.data(), block, outer, block);
+  if (y.numel() > 0) kernels::copy_rows(kernels::executor_for<D>{}, x.value().data() + offset, row, y.data(), block, outer, block);
   return make_var<T, D>(std::move(y), {x}, "narrow", [outer, row, block, offset](Node<T, D>& self) {
     Tensor<T, D> gx = Tensor<T, D>::zeros(self.inputs[0]->value.shape());
-    if (block > 0) detail::copy_rows_on<D>(self.grad.data(), block, gx.data() + offset, row, outer, block);
+    if (block > 0) kernels::copy_rows(kernels::executor_for<D>{}, self.grad.data(), block, gx.data() + offset, row, outer, block);
     self.inputs[0]->accumulate(std::move(gx));
   });
 }
