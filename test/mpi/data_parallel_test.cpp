@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <ptrain/autograd/ops/arithmetic.hpp>
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/data/sampler.hpp>
 #include <ptrain/nn/conv.hpp>

@@ -1,8 +1,12 @@
 // Pipeline under mpiexec -n 2, 3 and 4: the world as S = N stages, and (on an even world) as a
 // grid of N/2 data-parallel replicas x 2 stages; both schedules, with and without activation
 // checkpointing, end with the serial run's weights. 1F1B holds at most S - stage micro-batches of
-// activations where GPipe holds M; bad grids and too-short models fail on every rank.
+// activations where GPipe holds M; a Segmentation task's losses and weights equal the serial run's;
+// bad grids and too-short models fail on every rank.
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/segmentation.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"
@@ -113,6 +118,70 @@ Weights grid_weights(MpiComm& world, const Batches& data, bool checkpoint) {
   return weights_of(trainer.local_model());
 }
 
+// Segmentation: a class of 3 per pixel of 2 x 6 x 6 inputs, convolutions that keep the size.
+constexpr std::int64_t pixel_classes = 3, side = 6;
+const Segmentation segmentation{.classes = pixel_classes};
+
+std::shared_ptr<Sequential<float>> make_pixel_net() {
+  manual_seed(11);
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  return std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Conv2d<float>>(2, 4, 3, same), make<ReLU<float>>(), make<Conv2d<float>>(4, 4, 3, same), make<ReLU<float>>(),
+      make<Conv2d<float>>(4, 4, 3, same), make<ReLU<float>>(), make<Conv2d<float>>(4, pixel_classes, 1)});
+}
+
+struct MaskBatches {
+  std::vector<Tensor<float>> inputs;
+  std::vector<Tensor<std::int64_t>> masks;
+};
+
+MaskBatches make_mask_batches() {
+  Rng rng(5);
+  MaskBatches b;
+  for (int s = 0; s < steps; ++s) {
+    Tensor<float> x({global_batch, 2, side, side});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
+    Tensor<std::int64_t> y({global_batch, side, side});
+    for (std::int64_t i = 0; i < y.numel(); ++i) y[i] = static_cast<std::int64_t>(rng.below(pixel_classes));
+    b.inputs.push_back(x);
+    b.masks.push_back(y);
+  }
+  return b;
+}
+
+struct SegmentationRun {
+  std::vector<double> losses;  // each step's batch loss
+  Weights weights;
+};
+
+SegmentationRun serial_segmentation(const MaskBatches& data) {
+  auto net = make_pixel_net();
+  Trainer<Sequential<float>, Segmentation> trainer(net, make_sgd(*net), quiet, segmentation);
+  SegmentationRun run;
+  for (int s = 0; s < steps; ++s) run.losses.push_back(trainer.train_step(data.inputs[s], data.masks[s]).loss());
+  run.weights = weights_of(*net);
+  return run;
+}
+
+// Only the last stage scores the micro-batches: the pipeline's reduce brings the step's sums to every stage.
+template <class Schedule>
+SegmentationRun pipelined_segmentation(MpiComm& world, const MaskBatches& data) {
+  auto net = make_pixel_net();
+  using P = Pipeline<4, Schedule>;
+  Trainer<Sequential<float>, P, Segmentation> trainer(net, make_sgd(*net), quiet, P(world, {.print_plan = false}),
+                                                      segmentation);
+  SegmentationRun run;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<double> sums = trainer.train_step(data.inputs[s], data.masks[s]).flat();
+    sums.resize(3 + segmentation.state_size(), 0.0);
+    trainer.template policy<P>().reduce(std::span<double>(sums));
+    run.losses.push_back(EpochTotals::from_flat(sums).loss());
+  }
+  run.weights = weights_of(trainer.local_model());
+  return run;
+}
+
 bool says(const Error& e, const std::string& part) {
   const bool found = std::string(e.what()).find(part) != std::string::npos;
   if (!found) BOOST_TEST_MESSAGE("message was: " << e.what());
@@ -132,6 +201,27 @@ BOOST_AUTO_TEST_CASE(every_rank_a_stage_equals_the_serial_run) {
     check_stage(pipelined_weights<GPipe>(world, data, checkpoint), serial, "GPipe" + with);
     check_stage(pipelined_weights<OneFOneB>(world, data, checkpoint), serial, "1F1B" + with);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_segmentation_task_equals_the_serial_run_in_losses_and_weights) {
+  MpiComm world(test::session());
+  const auto data = make_mask_batches();
+  const auto serial = serial_segmentation(data);
+  const auto check_run = [&](const SegmentationRun& run, const std::string& what) {
+    BOOST_REQUIRE_EQUAL(run.losses.size(), serial.losses.size());
+    double worst = 0;
+    for (std::size_t s = 0; s < run.losses.size(); ++s)
+      worst = std::max(worst, std::abs(run.losses[s] - serial.losses[s]) / std::abs(serial.losses[s]));
+    BOOST_TEST(worst <= 1e-5, what << ": losses differ by " << worst << " relative");
+    double worst_weight = 0;
+    for (const auto& [name, w] : run.weights)
+      worst_weight = std::max(worst_weight, test::worst_error(w, serial.weights.at(name)));
+    BOOST_TEST_MESSAGE(what << ", stage " << world.rank() << " of " << world.size() << ": worst loss difference "
+                            << worst << ", worst weight difference " << worst_weight << " (relative)");
+    check_stage(run.weights, serial.weights, what + " (Segmentation)");
+  };
+  check_run(pipelined_segmentation<GPipe>(world, data), "GPipe");
+  check_run(pipelined_segmentation<OneFOneB>(world, data), "1F1B");
 }
 
 BOOST_AUTO_TEST_CASE(data_by_pipeline_grid_equals_the_serial_run_or_fails_on_an_odd_world) {
