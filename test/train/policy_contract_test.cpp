@@ -53,25 +53,27 @@ struct ArchetypePolicy {
   }
   template <class BeforeBackward>
   EpochTotals forward_backward(Module<float>& model, const Tensor<float>& inputs,
-                               const std::vector<std::int64_t>& targets, double label_smoothing, double loss_scale,
+                               const std::vector<std::int64_t>& targets, const Classification& task, double loss_scale,
                                const BeforeBackward& before_backward, BatchUpload<Cpu>& upload) {
     calls->push_back("forward_backward");
-    const Var<float> loss = cross_entropy(model.forward(Var<float>(upload(inputs))), targets, label_smoothing, loss_scale);
+    const Var<float> loss = task.loss(model.forward(Var<float>(upload(inputs))), targets, loss_scale);
     before_backward(true);
     backward(loss);
-    return {0.5 * static_cast<double>(targets.size()), 1, static_cast<double>(targets.size())};
+    const auto n = static_cast<double>(targets.size());
+    return {0.5 * n, n, n, std::vector<double>{1, n}};  // one correct of n (top-1), n samples
   }
   EpochTotals evaluate_batch(Module<float>&, const Tensor<float>&, const std::vector<std::int64_t>& targets,
-                             BatchUpload<Cpu>&) {
+                             const Classification&, BatchUpload<Cpu>&) {
     calls->push_back("evaluate_batch");
-    return {0.25 * static_cast<double>(targets.size()), 2, static_cast<double>(targets.size())};
+    const auto n = static_cast<double>(targets.size());
+    return {0.25 * n, n, n, std::vector<double>{n, n}};  // every one correct
   }
   bool before_optimizer_step(Module<float>&) {
     calls->push_back("before_optimizer_step");
     return true;
   }
   void after_optimizer_step(Module<float>&) { calls->push_back("after_optimizer_step"); }
-  void reduce(EpochTotals&) { calls->push_back("reduce"); }
+  void reduce(std::span<double>) { calls->push_back("reduce"); }
   bool is_main() {
     calls->push_back("is_main");
     return true;
@@ -94,8 +96,8 @@ struct TemplatePoint {
   void setup(M&);
 };
 struct OverloadedPoint {
-  void reduce(EpochTotals&);
-  void reduce(EpochTotals&, int);
+  void reduce(std::span<double>);
+  void reduce(std::span<double>, int);
 };
 struct InheritedPoint : OverloadedPoint {};
 struct DataMemberPoint {
@@ -126,7 +128,7 @@ struct BeforeBackwardWithoutFlag {
   void before_backward(Module<float>&);
 };
 struct ReduceByValue {
-  void reduce(EpochTotals&&);
+  void reduce(std::vector<double>&&);
 };
 struct PartitionReturnsAnotherDevice {
   Module<float, HostEmulated>& partition(Net&, bool);
@@ -176,7 +178,7 @@ BOOST_AUTO_TEST_CASE(the_archetype_is_called_at_every_point_in_order) {
   OneBatch data{{{x, {0, 1}}}};
   const auto results = trainer.fit(data, &data, 1);
   BOOST_TEST(results[0].train_loss == 0.5);  // the archetype's forward_backward replaced the Trainer's
-  BOOST_TEST(results[0].val_accuracy == 1.0);  // and its evaluate_batch the Trainer's
+  BOOST_TEST(results[0].val.at("accuracy") == 1.0);  // and its evaluate_batch the Trainer's
   BOOST_TEST(!(model->parameters()[0].value().array() == before.array()).all());
   const std::vector<std::string> epoch{"loss_scale",          "forward_backward",     "before_backward(ends_in_step)",
                                        "before_optimizer_step", "after_optimizer_step", "reduce",
