@@ -5,7 +5,7 @@
 
 #include <ptrain/autograd/ops/accuracy.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 

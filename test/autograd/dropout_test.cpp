@@ -7,7 +7,7 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/device/threads.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::Emulated;

@@ -6,7 +6,7 @@
 #include <ptrain/optim/device_sgd.hpp>
 
 #include "../common/device_mlp.hpp"
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::emulated;

@@ -8,7 +8,7 @@
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/arithmetic.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::CpuVars;
