@@ -7,7 +7,7 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::emulated;

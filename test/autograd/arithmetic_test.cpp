@@ -9,7 +9,7 @@
 #include <ptrain/autograd/ops/arithmetic.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::CpuVars;

@@ -10,7 +10,7 @@
 #include <ptrain/autograd/ops/shape.hpp>
 
 #include "../common/device_residual.hpp"
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::CpuVars;

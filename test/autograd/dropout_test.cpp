@@ -7,7 +7,7 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/device/threads.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::Emulated;
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dropout_draws_the_cpu_mask_from_the_same_rng, D, t
   };
   const Tensor<double> x = random_tensor({6, 7}, 71, 0.5, 1);  // no zeros of its own
   test::check_op<D>(drop, {x});
-  const Tensor<double> y = drop(std::vector<Emulated>{emulated(x)}).value().template to<Cpu>();
+  const Tensor<double> y = on_host(drop(std::vector<Var<double, D>>{Var<double, D>(on_device<D>(x.clone()))}).value());
   std::int64_t dropped = 0;
   for (std::int64_t i = 0; i < y.numel(); ++i) dropped += y[i] == 0.0;
   BOOST_TEST(dropped > 0);

@@ -6,7 +6,7 @@
 #include <ptrain/optim/sgd.hpp>
 
 #include "../common/device_mlp.hpp"
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::emulated;
@@ -108,5 +108,10 @@ void check_mlp_matches_cpu(double tol) {
 BOOST_AUTO_TEST_CASE(mlp_trained_by_device_sgd_matches_the_cpu_in_double) { check_mlp_matches_cpu<double>(1e-12); }
 
 BOOST_AUTO_TEST_CASE(mlp_trained_by_device_sgd_matches_the_cpu_in_float) { check_mlp_matches_cpu<float>(1e-5); }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  test::check_op<D>([](const auto& v) { return matmul(v[0], v[1]); }, {random_tensor({3, 4}, 1), random_tensor({4, 5}, 2)});
+  test::check_op<D>([](const auto& v) { return matmul(v[0], v[0]); }, {random_tensor({3, 3}, 3)});
+}
 
 BOOST_AUTO_TEST_SUITE_END()

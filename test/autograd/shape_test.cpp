@@ -8,7 +8,7 @@
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/arithmetic.hpp>
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::CpuVars;
@@ -152,8 +152,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(reshape_and_flatten_are_views_with_the_cpu_gradien
   const auto emulated = [](const auto& v) { return relu(reshape(flatten(v[0]), {4, -1})); };
   test::expect_gradcheck_on<D>(emulated, inputs);
   test::check_matches_cpu_on<D>(cpu, emulated, inputs);
-  const Emulated x(inputs[0].to<HostEmulated>(), true);
-  const Emulated flat = flatten(x, 2);
+  const Var<double, D> x(on_device<D>(inputs[0].clone()), true);
+  const Var<double, D> flat = flatten(x, 2);
   BOOST_TEST(flat.shape() == Shape({2, 3, 4}));
   BOOST_TEST(flat.value().shares_storage_with(x.value()));
   BOOST_TEST(reshape(x, Shape{6, 4}).value().shares_storage_with(x.value()));

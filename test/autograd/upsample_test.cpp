@@ -9,7 +9,7 @@
 
 #include "../common/compare.hpp"
 
-#include "../common/device_ops.hpp"
+#include "../common/typed_devices.hpp"
 
 using namespace ptrain;
 using test::emulated;

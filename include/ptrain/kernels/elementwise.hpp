@@ -16,17 +16,6 @@
 
 namespace ptrain::kernels {
 
-namespace detail {
-template <class T>
-Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> array_of(T* p, std::int64_t n) {
-  return {p, n};
-}
-template <class T>
-Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> array_of(const T* p, std::int64_t n) {
-  return {p, n};
-}
-}  // namespace detail
-
 // out[i] = f(in[i]), f a functor of kernels/functors.hpp.
 template <class T, class F>
 void map(const CpuExecutor&, const T* in, T* out, std::int64_t n, F f) {

@@ -5,11 +5,26 @@
 #include <cstdint>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::kernels {
 
 inline constexpr std::int64_t parallel_threshold = 32768;
+
+namespace detail {
+// n elements at p as an Eigen array: expressions over it vectorise (a plain float loop may not
+// reorder its adds).
+template <class T>
+Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> array_of(T* p, std::int64_t n) {
+  return {p, n};
+}
+template <class T>
+Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> array_of(const T* p, std::int64_t n) {
+  return {p, n};
+}
+}  // namespace detail
 
 // out[i] = f(in[i])
 template <class T, class F>

@@ -14,6 +14,7 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
 #include "ptrain/core/shape.hpp"
+#include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/pool.hpp"
 
@@ -110,18 +111,6 @@ void avg_pool2d_backward(const Pool2dGeometry& g, const T* gy, T* gx) {
   }
 }
 
-namespace detail {
-// Window rows as Eigen arrays: their sums vectorise (a plain float loop may not reorder its adds).
-template <class T>
-Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> row(T* p, std::int64_t n) {
-  return {p, n};
-}
-template <class T>
-Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(const T* p, std::int64_t n) {
-  return {p, n};
-}
-}  // namespace detail
-
 // x [planes, H, W] -> y [planes, OH, OW], each output the mean of its adaptive window.
 template <class T>
 void adaptive_avg_pool2d_forward(std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
@@ -136,9 +125,9 @@ void adaptive_avg_pool2d_forward(std::int64_t planes, std::int64_t H, std::int64
         const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
         T sum = T(0);
         if (w1 - w0 == W)  // full-width rows are one block (global pooling)
-          sum = detail::row(xp + h0 * W, (h1 - h0) * W).sum();
+          sum = detail::array_of(xp + h0 * W, (h1 - h0) * W).sum();
         else
-          for (std::int64_t ih = h0; ih < h1; ++ih) sum += detail::row(xp + ih * W + w0, w1 - w0).sum();
+          for (std::int64_t ih = h0; ih < h1; ++ih) sum += detail::array_of(xp + ih * W + w0, w1 - w0).sum();
         yp[oh * OW + ow] = sum / static_cast<T>((h1 - h0) * (w1 - w0));
       }
     }
@@ -159,9 +148,9 @@ void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int6
         const std::int64_t w0 = detail::adaptive_start(ow, OW, W), w1 = detail::adaptive_end(ow, OW, W);
         const T share = gyp[oh * OW + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
         if (w1 - w0 == W)
-          detail::row(gp + h0 * W, (h1 - h0) * W) += share;
+          detail::array_of(gp + h0 * W, (h1 - h0) * W) += share;
         else
-          for (std::int64_t ih = h0; ih < h1; ++ih) detail::row(gp + ih * W + w0, w1 - w0) += share;
+          for (std::int64_t ih = h0; ih < h1; ++ih) detail::array_of(gp + ih * W + w0, w1 - w0) += share;
       }
     }
   }

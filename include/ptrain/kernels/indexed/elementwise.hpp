@@ -196,7 +196,7 @@ void concat(const Ex& ex, std::type_identity_t<std::span<const T* const>> xs, st
   const std::int64_t row = detail::total_length(blocks);
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    copy_rows(ex, xs[i], blocks[i], y + offset, row, outer, blocks[i]);
+    indexed::copy_rows(ex, xs[i], blocks[i], y + offset, row, outer, blocks[i]);
     offset += blocks[i];
   }
 }
@@ -209,7 +209,7 @@ void concat_backward(const Ex& ex, const T* gy, std::span<const std::int64_t> bl
   const std::int64_t row = detail::total_length(blocks);
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < gxs.size(); ++i) {
-    if (gxs[i]) copy_rows(ex, gy + offset, row, gxs[i], blocks[i], outer, blocks[i]);
+    if (gxs[i]) indexed::copy_rows(ex, gy + offset, row, gxs[i], blocks[i], outer, blocks[i]);
     offset += blocks[i];
   }
 }
