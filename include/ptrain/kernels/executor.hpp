@@ -22,8 +22,23 @@
 
 namespace ptrain::kernels {
 
-struct CpuExecutor {
+// What both host executors share: host memory and the CPU GEMM.
+struct HostMemoryExecutor {
   using device = Cpu;
+
+  template <class T>
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
+            const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c,
+            std::int64_t ldc) const {
+    kernels::gemm<T>(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
+  }
+  template <class T>
+  Tensor<T, Cpu> buffer(std::int64_t n) const {
+    return Tensor<T, Cpu>(Shape{n});
+  }
+};
+
+struct CpuExecutor : HostMemoryExecutor {
   // Below this many elements a loop stays on one thread: waking the pool costs more.
   static constexpr std::int64_t parallel_grain = 1 << 15;
 
@@ -42,21 +57,9 @@ struct CpuExecutor {
       f.finish(row, total);
     }
   }
-  template <class T>
-  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
-            const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c,
-            std::int64_t ldc) const {
-    kernels::gemm<T>(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
-  }
-  template <class T>
-  Tensor<T, Cpu> buffer(std::int64_t n) const {
-    return Tensor<T, Cpu>(Shape{n});
-  }
 };
 
-struct HostExecutor {
-  using device = Cpu;
-
+struct HostExecutor : HostMemoryExecutor {
   template <IndexedKernel F>
   void indexed(std::int64_t n, const F& f) const {
     run_indexed(n, f);
@@ -64,16 +67,6 @@ struct HostExecutor {
   template <RowReduction F>
   void row_reduction(std::int64_t rows, std::int64_t length, const F& f) const {
     run_row_reduction(rows, length, f);
-  }
-  template <class T>
-  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
-            const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c,
-            std::int64_t ldc) const {
-    kernels::gemm<T>(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
-  }
-  template <class T>
-  Tensor<T, Cpu> buffer(std::int64_t n) const {
-    return Tensor<T, Cpu>(Shape{n});
   }
 };
 
