@@ -3,9 +3,10 @@
 # in turn, ROUNDS times each (BEFORE, AFTER, BEFORE, ...), so machine noise falls on both alike.
 # Prints, per model, the median images/s of each build over the rounds and their ratio:
 #   bench=train_step_compare model=... before_images_per_sec=... after_images_per_sec=... ratio_after_over_before=...
-# Usage: bench/compare_builds.sh BEFORE/bench_train_step AFTER/bench_train_step [ROUNDS=5] [THREADS=2]
+# Usage: bench/compare_builds.sh BEFORE/bench_train_step AFTER/bench_train_step [ROUNDS=5] [THREADS=2] [MODELS]
+# (MODELS: bench_train_step's comma-separated list; all of them when left out)
 set -euo pipefail
-before=$1 after=$2 rounds=${3:-5} threads=${4:-2}
+before=$1 after=$2 rounds=${3:-5} threads=${4:-2} models=${5:-}
 for binary in "$before" "$after"; do
   [ -x "$binary" ] || { echo "compare_builds.sh: $binary is not an executable bench_train_step" >&2; exit 2; }
 done
@@ -15,7 +16,7 @@ for ((round = 1; round <= rounds; ++round)); do
   for build in before after; do
     binary=$before
     [ "$build" = after ] && binary=$after
-    "$binary" "$threads" | sed -n "s/^bench=train_step model=\([^ ]*\) impl=ptrain .* images_per_sec=\([0-9.]*\).*/$build \1 \2/p" >>"$log"
+    "$binary" "$threads" $models | sed -n "s/^bench=train_step model=\([^ ]*\) impl=ptrain .* images_per_sec=\([0-9.]*\).*/$build \1 \2/p" >>"$log"
   done
 done
 awk '
