@@ -59,6 +59,9 @@ class PtrainConan(ConanFile):
 
     def generate(self):
         toolchain = CMakeToolchain(self)
+        # Nothing is compiled here; CMAKE_CXX_STANDARD from compiler.cppstd would also make CMake
+        # before 3.26 fail enable_language(CUDA) with with_cuda (it knows no C++20 flag for nvcc).
+        toolchain.blocks.remove("cppstd")
         toolchain.cache_variables.update(
             {"PTRAIN_BUILD_TESTS": False, "PTRAIN_BUILD_EXAMPLES": False, "PTRAIN_BUILD_BENCH": False,
              "PTRAIN_CUDA": "ON" if self.options.with_cuda else "OFF"})
