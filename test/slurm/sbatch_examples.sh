@@ -77,7 +77,7 @@ case $script in
     echo "== examples/slurm/unet_scaling.sh --wait 1 2"
     timeout -k 10 $limit "$REPO/examples/slurm/unet_scaling.sh" --wait 1 2 >summary.txt 2>&1
     rc=$?
-    [ $rc -ge 124 ] && scancel --name=ptrain-unet-1n --name=ptrain-unet-2n 2>/dev/null
+    [ $rc -ge 124 ] && for name in ptrain-unet-1n ptrain-unet-2n; do scancel --name="$name" 2>/dev/null; done
     [ $rc = 0 ] || problems+=("unet_scaling.sh --wait exited with status $rc (124: not done within $limit s)")
     for nodes in 1 2; do
       job=$(cut -d';' -f1 "$RESULTS/unet_${nodes}nodes.submitted" 2>/dev/null)
