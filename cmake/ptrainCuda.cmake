@@ -1,6 +1,6 @@
 # The CUDA component. PTRAIN_CUDA=AUTO compiles the CUDA translation units when nvcc is found;
 # no GPU is needed to compile, only to run.
-find_package(CUDAToolkit QUIET)
+ptrain_find_dependencies(cuda)  # the toolkit, and NCCL next to it
 if(PTRAIN_CUDA STREQUAL "AUTO")
   set(PTRAIN_CUDA_ENABLED ${CUDAToolkit_FOUND})
 elseif(PTRAIN_CUDA)
@@ -25,9 +25,8 @@ if(PTRAIN_CUDA_ENABLED)
   set_target_properties(ptrain_cuda PROPERTIES EXPORT_NAME cuda)
   target_link_libraries(ptrain_cuda INTERFACE ptrain CUDA::cudart CUDA::cublas)
   # NCCL (comm/nccl_comm.hpp) sits in the toolkit here; elsewhere it may be missing.
-  find_library(PTRAIN_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  if(PTRAIN_NCCL_LIBRARY)
-    target_link_libraries(ptrain_cuda INTERFACE ${PTRAIN_NCCL_LIBRARY})
+  if(TARGET NCCL::NCCL)
+    target_link_libraries(ptrain_cuda INTERFACE NCCL::NCCL)
   else()
     message(STATUS "ptrain: no NCCL library found; NcclComm is not available")
   endif()

@@ -1,42 +1,54 @@
-# What the ptrain target needs, found the same way here and in the installed package's config
-# (cmake/ptrainConfig.cmake.in includes this file).
+# What ptrain's targets need, written once. CMakeLists.txt includes this file to find the
+# dependencies for the build; the installed ptrainConfig.cmake (this file and FindNCCL.cmake are
+# installed next to it) includes it to find the same ones for a consumer. In the build an optional
+# dependency that is missing switches its feature off; in the installed config only what the
+# build found is looked for, and then it is required.
 include(CMakeFindDependencyMacro)
 
-macro(ptrain_find_dependencies)
-  find_package(Eigen3 3.3 REQUIRED NO_MODULE)
-  find_package(ZLIB REQUIRED)
-  find_package(Threads REQUIRED)
-  find_package(OpenMP COMPONENTS CXX)
-  set(BLA_VENDOR OpenBLAS)
-  find_package(BLAS QUIET)
-  unset(BLA_VENDOR)
-  find_path(PTRAIN_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)
+# ptrain_find(REQUIRED|OPTIONAL <Package> [<find_package arguments>...])
+# A macro: find_dependency must return from the config file that includes this one.
+macro(ptrain_find need package)
+  if(PTRAIN_INSTALLED_CONFIG)
+    if("${need}" STREQUAL "REQUIRED" OR "${package}" IN_LIST PTRAIN_FOUND_DEPENDENCIES)
+      find_dependency(${package} ${ARGN})
+    endif()
+  elseif("${need}" STREQUAL "REQUIRED")
+    find_package(${package} ${ARGN} REQUIRED)
+  else()
+    find_package(${package} ${ARGN} QUIET)
+    if(${package}_FOUND)
+      list(APPEND PTRAIN_FOUND_DEPENDENCIES ${package})
+    endif()
+  endif()
 endmacro()
 
-ptrain_find_dependencies()
-
-function(ptrain_link_dependencies target)
-  target_link_libraries(${target} INTERFACE Eigen3::Eigen ZLIB::ZLIB Threads::Threads)
-  if(OpenMP_CXX_FOUND)
-    target_link_libraries(${target} INTERFACE OpenMP::OpenMP_CXX)
+# ptrain_find_dependencies(core|mpi|image|cuda): the dependencies of ptrain::ptrain or of one
+# component target.
+macro(ptrain_find_dependencies component)
+  if("${component}" STREQUAL "core")
+    ptrain_find(REQUIRED Eigen3 3.3 NO_MODULE)
+    ptrain_find(REQUIRED ZLIB)
+    ptrain_find(REQUIRED Threads)
+    ptrain_find(OPTIONAL OpenMP COMPONENTS CXX)
+    set(BLA_VENDOR OpenBLAS)
+    ptrain_find(OPTIONAL BLAS)
+    unset(BLA_VENDOR)
+    if(NOT PTRAIN_INSTALLED_CONFIG AND BLAS_FOUND)
+      # kernels::gemm calls cblas_sgemm: OpenBLAS without its cblas.h is of no use.
+      find_path(PTRAIN_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)
+      if(NOT PTRAIN_CBLAS_INCLUDE_DIR)
+        list(REMOVE_ITEM PTRAIN_FOUND_DEPENDENCIES BLAS)
+      endif()
+    endif()
+  elseif("${component}" STREQUAL "mpi")
+    ptrain_find(OPTIONAL MPI COMPONENTS CXX)
+  elseif("${component}" STREQUAL "image")
+    ptrain_find(OPTIONAL PNG)
+    ptrain_find(OPTIONAL JPEG)
+  elseif("${component}" STREQUAL "cuda")
+    ptrain_find(OPTIONAL CUDAToolkit)
+    ptrain_find(OPTIONAL NCCL)  # cmake/FindNCCL.cmake: NCCL::NCCL, looked for next to the toolkit
+  else()
+    message(FATAL_ERROR "ptrain_find_dependencies(${component}): expected core, mpi, image or cuda")
   endif()
-  if(BLAS_FOUND AND PTRAIN_CBLAS_INCLUDE_DIR)
-    target_link_libraries(${target} INTERFACE BLAS::BLAS)
-    target_compile_definitions(${target} INTERFACE PTRAIN_HAS_CBLAS)
-  endif()
-endfunction()
-
-# The image component, ptrain::image (PNG through libpng, JPEG through libjpeg-turbo, for the
-# io/image.hpp readers and the image datasets): built only when both libraries are found.
-find_package(PNG QUIET)
-find_package(JPEG QUIET)
-if(PNG_FOUND AND JPEG_FOUND)
-  add_library(ptrain_image INTERFACE)
-  add_library(ptrain::image ALIAS ptrain_image)
-  set_target_properties(ptrain_image PROPERTIES EXPORT_NAME image)
-  target_link_libraries(ptrain_image INTERFACE ptrain PNG::PNG JPEG::JPEG)
-  target_compile_definitions(ptrain_image INTERFACE PTRAIN_HAS_IMAGE)
-  message(STATUS "ptrain: image component with libpng ${PNG_VERSION_STRING} and libjpeg ${JPEG_VERSION}")
-else()
-  message(STATUS "ptrain: libpng or libjpeg not found (Debian: libpng-dev libjpeg62-turbo-dev); no ptrain::image")
-endif()
+endmacro()

@@ -2,23 +2,19 @@
 # ptrainConfig.cmake with its dependencies, and a version file.
 include(CMakePackageConfigHelpers)
 
-set(PTRAIN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ptrain)
+# vcpkg's port installs it under share/ptrain, where vcpkg looks for configs.
+set(PTRAIN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ptrain CACHE STRING
+    "Where ptrainConfig.cmake is installed, relative to the prefix")
+set(PTRAIN_CMAKE_DIR ${PTRAIN_INSTALL_CMAKEDIR})
 
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS ptrain EXPORT ptrainTargets)
 install(EXPORT ptrainTargets NAMESPACE ptrain:: DESTINATION ${PTRAIN_CMAKE_DIR})
-if(TARGET ptrain_image)  # defined with the dependencies, before the component list starts
-  list(APPEND PTRAIN_COMPONENT_TARGETS image)
-endif()
 foreach(component IN LISTS PTRAIN_COMPONENT_TARGETS)
   install(TARGETS ptrain_${component} EXPORT ptrain_${component}Targets)
   install(EXPORT ptrain_${component}Targets NAMESPACE ptrain:: DESTINATION ${PTRAIN_CMAKE_DIR})
 endforeach()
 
-set(PTRAIN_WITH_CBLAS OFF)
-if(BLAS_FOUND AND PTRAIN_CBLAS_INCLUDE_DIR)
-  set(PTRAIN_WITH_CBLAS ON)
-endif()
 configure_package_config_file(cmake/ptrainConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/ptrainConfig.cmake
   INSTALL_DESTINATION ${PTRAIN_CMAKE_DIR})
@@ -26,4 +22,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ptrainConfigVersion
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ptrainConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ptrainConfigVersion.cmake
+              cmake/ptrainDependencies.cmake cmake/FindNCCL.cmake
         DESTINATION ${PTRAIN_CMAKE_DIR})

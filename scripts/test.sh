@@ -17,6 +17,8 @@ ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N be
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 package_log=build/package_test.log
 bash test/package/run.sh build 2>&1 | tee "$package_log" || failed+=("package test (test/package/run.sh)")
+bash scripts/test_conan.sh 2>&1 | tee build/conan_test.log || failed+=("Conan package (scripts/test_conan.sh)")
+bash test/vcpkg/run.sh 2>&1 | tee build/vcpkg_test.log || failed+=("vcpkg port (test/vcpkg/run.sh)")
 
 echo
 echo "==== summary ===="

@@ -15,6 +15,14 @@ cmake --install "$build" --prefix "$work/ptrain-install" >"$work/install.log"
 config_dir="$work/ptrain-install/lib/cmake/ptrain"
 [ -f "$config_dir/ptrainConfig.cmake" ] || { say "no ptrainConfig.cmake under $config_dir"; exit 1; }
 
+# Every library the targets link must be found on the consumer's machine (find_dependency in
+# the config), never named by the path it had on the machine that installed ptrain.
+if grep -nE '(^|[";])/[^";]*\.(so|a)([.0-9]*)?([";]|$)' "$config_dir"/*Targets.cmake >"$work/absolute.txt"; then
+  cat "$work/absolute.txt" >&2
+  say "the installed targets link libraries by absolute path (above); expected imported targets"
+  exit 1
+fi
+
 components=()
 [ -f "$config_dir/ptrain_mpiTargets.cmake" ] && components+=(MPI)
 [ -f "$config_dir/ptrain_cudaTargets.cmake" ] && components+=(CUDA)
@@ -45,16 +53,18 @@ run_consumers() {  # $1: consumer build dir
   fi
 }
 
-build_and_run() {  # $1: install prefix, $2: consumer build dir
-  cmake -S "$repo/test/package" -B "$2" -DCMAKE_PREFIX_PATH="$1" -DCMAKE_BUILD_TYPE=Release \
-    "-DPTRAIN_PACKAGE_COMPONENTS=$component_list" >"$2.configure.log" 2>&1 || { cat "$2.configure.log"; return 1; }
-  grep "ptrain .* from" "$2.configure.log" | sed 's/^-- /package test: found /'
-  cmake --build "$2" -j "$jobs" >"$2.build.log" 2>&1 || { cat "$2.build.log"; return 1; }
-  run_consumers "$2"
+build_and_run() {  # $1: consumer build dir, then its configure options
+  local dir=$1
+  shift
+  cmake -S "$repo/test/package" -B "$dir" "$@" "-DPTRAIN_PACKAGE_COMPONENTS=$component_list" \
+    >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+  grep "ptrain .* from" "$dir.configure.log" | sed 's/^-- /package test: found /'
+  cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || { cat "$dir.build.log"; return 1; }
+  run_consumers "$dir"
 }
 
 say "consumer against $work/ptrain-install"
-build_and_run "$work/ptrain-install" "$work/pkg"
+build_and_run "$work/pkg" -DCMAKE_PREFIX_PATH="$work/ptrain-install" -DCMAKE_BUILD_TYPE=Release
 
 # A component the install does not have must fail find_package with the config's sentence.
 if cmake -S "$repo/test/package" -B "$work/pkg-bogus" -DCMAKE_PREFIX_PATH="$work/ptrain-install" \
@@ -74,5 +84,11 @@ if grep -rqF "$work/ptrain-install" "$work/elsewhere/moved-prefix"; then
   exit 1
 fi
 say "consumer against the moved install $work/elsewhere/moved-prefix"
-build_and_run "$work/elsewhere/moved-prefix" "$work/pkg-moved"
-say "passed (install, consumer build and run, relocated install${component_list:+, components $component_list})"
+build_and_run "$work/pkg-moved" -DCMAKE_PREFIX_PATH="$work/elsewhere/moved-prefix" -DCMAKE_BUILD_TYPE=Release
+
+# ptrain added by add_subdirectory, the consumer choosing no build type: the consumer's
+# CMakeLists.txt fails if ptrain changed it or defined its own programs.
+say "consumer with ptrain as a subproject (add_subdirectory), no CMAKE_BUILD_TYPE"
+build_and_run "$work/pkg-subproject" -DPTRAIN_SOURCE_DIR="$repo" \
+  "-DPTRAIN_CUDA=$(case ";$component_list;" in *";CUDA;"*) echo ON ;; *) echo OFF ;; esac)"
+say "passed (install, consumer build and run, relocated install, subproject${component_list:+, components $component_list})"

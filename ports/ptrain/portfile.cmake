@@ -1,0 +1,40 @@
+# ptrain as a vcpkg overlay port of the source tree it sits in (ports/ptrain/ in ptrain's
+# repository): `vcpkg install ptrain --overlay-ports=<ptrain>/ports`, or a manifest whose
+# vcpkg-configuration.json lists that directory in "overlay-ports". Header-only: the port is
+# ptrain's CMake install, with ptrainConfig.cmake under share/ptrain.
+get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+set(VCPKG_BUILD_TYPE release)
+
+# A feature on requires its CMake dependencies (the configure fails without them); off keeps
+# CMake from using them even when the system has them.
+vcpkg_check_features(OUT_FEATURE_OPTIONS feature_options
+  FEATURES
+    blas CMAKE_REQUIRE_FIND_PACKAGE_BLAS
+    image CMAKE_REQUIRE_FIND_PACKAGE_PNG
+    image CMAKE_REQUIRE_FIND_PACKAGE_JPEG
+    mpi CMAKE_REQUIRE_FIND_PACKAGE_MPI
+    cuda PTRAIN_CUDA
+  INVERTED_FEATURES
+    blas CMAKE_DISABLE_FIND_PACKAGE_BLAS
+    image CMAKE_DISABLE_FIND_PACKAGE_PNG
+    image CMAKE_DISABLE_FIND_PACKAGE_JPEG
+    mpi CMAKE_DISABLE_FIND_PACKAGE_MPI
+)
+
+vcpkg_cmake_configure(
+  SOURCE_PATH "${SOURCE_PATH}"
+  OPTIONS
+    ${feature_options}
+    -DPTRAIN_BUILD_TESTS=OFF
+    -DPTRAIN_BUILD_EXAMPLES=OFF
+    -DPTRAIN_BUILD_BENCH=OFF
+    -DPTRAIN_INSTALL_CMAKEDIR=share/ptrain
+)
+vcpkg_cmake_install()
+vcpkg_cmake_config_fixup()
+file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/lib")  # header-only: nothing else would be there
+
+file(INSTALL "${CMAKE_CURRENT_LIST_DIR}/usage" DESTINATION "${CURRENT_PACKAGES_DIR}/share/${PORT}")
+# ptrain's source tree has no license file yet; vcpkg requires a copyright file, so it says so.
+file(WRITE "${CURRENT_PACKAGES_DIR}/share/${PORT}/copyright"
+     "ptrain ${VERSION}: the source tree carries no license file yet; ask its authors before redistributing.\n")
