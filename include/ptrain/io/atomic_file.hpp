@@ -93,7 +93,11 @@ class AtomicFile {
 // old file, if any, as it was and no temporary behind.
 template <class Write>
 void write_atomically(const std::filesystem::path& path, Write&& write) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  if (path.has_parent_path()) {
+    std::error_code error;
+    std::filesystem::create_directories(path.parent_path(), error);
+    check(!error, path.string(), ": cannot create its directory ", path.parent_path().string(), ": ", error.message());
+  }
   detail::AtomicFile file(path);
   std::ostream out(&file.buffer());
   write(out);
