@@ -27,8 +27,8 @@ inline constexpr bool built_with_cuda = false;
 
 inline void add_device_option(Cli& cli) {
   cli.choice_option("--device", built_with_cuda ? "cuda" : "cpu", {"cpu", "cuda"},
-                    built_with_cuda ? "cuda: one GPU per rank of a node"
-                                    : "cuda needs the CUDA build of this example, PROGRAM_cuda");
+                    built_with_cuda ? "the device; cuda: one GPU per rank of a node"
+                                    : "the device (cuda needs the CUDA build of this example, PROGRAM_cuda)");
 }
 
 // The device --device names (cpu or cuda, checked by the Cli), or nothing after printing why it
