@@ -40,12 +40,12 @@ inline void unlink_partial_files() noexcept {
     if (slot.state.load(std::memory_order_acquire) == PartialFileSlot::live) ::unlink(slot.path);
 }
 
-inline void on_ending_signal(int signal) {
+inline void on_ending_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   std::size_t k = 0;
   while (ending_signals[k] != signal) ++k;
   const struct sigaction& before = actions_before_ours[k];
-  if (before.sa_handler == SIG_DFL) {
+  if (!(before.sa_flags & SA_SIGINFO) && before.sa_handler == SIG_DFL) {
     unlink_partial_files();
     // Blocked while this handler runs, the re-raised signal is delivered on return and ends the
     // process with the status a parent (mpiexec, a shell, Slurm) expects from it.
@@ -54,9 +54,7 @@ inline void on_ending_signal(int signal) {
   } else if (before.sa_flags & SA_SIGINFO) {
     // The program's own handler decides whether the process ends (and may call
     // io::remove_partial_files first); a handler that lets training go on must find its files intact.
-    siginfo_t info{};
-    info.si_signo = signal;
-    before.sa_sigaction(signal, &info, nullptr);
+    before.sa_sigaction(signal, info, context);
   } else {
     before.sa_handler(signal);
   }
@@ -73,9 +71,9 @@ inline void install_partial_file_handlers() {
       actions_before_ours[k] = before;
       if (!(before.sa_flags & SA_SIGINFO) && before.sa_handler == SIG_IGN) continue;
       struct sigaction ours {};
-      ours.sa_handler = on_ending_signal;
+      ours.sa_sigaction = on_ending_signal;
       sigfillset(&ours.sa_mask);
-      ours.sa_flags = SA_RESTART;
+      ours.sa_flags = SA_RESTART | SA_SIGINFO;
       ::sigaction(ending_signals[k], &ours, nullptr);
     }
   });
