@@ -59,6 +59,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()),
                 static_cast<long long>(model->parameter_count()), Precision::name, world.size(), ptrain::num_threads(),
                 D::name, ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
+  if (world.rank() == 0 && !trainer_options.csv_log.empty())
+    std::printf("per-epoch log in %s\n", trainer_options.csv_log.c_str());
   std::vector<ptrain::EpochResult> results;
   if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
     auto adam = std::make_shared<ptrain::Adam<T, D>>(model->parameters(), adam_options);
@@ -107,13 +109,16 @@ int main(int argc, char** argv) {
   examples::Cli cli("fashion_mnist",
                     "Trains a small CNN on Fashion-MNIST and reports test accuracy; data-parallel under mpiexec.");
   cli.option("--data", ptrain::FashionMnist::default_root, "directory holding the *-ubyte.gz files")
-      .option("--epochs", "5", "training epochs")
-      .option("--batch", "128", "global batch size (split over the ranks)")
-      .option("--lr", "0.001", "Adam learning rate")
-      .option("--seed", "0", "seed for initialisation, shuffling and dropout")
-      .option("--limit", "0", "train on the first N training images only (0: all)")
-      .option("--precision", "fp32", "the model's type: fp32, or bf16 / fp16 with fp32 master weights")
-      .option("--csv", "fashion_mnist.csv", "per-epoch CSV log written by rank 0 (empty: none)");
+      .integer_option("--epochs", 5, "training epochs")
+      .integer_option("--batch", 128, "global batch size (split over the ranks)")
+      .real_option("--lr", "0.001", "Adam learning rate")
+      .integer_option("--seed", 0, "seed for initialisation, shuffling and dropout", 0, LONG_MAX)
+      .integer_option("--limit", 0, "train on the first N training images only (0: all)", 0)
+      .choice_option("--precision", "fp32", {"fp32", "bf16", "fp16"},
+                     "the model's type: fp32, or bf16 / fp16 with fp32 master weights")
+      .output_option("--csv", "fashion_mnist.csv",
+                     "per-epoch CSV log written by rank 0 (empty: none); the default is never overwritten: "
+                     "fashion_mnist_2.csv, _3, ... when it exists");
   return examples::run_example<examples::Pipelines::with>(
       cli, examples::accuracy_percent("test accuracy"), argc, argv,
       [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {

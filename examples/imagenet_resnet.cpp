@@ -138,15 +138,15 @@ int main(int argc, char** argv) {
                     "Trains ResNet-18/34/50 on an ImageNet-style tree (DIR/train and DIR/val, one folder of JPEGs "
                     "per class) and reports validation top-1 and top-5 accuracy; data-parallel under mpiexec.");
   cli.option("--data", "imagenet", "directory holding train/ and val/, each with one folder of images per class")
-      .option("--arch", "resnet50", "resnet18, resnet34 or resnet50")
-      .option("--epochs", "16", "training epochs (the one-cycle schedule spans them all)")
-      .option("--batch", "256", "global batch size (split over the data-parallel replicas)")
-      .option("--lr", "0.4", "peak learning rate of the one-cycle schedule")
-      .option("--wd", "0.0001", "SGD weight decay")
-      .option("--image-size", "224", "crop size; images are first resized to 8/7 of it on the shorter side")
-      .option("--workers", "4", "threads decoding images for each loader")
-      .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+      .choice_option("--arch", "resnet50", {"resnet18", "resnet34", "resnet50"}, "the network")
+      .integer_option("--epochs", 16, "training epochs (the one-cycle schedule spans them all)")
+      .integer_option("--batch", 256, "global batch size (split over the data-parallel replicas)")
+      .real_option("--lr", "0.4", "peak learning rate of the one-cycle schedule")
+      .real_option("--wd", "0.0001", "SGD weight decay")
+      .integer_option("--image-size", 224, "crop size; images are first resized to 8/7 of it on the shorter side")
+      .integer_option("--workers", 4, "threads decoding images for each loader (0: in the training thread)", 0)
+      .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
+      .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, examples::accuracy_percent("validation top-1 accuracy"), argc, argv,
                                [&](auto device, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train_on(cli, device, world, shard, policies...);

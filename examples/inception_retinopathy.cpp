@@ -112,8 +112,6 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   const long size = cli.integer("--image-size"), batch = cli.integer("--batch");
   const std::int64_t classes = cli.integer("--classes");
-  ptrain::check(size >= inception_min_size, "--image-size ", size, ": Inception v3 needs at least ", inception_min_size,
-                " (it was trained at 299)");
   ptrain::check(batch % shard.count == 0, "--batch ", batch, " (the global batch) must divide by the ", shard.count,
                 " data-parallel replicas");
   const bool main = world.rank() == 0;
@@ -183,15 +181,18 @@ int main(int argc, char** argv) {
       .option("--pretrained", "",
               "Inception v3 safetensors (torchvision's names) for the backbone; empty: train the whole network "
               "from scratch")
-      .option("--classes", "5", "levels (the new head's outputs)")
-      .option("--image-size", "299", "images are resized and centre-cropped to this (at least 75)")
+      .integer_option("--classes", 5, "levels (the new head's outputs)")
+      .integer_option("--image-size", 299,
+                      "images are resized and centre-cropped to this (Inception v3 shrinks smaller ones to nothing "
+                      "before Mixed_7a; it was trained at 299)",
+                      inception_min_size)
       .option("--cache", "", "tensor cache of the resized images: written if missing, read otherwise")
-      .option("--val-fraction", "0.2", "part of the labelled images held out for validation")
-      .option("--epochs", "5", "training epochs")
-      .option("--batch", "32", "global batch size (split over the ranks)")
-      .option("--lr", "0.001", "Adam learning rate of the head")
-      .option("--seed", "0", "seed for the head, the split, shuffling and flips")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+      .real_option("--val-fraction", "0.2", "part of the labelled images held out for validation", 0, 1)
+      .integer_option("--epochs", 5, "training epochs")
+      .integer_option("--batch", 32, "global batch size (split over the ranks)")
+      .real_option("--lr", "0.001", "Adam learning rate of the head")
+      .integer_option("--seed", 0, "seed for the head, the split, shuffling and flips", 0, LONG_MAX)
+      .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);

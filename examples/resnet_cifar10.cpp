@@ -83,13 +83,13 @@ int main(int argc, char** argv) {
   examples::Cli cli("resnet_cifar10", "Trains ResNet-18/50 (CIFAR stem) on CIFAR-10's binary files; data-parallel "
                                       "under mpiexec, pipelined with --stages.");
   cli.option("--data", "cifar-10-batches-bin", "directory holding data_batch_1..5.bin and test_batch.bin")
-      .option("--model", "resnet18", "resnet18 or resnet50")
-      .option("--epochs", "1", "training epochs")
-      .option("--batch", "128", "global batch size (split over the data-parallel replicas)")
-      .option("--lr", "0.1", "initial SGD learning rate (cosine annealed)")
-      .option("--seed", "0", "seed for initialisation, shuffling and augmentation")
-      .option("--limit", "0", "train on the first N training images only (0: all)")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+      .choice_option("--model", "resnet18", {"resnet18", "resnet50"}, "the network")
+      .integer_option("--epochs", 1, "training epochs")
+      .integer_option("--batch", 128, "global batch size (split over the data-parallel replicas)")
+      .real_option("--lr", "0.1", "initial SGD learning rate (cosine annealed)")
+      .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
+      .integer_option("--limit", 0, "train on the first N training images only (0: all)", 0)
+      .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example<examples::Pipelines::with>(
       cli, examples::accuracy_percent("test accuracy"), argc, argv,
       [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {

@@ -34,10 +34,9 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                                     .levels = static_cast<int>(cli.integer("--levels")),
                                     .base_width = cli.integer("--base-width")};
   const long multiple = 1L << (options.levels - 1);
-  ptrain::check(size > 0 && size % multiple == 0, "--image-size ", size, ": a UNet of ", options.levels,
+  ptrain::check(size % multiple == 0, "--image-size ", size, ": a UNet of ", options.levels,
                 " levels needs a multiple of 2^(levels - 1) = ", multiple);
   ptrain::check(channels == 1 || channels == 3, "--channels ", channels, ": expected 1 (gray) or 3 (RGB)");
-  ptrain::check(batch >= 1, "--batch ", batch, ": expected at least one image per rank");
   const bool main = world.rank() == 0;
 
   auto pairs = std::make_shared<const ptrain::ImageMaskFolder>(
@@ -107,17 +106,17 @@ int main(int argc, char** argv) {
                     "learning-rate scaling and warm-up.");
   cli.option("--images", "images", "directory of the images (PNG or JPEG)")
       .option("--masks", "masks", "directory of the masks, one per image with the same stem, 0 or 255 per pixel")
-      .option("--channels", "1", "1: read the images as gray; 3: as RGB")
-      .option("--image-size", "256", "images and masks are resized to this square (a multiple of 2^(levels - 1))")
-      .option("--levels", "5", "UNet resolutions (levels - 1 poolings)")
-      .option("--base-width", "64", "channels of the first level, doubled at each level below")
-      .option("--val-fraction", "0.2", "part of the pairs held out for validation")
-      .option("--epochs", "10", "training epochs")
-      .option("--batch", "4", "images per rank per step: N ranks train on N times this")
-      .option("--lr", "0.001", "Adam learning rate of one process; N ranks use N times it after the warm-up")
-      .option("--warmup-steps", "100", "steps over which the rate climbs linearly from --lr to N x --lr")
-      .option("--seed", "0", "seed for the weights, the split, shuffling and augmentation")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+      .integer_option("--channels", 1, "1: read the images as gray; 3: as RGB", 1, 3)
+      .integer_option("--image-size", 256, "images and masks are resized to this square (a multiple of 2^(levels - 1))")
+      .integer_option("--levels", 5, "UNet resolutions (levels - 1 poolings)", 1, 16)
+      .integer_option("--base-width", 64, "channels of the first level, doubled at each level below")
+      .real_option("--val-fraction", "0.2", "part of the pairs held out for validation", 0, 1)
+      .integer_option("--epochs", 10, "training epochs")
+      .integer_option("--batch", 4, "images per rank per step: N ranks train on N times this")
+      .real_option("--lr", "0.001", "Adam learning rate of one process; N ranks use N times it after the warm-up")
+      .integer_option("--warmup-steps", 100, "steps over which the rate climbs linearly from --lr to N x --lr", 0)
+      .integer_option("--seed", 0, "seed for the weights, the split, shuffling and augmentation", 0, LONG_MAX)
+      .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, {"--min-iou", "validation IoU of the foreground", ""}, argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);

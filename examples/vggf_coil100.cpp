@@ -62,13 +62,13 @@ int main(int argc, char** argv) {
                     "Trains VGG-F (VGG-16 with a funnel classifier) on root/TrainData and root/ValidationData, "
                     "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec.");
   cli.option("-rd", "coil-100", "root directory holding TrainData/ and ValidationData/")
-      .option("-ep", "10", "number of epochs")
-      .option("-lr", "0.0001", "Adam learning rate")
-      .option("-mb", "16", "mini-batch size of each process (the global batch is -mb x ranks)")
-      .option("--image-size", "128", "images are resized to this height and width (COIL-100's are 128)")
-      .option("--workers", "2", "threads decoding images for each loader")
-      .option("--seed", "0", "seed for initialisation, shuffling, augmentation and dropout")
-      .option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+      .integer_option("-ep", 10, "number of epochs")
+      .real_option("-lr", "0.0001", "Adam learning rate")
+      .integer_option("-mb", 16, "mini-batch size of each process (the global batch is -mb x ranks)")
+      .integer_option("--image-size", 128, "images are resized to this height and width (COIL-100's are 128)")
+      .integer_option("--workers", 2, "threads decoding images for each loader (0: in the training thread)", 0)
+      .integer_option("--seed", 0, "seed for initialisation, shuffling, augmentation and dropout", 0, LONG_MAX)
+      .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);

@@ -2,7 +2,7 @@
 // --device cpu|cuda. The examples' CUDA builds (NAME_cuda, the same source compiled by nvcc) train
 // on a GPU and default to it; a host-compiled build trains on the CPU only. Either exits with
 // code 2 and a sentence, before MPI starts, when the device asked for cannot be used: an unknown
-// name, cuda in a build without CUDA, or "no CUDA device found".
+// name (refused by the Cli), cuda in a build without CUDA, or "no CUDA device found".
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -26,19 +26,15 @@ inline constexpr bool built_with_cuda = false;
 #endif
 
 inline void add_device_option(Cli& cli) {
-  cli.option("--device", built_with_cuda ? "cuda" : "cpu",
-             built_with_cuda ? "cpu, or cuda: one GPU per rank of a node"
-                             : "cpu (cuda needs the CUDA build of this example, PROGRAM_cuda)");
+  cli.choice_option("--device", built_with_cuda ? "cuda" : "cpu", {"cpu", "cuda"},
+                    built_with_cuda ? "the device; cuda: one GPU per rank of a node"
+                                    : "the device (cuda needs the CUDA build of this example, PROGRAM_cuda)");
 }
 
-// The device --device names, or nothing after printing why it cannot be used (exit code 2).
+// The device --device names (cpu or cuda, checked by the Cli), or nothing after printing why it
+// cannot be used (exit code 2).
 inline std::optional<DeviceKind> choose_device(const Cli& cli, const std::string& program) {
-  const std::string name = cli.str("--device");
-  if (name == "cpu") return DeviceKind::cpu;
-  if (name != "cuda") {
-    std::fprintf(stderr, "%s: --device '%s': expected cpu or cuda\n", program.c_str(), name.c_str());
-    return std::nullopt;
-  }
+  if (cli.str("--device") == "cpu") return DeviceKind::cpu;
 #if defined(__CUDACC__)
   try {
     ptrain::require_cuda_device();

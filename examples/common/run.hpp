@@ -49,8 +49,10 @@ template <Pipelines pipelines = Pipelines::without, class Train>
 int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
   add_strategy_options(cli, pipelines);
   add_device_option(cli);
-  cli.option(metric.flag, "0", "exit with code 1 when the final " + metric.name + " (" +
-                                   (metric.unit == "%" ? "percent" : "0 to 1") + ") is below this");
+  cli.real_option(metric.flag, "0",
+                  "exit with code 1 when the final " + metric.name + " (" + (metric.unit == "%" ? "percent" : "0 to 1") +
+                      ") is below this",
+                  0, metric.unit == "%" ? 100 : 1);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
   const auto device = choose_device(cli, cli.program());

@@ -23,11 +23,11 @@ struct DataShard {
 enum class Pipelines { without, with };
 
 inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::without) {
-  cli.option("--compression", "fp32", "gradients on the wire when data-parallel: fp32, fp16 or bf16");
+  cli.choice_option("--compression", "fp32", {"fp32", "fp16", "bf16"}, "gradients on the wire when data-parallel");
   if (pipelines == Pipelines::with)
-    cli.option("--stages", "0", "pipeline stages (0: no pipeline); the world must be a multiple of it")
-        .option("--schedule", "1f1b", "pipeline schedule: gpipe or 1f1b (4 micro-batches per batch)")
-        .option("--checkpoint", "0", "1: recompute each pipeline stage's activations in backward");
+    cli.integer_option("--stages", 0, "pipeline stages (0: no pipeline); the world must be a multiple of it", 0)
+        .choice_option("--schedule", "1f1b", {"gpipe", "1f1b"}, "pipeline schedule (4 micro-batches per batch)")
+        .integer_option("--checkpoint", 0, "1: recompute each pipeline stage's activations in backward", 0, 1);
 }
 
 // DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce

@@ -40,7 +40,7 @@ void calibrate_batch_norm(Model& model, const std::vector<ptrain::Tensor<float>>
 // DIR/trainLabels.csv (image,level) and DIR/train/<n>_left|right.jpeg: 96x96 discs on black, each
 // level (0-4) its own colour with as many bright spots as three times the level, so that a head over
 // the random backbone learns the levels in a few epochs;
-// DIR/bad_labels.csv names an image that does not exist; DIR/caches/ is emptied; DIR/inception_v3.safetensors is a
+// DIR/bad_labels.csv names an image that does not exist, DIR/header_only_labels.csv none; DIR/caches/ is emptied; DIR/inception_v3.safetensors is a
 // seeded torchvision-shaped Inception v3 (1000 classes, aux head) in F16.
 inline void retina(const fs::path& dir) {
   ptrain::Rng rng(7);
@@ -76,6 +76,7 @@ inline void retina(const fs::path& dir) {
   };
   write_text(dir / "trainLabels.csv", csv);
   write_text(dir / "bad_labels.csv", "image,level\n10_left,0\n99_missing,3\n");
+  write_text(dir / "header_only_labels.csv", "image,level\n");
 
   const auto start = std::chrono::steady_clock::now();
   ptrain::manual_seed(2015);

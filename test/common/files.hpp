@@ -74,4 +74,13 @@ std::string error_of(F&& f) {
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The temporaries write_atomically left beside target (<target>.tmp.*): none after any write.
+inline std::vector<std::filesystem::path> temporaries_beside(const std::filesystem::path& target) {
+  std::vector<std::filesystem::path> found;
+  const std::string prefix = target.filename().string() + ".tmp.";
+  for (const auto& entry : std::filesystem::directory_iterator(target.parent_path()))
+    if (entry.path().filename().string().starts_with(prefix)) found.push_back(entry.path());
+  return found;
+}
+
 }  // namespace ptrain::test

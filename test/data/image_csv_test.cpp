@@ -94,6 +94,9 @@ BOOST_AUTO_TEST_CASE(bad_headers_and_fields_are_errors) {
   write_text(csv, "");
   message = error_of([&] { ImageCsv data(csv, root / "train"); });
   BOOST_TEST(contains(message, csv.string() + ": empty: expected a header line"), message);
+  write_text(csv, "image,level\n\n");
+  message = error_of([&] { ImageCsv data(csv, root / "train"); });
+  BOOST_TEST(contains(message, csv.string() + ": no rows after the header: expected one line per image"), message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

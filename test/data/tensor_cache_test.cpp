@@ -1,15 +1,24 @@
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include <ptrain/data/geometric_transforms.hpp>
 #include <ptrain/data/tensor_cache.hpp>
 
+#include "../common/child_process.hpp"
 #include "../common/files.hpp"
 
 using namespace ptrain;
@@ -50,6 +59,21 @@ struct MapDataset {
 struct RaggedDataset {
   std::int64_t size() const { return 6; }
   Example get(std::int64_t i) const { return {Tensor<float>::zeros(Shape{1, 2, i < 3 ? 2 : 3}), 0}; }
+};
+
+// 3 x 32 x 32 examples (12 KiB each) that stall from example 64 on, after calling reached_stall():
+// a cache writer to interrupt once it has written part of its file.
+struct StallingDataset {
+  std::function<void()> reached_stall;
+  std::shared_ptr<std::once_flag> once = std::make_shared<std::once_flag>();
+  std::int64_t size() const { return 1000; }
+  Example get(std::int64_t i) const {
+    if (i >= 64) {
+      std::call_once(*once, reached_stall);
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    return {Tensor<float>::zeros(Shape{3, 32, 32}), 0};
+  }
 };
 
 std::vector<char> file_bytes(const fs::path& path) {
@@ -162,6 +186,32 @@ BOOST_AUTO_TEST_CASE(examples_of_several_shapes_leave_no_file) {
   BOOST_TEST(left == 0);  // no temporary file either
   // Within one batch the loader reports the difference.
   BOOST_CHECK_THROW(write_tensor_cache(path, RaggedDataset{}, AnyTransform{}, {.batch_size = 6}), Error);
+}
+
+// A cache is written as batches come, so a writer killed half-way has a large temporary on disk:
+// SIGTERM must remove it and leave the previous cache as it was.
+BOOST_AUTO_TEST_CASE(a_writer_ended_by_sigterm_leaves_no_temporary_and_the_old_cache) {
+  const fs::path path = dir() / "interrupted.cache";
+  write_tensor_cache(path, ramp_dataset(3, 1, 2, 2));
+  const std::vector<char> old = file_bytes(path);
+  test::ChildProcess writer([&](auto ready) {
+    write_tensor_cache(path, StallingDataset{ready}, AnyTransform{}, {.batch_size = 16, .num_workers = 2});
+  });
+  BOOST_REQUIRE(writer.wait_ready(std::chrono::seconds(60)));
+  // The four batches before the stall (768 KiB) reach the file, less what the stream still buffers.
+  std::uintmax_t written = 0;
+  for (int wait = 0; wait < 600 && written < (512u << 10); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto partial = test::temporaries_beside(path);
+    BOOST_REQUIRE_EQUAL(partial.size(), 1u);
+    written = fs::file_size(partial.front());
+  }
+  BOOST_TEST(written >= (512u << 10));
+  const int status = writer.end_with(SIGTERM);
+  BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+  BOOST_TEST(test::temporaries_beside(path).empty());
+  BOOST_TEST((file_bytes(path) == old));
+  BOOST_TEST(TensorCache(path).size() == 3);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -95,6 +95,8 @@ class ImageCsv {
       files_.push_back(file);
       targets_.push_back(value);
     }
+    check(!files_.empty(), csv.string(), ": no rows after the header: expected one line per image with its '",
+          options_.image_column, "' and '", options_.label_column, "'");
   }
 
   std::int64_t size() const { return static_cast<std::int64_t>(files_.size()); }

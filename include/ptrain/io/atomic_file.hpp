@@ -1,44 +1,107 @@
 #pragma once
-// Nothing is half-written: files are written under a temporary name beside the target and
-// renamed over it, which POSIX makes atomic within one file system.
-#include <cstdio>
+// Nothing is half-written: every file ptrain writes (weights, logs, tensor caches, images) goes
+// through write_atomically. It writes a temporary beside the target, fsyncs it, renames it over
+// the target (atomic within one file system, POSIX) and fsyncs the directory, so that after a crash
+// or a power cut a reader finds the old file or the new one, whole. The temporary is removed when
+// the writer throws, and when SIGINT, SIGTERM or SIGHUP ends the process mid-write
+// (detail/partial_files.hpp). Streaming writers (a tensor cache written as batches are ready) write
+// through the same stream.
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <optional>
+#include <ostream>
 #include <string>
+
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/io/detail/file_descriptor_buffer.hpp"
+#include "ptrain/io/detail/partial_files.hpp"
 
 namespace ptrain::io {
 
+namespace detail {
+
+// <target>.tmp.<pid>.<n>: unique among the processes and threads writing one target.
+inline std::filesystem::path temporary_beside(const std::filesystem::path& target) {
+  static std::atomic<unsigned long> serial{0};
+  return target.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+}
+
+// The temporary of one write: open until commit() puts it in place; removed if that never happens.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& target)
+      : target_(target), temporary_(temporary_beside(target)), record_(temporary_.string()) {
+    do fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    while (fd_ < 0 && errno == EINTR);
+    if (fd_ < 0) fail_with_errno("cannot create the temporary file " + temporary_.string());
+    buffer_.emplace(fd_);
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temporary_.c_str());
+  }
+
+  std::streambuf& buffer() { return *buffer_; }
+
+  void commit() {
+    if (buffer_->pubsync() != 0 || buffer_->error() != 0)
+      fail_with_errno("writing " + temporary_.string() + " failed", buffer_->error());
+    if (::fsync(fd_) != 0) fail_with_errno("fsync of " + temporary_.string() + " failed");
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail_with_errno("closing " + temporary_.string() + " failed");
+    if (::rename(temporary_.c_str(), target_.c_str()) != 0)
+      fail_with_errno("cannot rename " + temporary_.string() + " into place");
+    committed_ = true;
+    record_.release();
+    sync_directory();
+  }
+
+ private:
+  // The rename is durable once the directory entry is: fsync the directory too. File systems that
+  // cannot (EINVAL) have nothing more to do.
+  void sync_directory() const {
+    const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : ".";
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) fail_with_errno("cannot open its directory " + dir.string() + " to fsync it");
+    const int synced = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    ::close(fd);
+    if (synced != 0) fail_with_errno("fsync of its directory " + dir.string() + " failed", synced);
+  }
+
+  [[noreturn]] void fail_with_errno(const std::string& what, int error = errno) const {
+    fail(target_.string(), ": ", what, ": ", std::strerror(error));
+  }
+
+  std::filesystem::path target_, temporary_;
+  PartialFileRecord record_;
+  int fd_ = -1;
+  std::optional<FileDescriptorBuffer> buffer_;
+  bool committed_ = false;
+};
+
+}  // namespace detail
+
+// Calls write(std::ostream&) to fill path, atomically (see above). Whatever write throws leaves the
+// old file, if any, as it was and no temporary behind.
 template <class Write>
 void write_atomically(const std::filesystem::path& path, Write&& write) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    check(out.good(), path.string(), ": cannot open ", tmp.string(), " for writing");
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw;
-    }
-    out.flush();
-    if (!out.good()) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      fail(path.string(), ": writing failed (disk full?)");
-    }
+  if (path.has_parent_path()) {
+    std::error_code error;
+    std::filesystem::create_directories(path.parent_path(), error);
+    check(!error, path.string(), ": cannot create its directory ", path.parent_path().string(), ": ", error.message());
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(path.string(), ": cannot rename the temporary file into place");
-  }
+  detail::AtomicFile file(path);
+  std::ostream out(&file.buffer());
+  write(out);
+  file.commit();
 }
 
 }  // namespace ptrain::io
