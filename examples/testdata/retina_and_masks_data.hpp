@@ -38,7 +38,7 @@ void calibrate_batch_norm(Model& model, const std::vector<ptrain::Tensor<float>>
 }
 
 // DIR/trainLabels.csv (image,level) and DIR/train/<n>_left|right.jpeg: 96x96 discs on black, each
-// level (0-4) its own colour with as many bright spots as three times the level, so that a head over
+// level (0-4) its own hue with as many bright spots as three times the level, so that a head over
 // the random backbone learns the levels in a few epochs;
 // DIR/bad_labels.csv names an image that does not exist, DIR/header_only_labels.csv none; DIR/caches/ is emptied; DIR/inception_v3.safetensors is a
 // seeded torchvision-shaped Inception v3 (1000 classes, aux head) in F16.
@@ -48,6 +48,8 @@ inline void retina(const fs::path& dir) {
   fs::remove_all(dir / "caches");  // the smoke tests' tensor caches: written afresh by each run
   fs::create_directories(dir / "caches");
   constexpr int size = 96, images = 40, levels = 5;
+  // Hues far apart: a head over random features tells them apart, brightness alone it does not.
+  constexpr double level_colour[levels][3] = {{220, 60, 50}, {50, 200, 60}, {60, 70, 220}, {210, 200, 50}, {60, 200, 210}};
   std::string csv = "image,level\n";
   std::vector<ptrain::Tensor<float>> inputs;  // one per level at 80x80, for the backbone's statistics
   for (int n = 0; n < images; ++n) {
@@ -59,7 +61,7 @@ inline void retina(const fs::path& dir) {
         const double dx = x - size / 2.0, dy = y - size / 2.0;
         const bool inside = dx * dx + dy * dy < 40.0 * 40.0;
         for (int c = 0; c < 3; ++c)
-          image.at(y, x, c) = clamp_byte(inside ? class_mean(level, c) + 10 * rng.normal() : 3 * rng.uniform());
+          image.at(y, x, c) = clamp_byte(inside ? level_colour[level][c] + 10 * rng.normal() : 3 * rng.uniform());
       }
     for (int s = 0; s < 3 * level; ++s) {
       const auto cy = static_cast<int>(24 + rng.below(48)), cx = static_cast<int>(24 + rng.below(48));
