@@ -19,12 +19,17 @@ class Cli {
     values_[flag] = default_value;
     return *this;
   }
+  // short_flag is another name of flag (a project's own spelling, e.g. -iu for --init-url).
+  Cli& alias(const std::string& short_flag, const std::string& flag) {
+    aliases_[short_flag] = flag;
+    return *this;
+  }
   const std::string& program() const { return program_; }
 
   // Returns false (after printing) when the program should exit: --help (code 0) or a bad flag (code 2).
   bool parse(int argc, char** argv, int& exit_code) {
     for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
+      const std::string arg = aliases_.count(argv[i]) ? aliases_.at(argv[i]) : argv[i];
       if (arg == "--help" || arg == "-h") {
         print_help(stdout);
         exit_code = 0;
@@ -71,12 +76,14 @@ class Cli {
     for (const auto& o : options_)
       std::fprintf(out, "  %-16s %s (default: %s)\n", o.flag.c_str(), o.help.c_str(),
                    o.default_value.empty() ? "none" : o.default_value.c_str());
+    for (const auto& [short_flag, flag] : aliases_) std::fprintf(out, "  %-16s same as %s\n", short_flag.c_str(), flag.c_str());
     std::fprintf(out, "  %-16s %s\n", "--help", "print this help");
   }
 
   std::string program_, summary_;
   std::vector<Option> options_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> aliases_;
 };
 
 }  // namespace examples

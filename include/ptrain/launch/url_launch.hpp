@@ -37,18 +37,22 @@ inline int launch_number(std::string_view what, std::string_view text) {
 
 }  // namespace detail
 
-// url is "tcp://HOST:PORT"; what names where the values came from in messages ("--init-url",
-// "MASTER_ADDR/MASTER_PORT").
+// The port when a URL names none (torchrun's default MASTER_PORT).
+inline constexpr int default_launch_port = 29500;
+
+// url is "tcp://HOST:PORT" or "tcp://HOST" (port 29500); what names where the values came from
+// in messages ("--init-url", "MASTER_ADDR:MASTER_PORT").
 inline UrlLaunch url_launch(std::string_view url, int rank, int world_size, std::string_view what = "--init-url") {
   constexpr std::string_view scheme = "tcp://";
   check(url.substr(0, scheme.size()) == scheme, "launch: ", what, " '", url, "' must look like tcp://HOST:PORT");
   const std::string_view address = url.substr(scheme.size());
   const std::size_t colon = address.rfind(':');
-  check(colon != std::string_view::npos && colon > 0, "launch: ", what, " '", url,
-        "' has no HOST:PORT (e.g. tcp://10.128.0.8:29500)");
   UrlLaunch launch;
   launch.host = std::string(address.substr(0, colon));
-  launch.port = detail::launch_number(std::string(what) + " port", address.substr(colon + 1));
+  check(!launch.host.empty(), "launch: ", what, " '", url, "' names no host (e.g. tcp://10.128.0.8:29500)");
+  launch.port = default_launch_port;
+  if (colon != std::string_view::npos)
+    launch.port = detail::launch_number(std::string(what) + " port", address.substr(colon + 1));
   check(launch.port >= 1 && launch.port <= 65535, "launch: ", what, " '", url, "': port ", launch.port,
         " is not in 1..65535");
   check(world_size >= 1, "launch: the world size ", world_size, " must be at least 1");
