@@ -57,7 +57,14 @@ class UrlRendezvous {
     ::setenv("PMI_PORT", (launch_.host + ":" + std::to_string(launch_.port)).c_str(), 1);
     ::setenv("PMI_ID", std::to_string(launch_.rank).c_str(), 1);
   }
-  ~UrlRendezvous() { finish(); }
+  // Without finish() (MPI never started): stops at once; rank 0 then sees this rank leave.
+  ~UrlRendezvous() {
+    if (watchdog_.joinable()) {
+      finished_ = true;
+      control_.shut_down();
+      watchdog_.join();
+    }
+  }
   UrlRendezvous(const UrlRendezvous&) = delete;
   UrlRendezvous& operator=(const UrlRendezvous&) = delete;
 
