@@ -60,7 +60,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 int main(int argc, char** argv) {
   examples::Cli cli("vggf_coil100",
                     "Trains VGG-F (VGG-16 with a funnel classifier) on root/TrainData and root/ValidationData, "
-                    "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec or by -iu/-rn/-ws.");
+                    "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec, or "
+                    "started by hand with -iu/-rn/-ws.");
   cli.option("-rd", "coil-100", "root directory holding TrainData/ and ValidationData/")
       .option("-ep", "10", "number of epochs")
       .option("-lr", "0.0001", "Adam learning rate")

@@ -76,7 +76,8 @@ class Cli {
     for (const auto& o : options_)
       std::fprintf(out, "  %-16s %s (default: %s)\n", o.flag.c_str(), o.help.c_str(),
                    o.default_value.empty() ? "none" : o.default_value.c_str());
-    for (const auto& [short_flag, flag] : aliases_) std::fprintf(out, "  %-16s same as %s\n", short_flag.c_str(), flag.c_str());
+    for (const auto& [short_flag, flag] : aliases_)
+      std::fprintf(out, "  %-16s same as %s\n", short_flag.c_str(), flag.c_str());
     std::fprintf(out, "  %-16s %s\n", "--help", "print this help");
   }
 

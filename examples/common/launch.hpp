@@ -28,7 +28,8 @@ inline bool url_launch_from(const Cli& cli, std::optional<ptrain::UrlLaunch>& la
     return false;
   }
   try {
-    launch = ptrain::url_launch(url, static_cast<int>(cli.integer("--rank")), static_cast<int>(cli.integer("--world-size")));
+    launch = ptrain::url_launch(url, static_cast<int>(cli.integer("--rank")),
+                                static_cast<int>(cli.integer("--world-size")));
   } catch (const ptrain::Error& e) {
     std::fprintf(stderr, "%s: %s\n", cli.program().c_str(), e.what());
     return false;

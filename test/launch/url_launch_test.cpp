@@ -9,6 +9,8 @@
 #include <ptrain/launch/rendezvous_server.hpp>
 #include <ptrain/launch/url_launch.hpp>
 
+#include "../common/files.hpp"
+
 using namespace ptrain;
 
 namespace {
@@ -22,17 +24,8 @@ detail::LaunchEnvironment parse(const Env& env) {
   });
 }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using test::contains;
+using test::error_of;
 
 }  // namespace
 
@@ -52,16 +45,19 @@ BOOST_AUTO_TEST_CASE(init_url_with_and_without_port) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_urls_and_ranks_are_refused_with_the_reason) {
-  BOOST_TEST(has(message_of([] { url_launch("10.0.0.1:29500", 0, 2); }), "'10.0.0.1:29500' must look like tcp://HOST:PORT"));
-  BOOST_TEST(has(message_of([] { url_launch("tcp://:29500", 0, 2); }), "names no host"));
-  BOOST_TEST(has(message_of([] { url_launch("tcp://h:port", 0, 2); }), "--init-url port='port' is not a non-negative integer"));
-  BOOST_TEST(has(message_of([] { url_launch("tcp://h:70000", 0, 2); }), "port 70000 is not in 1..65535"));
-  BOOST_TEST(has(message_of([] { url_launch("tcp://h:1", 2, 2); }), "rank 2 is not in [0, world size 2)"));
-  BOOST_TEST(has(message_of([] { url_launch("tcp://h:1", 0, 0); }), "world size 0 must be at least 1"));
+  BOOST_TEST(contains(error_of([] { url_launch("10.0.0.1:29500", 0, 2); }),
+                      "'10.0.0.1:29500' must look like tcp://HOST:PORT"));
+  BOOST_TEST(contains(error_of([] { url_launch("tcp://:29500", 0, 2); }), "names no host"));
+  BOOST_TEST(contains(error_of([] { url_launch("tcp://h:port", 0, 2); }),
+                      "--init-url port='port' is not a non-negative integer"));
+  BOOST_TEST(contains(error_of([] { url_launch("tcp://h:70000", 0, 2); }), "port 70000 is not in 1..65535"));
+  BOOST_TEST(contains(error_of([] { url_launch("tcp://h:1", 2, 2); }), "rank 2 is not in [0, world size 2)"));
+  BOOST_TEST(contains(error_of([] { url_launch("tcp://h:1", 0, 0); }), "world size 0 must be at least 1"));
 }
 
 BOOST_AUTO_TEST_CASE(torchrun_variables_make_a_url_launch) {
-  const auto launch = parse({{"MASTER_ADDR", "10.77.0.1"}, {"MASTER_PORT", "29501"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  const auto launch =
+      parse({{"MASTER_ADDR", "10.77.0.1"}, {"MASTER_PORT", "29501"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}});
   BOOST_TEST(launch.info.launcher == "url");
   BOOST_TEST(launch.info.rank == 1);
   BOOST_TEST(launch.info.world_size == 2);
@@ -80,12 +76,12 @@ BOOST_AUTO_TEST_CASE(torchrun_variables_make_a_url_launch) {
 }
 
 BOOST_AUTO_TEST_CASE(incomplete_torchrun_variables_name_the_missing_ones) {
-  const std::string m = message_of([] { parse({{"MASTER_ADDR", "h"}, {"RANK", "0"}}); });
-  BOOST_TEST(has(m, "MASTER_PORT, RANK and WORLD_SIZE must be too (MASTER_PORT WORLD_SIZE unset)"), m);
-  BOOST_TEST(has(message_of([] { parse({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}}); }),
-                 "MASTER_ADDR:MASTER_PORT port='x'"));
-  BOOST_TEST(has(message_of([] { parse({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, {"RANK", "2"}, {"WORLD_SIZE", "2"}}); }),
-                 "rank 2 is not in [0, world size 2)"));
+  const std::string m = error_of([] { parse({{"MASTER_ADDR", "h"}, {"RANK", "0"}}); });
+  BOOST_TEST(contains(m, "MASTER_PORT, RANK and WORLD_SIZE must be too (MASTER_PORT WORLD_SIZE unset)"), m);
+  const Env bad_port = {{"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}};
+  BOOST_TEST(contains(error_of([&] { parse(bad_port); }), "MASTER_ADDR:MASTER_PORT port='x'"));
+  const Env bad_rank = {{"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, {"RANK", "2"}, {"WORLD_SIZE", "2"}};
+  BOOST_TEST(contains(error_of([&] { parse(bad_rank); }), "rank 2 is not in [0, world size 2)"));
 }
 
 BOOST_AUTO_TEST_CASE(node_map_has_one_block_per_run_of_ranks_on_a_host) {
