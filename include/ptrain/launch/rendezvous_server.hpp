@@ -109,7 +109,7 @@ class RendezvousServer {
       }
       std::vector<pollfd> polled{{listener_.fd(), POLLIN, 0}};
       for (const auto& peer : peers_) polled.push_back({peer->socket.fd(), POLLIN, 0});
-      ::poll(polled.data(), polled.size(), 200);
+      ::poll(polled.data(), polled.size(), 50);
       if (polled[0].revents & POLLIN) {
         auto socket = accept_connection(listener_);
         if (socket.is_open()) peers_.push_back(std::make_unique<Peer>(Peer{std::move(socket)}));

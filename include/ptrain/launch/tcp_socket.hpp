@@ -126,7 +126,7 @@ inline LineSocket accept_connection(const LineSocket& listener) {
   }
 }
 
-// Connects to host:port, trying again every 100 ms while it is refused or unreachable, until
+// Connects to host:port, trying again every 50 ms while it is refused or unreachable, until
 // the deadline. what names the peer in the message of the failure.
 inline LineSocket connect_until(const std::string& host, int port, LaunchClock::time_point deadline,
                                 const std::string& what) {
@@ -150,7 +150,7 @@ inline LineSocket connect_until(const std::string& host, int port, LaunchClock::
     ::freeaddrinfo(found);
     if (LaunchClock::now() >= deadline)
       fail("launch: could not reach ", what, " (last error: ", last_error, ")");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
