@@ -27,6 +27,7 @@ int run_main(int& argc, char**& argv, Body&& body, MpiThreading threading = MpiT
              std::optional<UrlLaunch> url = std::nullopt) {
   static_assert(std::is_invocable_v<Body&, MpiSession&>, "run_main: the body must be callable as body(MpiSession&)");
   std::optional<MpiSession> session;
+  const std::optional<int> url_rank = url ? std::optional<int>(url->rank) : std::nullopt;
   try {
     session.emplace(argc, argv, threading, std::move(url));
     if constexpr (std::is_void_v<std::invoke_result_t<Body&, MpiSession&>>) {
@@ -36,9 +37,9 @@ int run_main(int& argc, char**& argv, Body&& body, MpiThreading threading = MpiT
       return static_cast<int>(body(*session));
     }
   } catch (const std::exception& e) {
-    abort_all(e.what(), 1);
+    abort_all(e.what(), 1, url_rank);
   } catch (...) {
-    abort_all("an exception not derived from std::exception", 1);
+    abort_all("an exception not derived from std::exception", 1, url_rank);
   }
 }
 

@@ -102,19 +102,27 @@ class LineSocket {
   std::string buffer_;
 };
 
+// errno's text, read before anything else can change errno (check's arguments are evaluated in
+// an unspecified order, so strerror(errno) cannot sit next to the call that failed).
+inline std::string last_error_text(bool failed) { return failed ? std::strerror(errno) : std::string(); }
+
 inline LineSocket listen_on_port(int port) {
   LineSocket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  check(socket.is_open(), "launch: socket() failed: ", std::strerror(errno));
+  const std::string socket_error = last_error_text(!socket.is_open());
+  check(socket.is_open(), "launch: socket() failed: ", socket_error);
   const int one = 1;
   ::setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_ANY);
   address.sin_port = htons(static_cast<std::uint16_t>(port));
-  check(::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0,
-        "launch: rank 0 cannot listen on TCP port ", port, ": ", std::strerror(errno),
+  const bool bound = ::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  const std::string bind_error = last_error_text(!bound);
+  check(bound, "launch: rank 0 cannot listen on TCP port ", port, ": ", bind_error,
         " (another program or run holds it? choose another port)");
-  check(::listen(socket.fd(), 128) == 0, "launch: listen() on TCP port ", port, " failed: ", std::strerror(errno));
+  const bool listening = ::listen(socket.fd(), 128) == 0;
+  const std::string listen_error = last_error_text(!listening);
+  check(listening, "launch: listen() on TCP port ", port, " failed: ", listen_error);
   return socket;
 }
 

@@ -35,6 +35,10 @@ class UrlRendezvous {
   // Before MPI_Init. Throws when rank 0 cannot be reached (or cannot listen) within the timeout,
   // or rank 0 refuses this process.
   explicit UrlRendezvous(UrlLaunch launch) : launch_(std::move(launch)) {
+    // MPICH's PMI client reads these in MPI_Init (PMI_ID: it learns its rank and size from the
+    // server). Set before this object starts a thread: setenv races with getenv elsewhere.
+    ::setenv("PMI_PORT", (launch_.host + ":" + std::to_string(launch_.port)).c_str(), 1);
+    ::setenv("PMI_ID", std::to_string(launch_.rank).c_str(), 1);
     const std::string host = host_name();
     if (launch_.rank == 0) {
       server_ = std::make_unique<detail::RendezvousServer>(detail::listen_on_port(launch_.port), launch_, host);
@@ -53,9 +57,6 @@ class UrlRendezvous {
             "': is it a ptrain rank 0?");
       watchdog_ = std::thread([this] { watch(); });
     }
-    // MPICH's PMI client reads these in MPI_Init (PMI_ID: it learns its rank and size from the server).
-    ::setenv("PMI_PORT", (launch_.host + ":" + std::to_string(launch_.port)).c_str(), 1);
-    ::setenv("PMI_ID", std::to_string(launch_.rank).c_str(), 1);
   }
   // Without finish() (MPI never started): stops at once; rank 0 then sees this rank leave.
   ~UrlRendezvous() {
