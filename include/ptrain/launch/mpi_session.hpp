@@ -11,6 +11,7 @@
 // MASTER_PORT, RANK, WORLD_SIZE), the session first meets the other processes at the URL
 // (UrlRendezvous) and then initialises MPI as one world with the given ranks.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <thread>
