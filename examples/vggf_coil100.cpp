@@ -60,7 +60,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 int main(int argc, char** argv) {
   examples::Cli cli("vggf_coil100",
                     "Trains VGG-F (VGG-16 with a funnel classifier) on root/TrainData and root/ValidationData, "
-                    "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec.");
+                    "one folder of .png images per class (COIL-100's objects); data-parallel under mpiexec, or "
+                    "started by hand with -iu/-rn/-ws.");
   cli.option("-rd", "coil-100", "root directory holding TrainData/ and ValidationData/")
       .integer_option("-ep", 10, "number of epochs")
       .real_option("-lr", "0.0001", "Adam learning rate")
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
       .integer_option("--workers", 2, "threads decoding images for each loader (0: in the training thread)", 0)
       .integer_option("--seed", 0, "seed for initialisation, shuffling, augmentation and dropout", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+  // The VGG-F project's launch flags: distributedVggf.py -iu tcp://10.128.0.8 -rn <rank> -ws <world size>
+  cli.alias("-iu", "--init-url").alias("-rn", "--rank").alias("-ws", "--world-size");
   return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);

@@ -62,13 +62,18 @@ class Cli {
     return declare({flag, help, default_value, Kind::output, {}, 0, 0, 0, 0});
   }
 
+  // short_flag is another name of flag (a project's own spelling, e.g. -iu for --init-url).
+  Cli& alias(const std::string& short_flag, const std::string& flag) {
+    aliases_[short_flag] = flag;
+    return *this;
+  }
   const std::string& program() const { return program_; }
 
   // Reads the flags after the program name. Throws Cli::Error for an unknown flag, a missing value
   // or a value the flag does not accept (defaults included).
   Parsed read(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::string& arg = args[i];
+      const std::string& arg = aliases_.count(args[i]) ? aliases_.at(args[i]) : args[i];
       if (arg == "--help" || arg == "-h") return Parsed::help;
       if (!values_.count(arg)) throw Error("unknown option '" + arg + "' (--help lists them)");
       if (i + 1 >= args.size()) throw Error("option '" + arg + "' needs a value");
@@ -188,6 +193,8 @@ class Cli {
       std::fprintf(out, "  %-16s %s (default: %s%s)\n", o.flag.c_str(), o.help.c_str(),
                    o.default_value.empty() ? "none" : o.default_value.c_str(), accepts.c_str());
     }
+    for (const auto& [short_flag, flag] : aliases_)
+      std::fprintf(out, "  %-16s same as %s\n", short_flag.c_str(), flag.c_str());
     std::fprintf(out, "  %-16s %s\n", "--help", "print this help");
   }
 
@@ -197,6 +204,7 @@ class Cli {
   std::map<std::string, bool> given_;
   std::map<std::string, long> integers_;
   std::map<std::string, double> reals_;
+  std::map<std::string, std::string> aliases_;
 };
 
 }  // namespace examples

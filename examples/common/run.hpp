@@ -1,14 +1,16 @@
 #pragma once
 // The main() every example shares. An example declares its own flags and hands run_example its
 // training function; run_example adds the strategy's flags (common/strategy.hpp), --device and
-// the floor on the example's final validation metric, parses, starts MPI through run_main (an
-// exception on any rank ends every rank with its message) and calls
+// the floor on the example's final validation metric and the flags of a launch without mpiexec
+// (common/launch.hpp), parses, starts MPI through run_main (an exception on any rank ends every
+// rank with its message) and calls
 //   train(device, world, shard, policies...)
 // with a value of the device the model trains on and the policies with_strategy chooses: over MPI
 // on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
 // build). train returns the final validation metric; a run that ends below the floor exits 1 and
 // says so, which is how the smoke tests tell a run that learned from one that did not.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include <ptrain/mpi.hpp>
@@ -19,6 +21,7 @@
 
 #include "cli.hpp"
 #include "device.hpp"
+#include "launch.hpp"
 #include "strategy.hpp"
 
 namespace examples {
@@ -49,6 +52,7 @@ template <Pipelines pipelines = Pipelines::without, class Train>
 int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
   add_strategy_options(cli, pipelines);
   add_device_option(cli);
+  add_launch_options(cli);
   cli.real_option(metric.flag, "0",
                   "exit with code 1 when the final " + metric.name + " (" + (metric.unit == "%" ? "percent" : "0 to 1") +
                       ") is below this",
@@ -57,6 +61,8 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
   if (!cli.parse(argc, argv, code)) return code;
   const auto device = choose_device(cli, cli.program());
   if (!device) return 2;
+  std::optional<ptrain::UrlLaunch> url;
+  if (!url_launch_from(cli, url)) return 2;
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
     const auto final_metric = [&] {
@@ -73,7 +79,7 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
       });
     };
     return meets_floor(cli, metric, final_metric(), world.rank() == 0) ? 0 : 1;
-  });
+  }, ptrain::MpiThreading::funneled, std::move(url));
 }
 
 }  // namespace examples

@@ -1,5 +1,5 @@
 #pragma once
-// The umbrella header with MPI: the CPU library plus launching under mpiexec/srun (MpiSession,
+// The umbrella header with MPI: the CPU library plus launching under mpiexec/srun or by URL (MpiSession,
 // run_main, abort_all) and the MPICH communicator (MpiComm). Needs the ptrain::mpi CMake target.
 #include "ptrain/ptrain.hpp"
 
@@ -12,4 +12,6 @@
 #include "ptrain/launch/mpi_session.hpp"
 #include "ptrain/launch/mpi_types.hpp"
 #include "ptrain/launch/process_info.hpp"
+#include "ptrain/launch/url_launch.hpp"
+#include "ptrain/launch/url_rendezvous.hpp"
 #include "ptrain/parallel/mpi_allreduce.hpp"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -16,8 +17,11 @@
 namespace ptrain {
 
 // Never returns. code is the exit status asked of the launcher (0 becomes 1: this is a failure).
-// Before MPI_Init or after MPI_Finalize there is no world to abort: the process exits alone.
-[[noreturn]] inline void abort_all(const std::string& message, int code = 1) {
+// Before MPI_Init or after MPI_Finalize there is no world to abort: the process exits alone,
+// naming itself by rank_before_mpi when given (a launch by URL from flags), else by the
+// environment's rank.
+[[noreturn]] inline void abort_all(const std::string& message, int code = 1,
+                                   std::optional<int> rank_before_mpi = std::nullopt) {
   if (code == 0) code = 1;
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -27,6 +31,8 @@ namespace ptrain {
   if (running) {
     int r = 0;
     if (MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS) rank = std::to_string(r);
+  } else if (rank_before_mpi) {
+    rank = std::to_string(*rank_before_mpi);
   } else {
     try {
       rank = std::to_string(detect_process_info().rank);

@@ -6,11 +6,17 @@
 //
 // MPI allows one initialisation per process, so a second session, alive or after the first
 // ended, is refused with an error; no global object keeps track: MPI itself is asked.
+//
+// Started without mpiexec (a launch by URL: a UrlLaunch given here, or torchrun's MASTER_ADDR,
+// MASTER_PORT, RANK, WORLD_SIZE), the session first meets the other processes at the URL
+// (UrlRendezvous) and then initialises MPI as one world with the given ranks.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <thread>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <mpi.h>
@@ -20,6 +26,8 @@
 #include "ptrain/launch/mpi_abort.hpp"
 #include "ptrain/launch/mpi_types.hpp"
 #include "ptrain/launch/process_info.hpp"
+#include "ptrain/launch/url_launch.hpp"
+#include "ptrain/launch/url_rendezvous.hpp"
 
 namespace ptrain {
 
@@ -46,9 +54,13 @@ inline const char* to_string(MpiThreading t) {
 
 class MpiSession {
  public:
-  explicit MpiSession(MpiThreading required = MpiThreading::funneled) : MpiSession(nullptr, nullptr, required) {}
-  MpiSession(int& argc, char**& argv, MpiThreading required = MpiThreading::funneled)
-      : MpiSession(&argc, &argv, required) {}
+  explicit MpiSession(MpiThreading required = MpiThreading::funneled, std::optional<UrlLaunch> url = std::nullopt)
+      : MpiSession(nullptr, nullptr, required, std::move(url)) {}
+  // url: launch by URL and rank (e.g. from --init-url, --rank, --world-size); without it the
+  // environment says how the process was started.
+  MpiSession(int& argc, char**& argv, MpiThreading required = MpiThreading::funneled,
+             std::optional<UrlLaunch> url = std::nullopt)
+      : MpiSession(&argc, &argv, required, std::move(url)) {}
 
   // Leaving the session's scope by an exception means this rank stops taking part while the
   // others may wait for it in a collective (MPI_Finalize is one): end them all instead.
@@ -58,6 +70,7 @@ class MpiSession {
                 "through ptrain::run_main to have its message printed)");
     types_.reset();
     MPI_Finalize();
+    if (rendezvous_) rendezvous_->finish();
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -74,7 +87,7 @@ class MpiSession {
   const MpiWireTypes& wire_types() const { return *types_; }
 
  private:
-  MpiSession(int* argc, char*** argv, MpiThreading required) {
+  MpiSession(int* argc, char*** argv, MpiThreading required, std::optional<UrlLaunch> url) {
     int finalized = 0, initialized = 0;
     MPI_Finalized(&finalized);
     check(!finalized,
@@ -84,8 +97,21 @@ class MpiSession {
     check(!initialized,
           "MpiSession: MPI is already initialised (another MpiSession is alive, or MPI_Init was called "
           "elsewhere): make one MpiSession in main and pass it, or communicators made from it, down");
-    const detail::LaunchEnvironment launch =
+    detail::LaunchEnvironment launch =
         detail::parse_launch_environment([](const char* name) -> const char* { return std::getenv(name); });
+    if (url) {
+      check(launch.info.launcher == "single" || launch.info.launcher == "url", "MpiSession: a launch by URL (",
+            url->url(), ", rank ", url->rank, ") inside a process that ", launch.info.launcher,
+            " started: use one or the other");
+      launch.info = ProcessInfo{url->rank, url->world_size, 0, 1, "url"};
+      launch.local_known = false;
+      launch.url = std::move(url);
+    }
+    if (launch.url) {
+      if (const char* seconds = std::getenv("PTRAIN_RENDEZVOUS_TIMEOUT"))
+        launch.url->timeout = std::chrono::seconds(detail::env_int("PTRAIN_RENDEZVOUS_TIMEOUT", seconds));
+      rendezvous_ = std::make_unique<UrlRendezvous>(*launch.url);
+    }
 
     // From here on a failure throws with MPI left running, so that abort_all (run_main) can
     // end every rank rather than leave the others waiting for this one.
@@ -136,6 +162,7 @@ class MpiSession {
     return ": was the program started by a different MPI's launcher than the one it is linked with?";
   }
 
+  std::unique_ptr<UrlRendezvous> rendezvous_;  // a launch by URL
   std::unique_ptr<MpiWireTypes> types_;
   ProcessInfo info_;
   MpiThreading threading_ = MpiThreading::single;

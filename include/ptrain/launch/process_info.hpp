@@ -6,7 +6,9 @@
 //   srun (Slurm task):     SLURM_PROCID, SLURM_NTASKS (SLURM_STEP_NUM_TASKS when set), SLURM_LOCALID,
 //                          tasks on this node from SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE
 //                          (both "2(x3),1" lists indexed by SLURM_NODEID) or SLURM_NTASKS_PER_NODE
-//   neither:               a single process
+//   by URL (torchrun's):   MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE (launch/url_launch.hpp;
+//                          LOCAL_RANK and LOCAL_WORLD_SIZE when set)
+//   none of these:         a single process
 //
 // PMI wins over Slurm: mpiexec inside an allocation starts its proxy as a one-task Slurm step
 // whose SLURM_PROCID=0 every rank inherits, and only PMI tells the ranks apart. `srun --mpi=pmi2`
@@ -15,11 +17,13 @@
 // SLURM_STEP_ID) is single. (Seen with Slurm 22.05 and MPICH 4.0; test/launch embeds it.)
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/launch/url_launch.hpp"
 
 namespace ptrain {
 
@@ -28,7 +32,7 @@ struct ProcessInfo {
   int world_size = 1;
   int local_rank = 0;  // rank among the processes of this node
   int local_size = 1;  // processes on this node
-  std::string launcher = "single";  // "mpiexec", "slurm" or "single"
+  std::string launcher = "single";  // "mpiexec", "slurm", "url" or "single"
 };
 
 namespace detail {
@@ -38,18 +42,11 @@ namespace detail {
 struct LaunchEnvironment {
   ProcessInfo info;
   bool local_known = true;
+  std::optional<UrlLaunch> url;  // set when the launcher is "url": where the processes meet
 };
 
 inline int env_int(const char* name, const char* value) {
-  const std::string_view text(value);
-  int result = 0;
-  bool ok = !text.empty() && text.size() <= 9;
-  for (char c : text) {
-    ok = ok && c >= '0' && c <= '9';
-    if (ok) result = result * 10 + (c - '0');
-  }
-  check(ok, "launch: environment variable ", name, "='", text, "' is not a non-negative integer");
-  return result;
+  return launch_number(std::string("environment variable ") + name, value);
 }
 
 // Slurm's compressed per-node task counts, e.g. "2(x3),1" = nodes 0-2 run 2 tasks, node 3 runs 1.
@@ -108,6 +105,25 @@ LaunchEnvironment parse_launch_environment(Env&& env) {
     p.rank = env_int("SLURM_PROCID", slurm_rank);
     p.world_size = env_int("SLURM_NTASKS", slurm_size);
     p.launcher = "slurm";
+  } else if (const char* master = env("MASTER_ADDR")) {
+    const char* port = env("MASTER_PORT");
+    const char* rank = env("RANK");
+    const char* size = env("WORLD_SIZE");
+    check(port && rank && size, "launch: MASTER_ADDR is set, so MASTER_PORT, RANK and WORLD_SIZE must be too (",
+          port ? "" : "MASTER_PORT ", rank ? "" : "RANK ", size ? "" : "WORLD_SIZE ", "unset)");
+    out.url = url_launch(std::string("tcp://") + master + ":" + port, env_int("RANK", rank),
+                         env_int("WORLD_SIZE", size), "MASTER_ADDR:MASTER_PORT");
+    p.rank = out.url->rank;
+    p.world_size = out.url->world_size;
+    p.launcher = "url";
+    if (const char* local = env("LOCAL_RANK"), *n = env("LOCAL_WORLD_SIZE"); local && n) {
+      p.local_rank = env_int("LOCAL_RANK", local);
+      p.local_size = env_int("LOCAL_WORLD_SIZE", n);
+    } else {
+      out.local_known = false;
+    }
+    validate(p, "url");
+    return out;
   } else {
     return out;
   }
