@@ -43,6 +43,9 @@ std::shared_ptr<ptrain::InceptionV3<float, D>> make_model(const examples::Cli& c
     ptrain::check(wrong.empty(), pretrained, ": not an Inception v3 backbone under torchvision's names; ",
                   "missing or mismatched entries besides the head fc:", wrong);
     model->set_requires_grad(false);
+    // Its batch norms keep their running statistics (torchvision's FrozenBatchNorm2d): batch
+    // statistics of a few images would turn the frozen features into noise.
+    ptrain::freeze_batch_norm(*model);
     if (main)
       std::printf("backbone from %s (frozen); %zu entries of the file not used (auxiliary head, old fc)\n",
                   pretrained.c_str(), loaded.unexpected.size() + loaded.mismatched.size());

@@ -2,14 +2,19 @@
 // head replaced; the optimizers leave frozen parameters bit for bit alone.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ptrain/autograd/backward.hpp>
+#include <ptrain/autograd/ops/arithmetic.hpp>
 #include <ptrain/autograd/ops/loss.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/core/rng.hpp>
 #include <ptrain/models/resnet.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/state_dict.hpp>
 #include <ptrain/optim/adam.hpp>
 #include <ptrain/optim/sgd.hpp>
@@ -125,6 +130,58 @@ BOOST_AUTO_TEST_CASE(adamw_leaves_a_frozen_backbone_alone) {
   fine_tune_head([](std::vector<Var<float>> params) {
     return AdamW<float>(std::move(params), {.lr = 0.01, .weight_decay = 0.1});
   });
+}
+
+// torchvision's FrozenBatchNorm2d: in training mode a frozen layer computes what eval mode does
+// (running statistics), moves neither its statistics nor its batch count, and trains nothing; the
+// input still gets eval mode's gradient.
+BOOST_AUTO_TEST_CASE(a_frozen_batch_norm_trains_as_it_evaluates) {
+  manual_seed(5);
+  Rng rng(6);
+  Tensor<double> x({4, 3, 5, 5});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = 2 + 3 * rng.normal();
+  auto run = [&](bool freeze, bool training) {
+    BatchNorm2d<double> bn(3);
+    for (std::int64_t c = 0; c < 3; ++c) {
+      bn.running_mean[c] = 0.5 * double(c);
+      bn.running_var[c] = 1.5 + double(c);
+      bn.weight.value()[c] = 1 + 0.25 * double(c);
+      bn.bias.value()[c] = -0.5 * double(c);
+    }
+    if (freeze) bn.freeze();
+    bn.train(training);
+    Var<double> input(x.clone(), true);
+    Var<double> y = bn.forward(input);
+    Tensor<double> weights(y.shape());
+    for (std::int64_t i = 0; i < weights.numel(); ++i) weights[i] = std::sin(double(i));
+    backward(sum(mul(y, Var<double>(weights))));
+    return std::tuple{y.value().to_vector(), input.grad().to_vector(), bn.running_mean.to_vector(),
+                      bn.running_var.to_vector(), bn.num_batches_tracked[0], bn.weight.grad().defined()};
+  };
+  const auto [y_eval, gx_eval, mean_eval, var_eval, count_eval, weight_grad_eval] = run(false, false);
+  const auto [y, gx, mean, var, count, weight_grad] = run(true, true);
+  BOOST_TEST(y == y_eval, boost::test_tools::per_element());
+  BOOST_TEST(gx == gx_eval, boost::test_tools::per_element());
+  BOOST_TEST(mean == mean_eval, boost::test_tools::per_element());
+  BOOST_TEST(var == var_eval, boost::test_tools::per_element());
+  BOOST_TEST(count == 0.0);
+  BOOST_TEST(!weight_grad);
+  const auto [y_batch, gx_batch, mean_batch, var_batch, count_batch, weight_grad_batch] = run(false, true);
+  BOOST_TEST(count_batch == 1.0);  // unfrozen training does use and move the batch statistics
+  BOOST_TEST(mean_batch != mean_eval);
+}
+
+BOOST_AUTO_TEST_CASE(freeze_batch_norm_freezes_every_batch_norm_of_a_network) {
+  auto model = resnet18<float>({.num_classes = 5});
+  BOOST_TEST(freeze_batch_norm(*model) == 20u);  // bn1, two per basic block, three downsamples
+  for (const auto& [name, module] : model->named_modules())
+    if (auto* bn = dynamic_cast<BatchNorm2d<float>*>(module)) {
+      BOOST_TEST_CONTEXT(name) {
+        BOOST_TEST(bn->frozen());
+        BOOST_TEST(!bn->weight.requires_grad());
+      }
+    }
+  BOOST_TEST(model->named_parameters().back().second.requires_grad());  // fc stays trainable
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <utility>
 
 #include "ptrain/autograd/ops/batch_norm.hpp"
@@ -29,11 +30,21 @@ class BatchNorm2d : public Module<T, D> {
     num_batches_tracked = this->register_buffer("num_batches_tracked", Tensor<T>::zeros({}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    if (this->is_training())
+    const bool batch_statistics = this->is_training() && !frozen_;
+    if (batch_statistics)
       kernels::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
                    kernels::AddConstant{1.0});
-    return batch_norm(x, weight, bias, running_mean, running_var, this->is_training(), momentum_, eps_, sync_);
+    return batch_norm(x, weight, bias, running_mean, running_var, batch_statistics, momentum_, eps_, sync_);
   }
+
+  // torchvision.ops.FrozenBatchNorm2d: normalises with the running statistics in training too and
+  // never updates them; weight and bias get no gradient. What a frozen pretrained backbone needs:
+  // with small batches, batch statistics would make its features noise.
+  void freeze() {
+    frozen_ = true;
+    for (auto& [name, p] : this->named_parameters()) p.set_requires_grad(false);
+  }
+  bool frozen() const { return frozen_; }
 
   // An empty hook makes the layer local again; off the CPU the hook is given spans in D's memory.
   // Forward's graph keeps a copy of the hook: what it refers to (a communicator) must live until
@@ -47,6 +58,20 @@ class BatchNorm2d : public Module<T, D> {
  private:
   double eps_, momentum_;
   BatchNormSync sync_;
+  bool frozen_ = false;
 };
+
+// Freezes every BatchNorm2d<T, D> in model (depth first, the model itself included; see
+// BatchNorm2d::freeze) and returns how many there are.
+template <class T, class D>
+std::size_t freeze_batch_norm(Module<T, D>& model) {
+  std::size_t found = 0;
+  if (auto* bn = dynamic_cast<BatchNorm2d<T, D>*>(&model)) {
+    bn->freeze();
+    ++found;
+  }
+  for (const auto& [name, child] : model.children()) found += freeze_batch_norm(*child);
+  return found;
+}
 
 }  // namespace ptrain
