@@ -277,15 +277,27 @@ BOOST_AUTO_TEST_CASE(overflow_below_the_minimum_scale_is_an_error) {
   });
   BOOST_TEST(scaler.scale() == 0.25);
 
-  // Through the Trainer: an inf on every batch ends training with the error.
+  // Through the Trainer: an inf on every batch ends training with the error, told where and which
+  // parameter's gradient overflowed.
   auto model = small_linear<ptrain::half>();
   MixedPrecision<Fp16> amp(*model, {.initial_scale = 4, .min_loss_scale = 2});
   auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
   Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
   StdoutCapture capture;
   trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8));
-  BOOST_CHECK_THROW(trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8)), Error);
+  std::string what;
+  try {
+    trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8));
+  } catch (const Error& e) {
+    what = e.what();
+  }
   BOOST_TEST(capture.finish() == "Gradient overflow. Skipping step, loss scale reduced to 2.0\n");
+  BOOST_TEST(what.starts_with("Trainer: the loss is "), what);
+  BOOST_TEST(what.find(" at step 2 on rank 0, and the gradient of '") != std::string::npos, what);
+  BOOST_TEST(what.find("LossScaler: the gradients overflowed (inf or NaN) at loss scale 2.0, and halving it would go "
+                       "below min_loss_scale 2.0. The loss, the weights or the inputs are probably inf or NaN already "
+                       "(a learning rate too high?)") != std::string::npos,
+             what);
   BOOST_CHECK_THROW(LossScaler({.initial_scale = 1, .min_loss_scale = 2}), Error);
 }
 

@@ -51,6 +51,10 @@ void column_sums(const Ex& ex, const T* x, std::int64_t rows, std::int64_t cols,
   indexed::column_sums(ex, x, rows, cols, out);
 }
 
+// out[0] = the count of inf and NaN elements of x[0, n) (one indexed kernel on every executor: it
+// runs once per parameter and step, never in an inner loop).
+using indexed::count_non_finite;
+
 // The gradient of a broadcast operand: g summed over the dimensions it was broadcast along (no
 // tuned CPU kernel: the indexed one runs on every executor).
 using indexed::sum_to;
