@@ -63,20 +63,20 @@ BOOST_AUTO_TEST_CASE(relu_keeps_nan_in_16_bit_types) {
   const kernels::Relu relu_of;
   const kernels::ReluBackward relu_backward;
   for (float v : {nan_f, -nan_f}) {
-    BOOST_TEST(is_nan(relu_of(half(v))));
-    BOOST_TEST(is_nan(relu_of(bfloat16(v))));
-    BOOST_TEST(static_cast<float>(relu_backward(half(v), half(2.f))) == 2.f);
-    BOOST_TEST(static_cast<float>(relu_backward(bfloat16(v), bfloat16(2.f))) == 2.f);
+    BOOST_TEST(is_nan(relu_of(ptrain::half(v))));
+    BOOST_TEST(is_nan(relu_of(ptrain::bfloat16(v))));
+    BOOST_TEST(static_cast<float>(relu_backward(ptrain::half(v), ptrain::half(2.f))) == 2.f);
+    BOOST_TEST(static_cast<float>(relu_backward(ptrain::bfloat16(v), ptrain::bfloat16(2.f))) == 2.f);
   }
   for (float v : {-inf_f, -1.f, -0.f, 0.f}) {
-    BOOST_TEST(static_cast<float>(relu_of(half(v))) == 0.f);
-    BOOST_TEST(static_cast<float>(relu_of(bfloat16(v))) == 0.f);
-    BOOST_TEST(static_cast<float>(relu_backward(bfloat16(v), bfloat16(2.f))) == 0.f);
+    BOOST_TEST(static_cast<float>(relu_of(ptrain::half(v))) == 0.f);
+    BOOST_TEST(static_cast<float>(relu_of(ptrain::bfloat16(v))) == 0.f);
+    BOOST_TEST(static_cast<float>(relu_backward(ptrain::bfloat16(v), ptrain::bfloat16(2.f))) == 0.f);
   }
   for (float v : {0.5f, 3.f, inf_f}) {
-    BOOST_TEST(static_cast<float>(relu_of(half(v))) == v);
-    BOOST_TEST(static_cast<float>(relu_of(bfloat16(v))) == v);
-    BOOST_TEST(static_cast<float>(relu_backward(half(v), half(2.f))) == 2.f);
+    BOOST_TEST(static_cast<float>(relu_of(ptrain::half(v))) == v);
+    BOOST_TEST(static_cast<float>(relu_of(ptrain::bfloat16(v))) == v);
+    BOOST_TEST(static_cast<float>(relu_backward(ptrain::half(v), ptrain::half(2.f))) == 2.f);
   }
 }
 
