@@ -22,8 +22,9 @@ struct NonFiniteGradient {
   std::int64_t count = 0, numel = 0;
 };
 
-// The first parameter, in named_parameters() order, whose gradient holds an inf or NaN; none when
-// all are finite. One count per parameter in D's memory and one copy back for them all.
+// The first trained parameter, in named_parameters() order, whose gradient holds an inf or NaN; none
+// when all are finite (a frozen parameter's stale gradient is not stepped, so not checked). One
+// count per parameter in D's memory and one copy back for them all.
 template <class T, class D>
 std::optional<NonFiniteGradient> first_non_finite_gradient(const Module<T, D>& model) {
   const auto named = model.named_parameters();
@@ -32,7 +33,7 @@ std::optional<NonFiniteGradient> first_non_finite_gradient(const Module<T, D>& m
   counts.zero();
   for (std::size_t i = 0; i < named.size(); ++i) {
     const Tensor<T, D>& g = named[i].second.grad();
-    if (g.defined() && g.numel() > 0)
+    if (named[i].second.requires_grad() && g.defined() && g.numel() > 0)
       kernels::count_non_finite(kernels::executor_for<D>{}, g.data(), g.numel(), counts.data() + i);
   }
   const std::vector<double> host = counts.to_vector();
