@@ -65,8 +65,9 @@ struct TrainerOptions {
   // step, epoch, rank and first such parameter (Lightning's Trainer(terminate_on_nan=True), on by
   // default here); false skips the optimizer step and counts it in skipped_steps() (DeepSpeed's
   // engine.skipped_steps), as an fp16 overflow is skipped. Checked after the policies'
-  // before_optimizer_step, so on averaged gradients (every data-parallel rank decides alike), and
-  // not on a step a policy already skipped (MixedPrecision's overflow, which halves the loss scale).
+  // before_optimizer_step, so on averaged gradients (every data-parallel rank decides alike); a step
+  // a policy skipped (MixedPrecision's overflow, which halves the loss scale) stops only for a
+  // non-finite loss.
   bool terminate_on_nan = true;
 };
 
@@ -206,7 +207,9 @@ class Trainer {
       fail("Trainer: ", non_finite_step_text(step_loss_sum_, first_non_finite_gradient(*local_), step_place()), ". ",
            e.what());
     }
-    if (proceed) proceed = finite_step();
+    // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
+    // not, and no loss scale mends it.
+    if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
     step_loss_sum_ = 0;
     if (proceed) {
       NoGradGuard no_grad;
@@ -314,14 +317,15 @@ class Trainer {
   }
 
   // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a
-  // skipped step.
-  bool finite_step() {
+  // skipped step, said and counted unless a policy already skipped it.
+  bool finite_step(bool skipped_by_policy) {
     const std::optional<NonFiniteGradient> gradient = first_non_finite_gradient(*local_);
     if (!gradient && std::isfinite(step_loss_sum_)) return true;
     const std::string what = non_finite_step_text(step_loss_sum_, gradient, step_place());
     check(!options_.terminate_on_nan, "Trainer: ", what,
           ". Training stops here (TrainerOptions::terminate_on_nan); a learning rate too high, inf or NaN in the "
           "inputs or the loaded weights are the usual causes. Set terminate_on_nan = false to skip such steps instead");
+    if (skipped_by_policy) return false;
     ++skipped_steps_;
     if (is_main()) log_line("Trainer: skipping the optimizer step: " + what);
     return false;
