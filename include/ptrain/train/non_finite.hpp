@@ -52,14 +52,20 @@ struct StepPlace {
 };
 
 // "the loss is nan at step 3 (epoch 1, batch 3) on rank 0, and the gradient of 'fc.weight' holds
-// 12 inf or NaN values of 20": what happened, where, and the first parameter it reached.
-inline std::string non_finite_step_text(double loss, const std::optional<NonFiniteGradient>& gradient,
+// 12 inf or NaN values of 20": what happened, where, and the first parameter it reached. loss is
+// none on a rank that computes no loss (a pipeline stage before the last).
+inline std::string non_finite_step_text(std::optional<double> loss, const std::optional<NonFiniteGradient>& gradient,
                                         const StepPlace& at) {
   std::string where = " at step " + std::to_string(at.step);
   if (at.epoch > 0) where += " (epoch " + std::to_string(at.epoch) + ", batch " + std::to_string(at.batch) + ")";
   where += " on rank " + std::to_string(at.rank);
-  const std::string loss_text = std::isnan(loss) ? "nan" : std::isinf(loss) ? (loss > 0 ? "inf" : "-inf") : "";
-  std::string text = loss_text.empty() ? "the loss is finite" + where + ", but" : "the loss is " + loss_text + where + ", and";
+  std::string text;
+  if (!loss)
+    text = "at a pipeline stage without the loss," + where.substr(3) + ",";
+  else if (std::isfinite(*loss))
+    text = "the loss is finite" + where + ", but";
+  else
+    text = std::string("the loss is ") + (std::isnan(*loss) ? "nan" : *loss > 0 ? "inf" : "-inf") + where + ", and";
   if (gradient)
     text += " the gradient of '" + gradient->name + "' holds " + std::to_string(gradient->count) + " inf or NaN values of " +
             std::to_string(gradient->numel) + " (the first parameter, in named_parameters() order, whose gradient does)";

@@ -195,6 +195,7 @@ class Trainer {
     EpochTotals batch = forward_backward(inputs, targets, policy_loss_scale() / k, before_backward);
     ++batch_in_epoch_;
     step_loss_sum_ += batch.loss_sum;
+    step_loss_weight_ += batch.loss_weight;
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
@@ -204,13 +205,13 @@ class Trainer {
           proceed = p.before_optimizer_step(*local_) && proceed;
       });
     } catch (const LossScaleUnderflow& e) {
-      fail("Trainer: ", non_finite_step_text(step_loss_sum_, first_non_finite_gradient(*local_), step_place()), ". ",
+      fail("Trainer: ", non_finite_step_text(step_loss(), first_non_finite_gradient(*local_), step_place()), ". ",
            e.what());
     }
     // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
     // not, and no loss scale mends it.
     if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
-    step_loss_sum_ = 0;
+    step_loss_sum_ = step_loss_weight_ = 0;
     if (proceed) {
       NoGradGuard no_grad;
       step_optimizer_();
@@ -321,7 +322,7 @@ class Trainer {
   bool finite_step(bool skipped_by_policy) {
     const std::optional<NonFiniteGradient> gradient = first_non_finite_gradient(*local_);
     if (!gradient && std::isfinite(step_loss_sum_)) return true;
-    const std::string what = non_finite_step_text(step_loss_sum_, gradient, step_place());
+    const std::string what = non_finite_step_text(step_loss(), gradient, step_place());
     check(!options_.terminate_on_nan, "Trainer: ", what,
           ". Training stops here (TrainerOptions::terminate_on_nan); a learning rate too high, inf or NaN in the "
           "inputs or the loaded weights are the usual causes. Set terminate_on_nan = false to skip such steps instead");
@@ -331,6 +332,10 @@ class Trainer {
     return false;
   }
 
+  // The step's summed loss; none where this rank computes no loss (a pipeline stage before the last).
+  std::optional<double> step_loss() const {
+    return step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_) : std::nullopt;
+  }
   StepPlace step_place() const { return {step_ + 1, epoch_, batch_in_epoch_, detect_process_info().rank}; }
 
   // The product of the policies' loss scales (mixed precision's), 1 without any.
@@ -430,6 +435,7 @@ class Trainer {
   int micro_step_ = 0;
   std::int64_t skipped_steps_ = 0;
   double step_loss_sum_ = 0;       // the losses of this step's batches (several under accumulation)
+  double step_loss_weight_ = 0;    // and their weights: 0 on a pipeline stage before the last
   int epoch_ = 0;                  // from 1 inside train_epoch, 0 outside it
   std::int64_t batch_in_epoch_ = 0;
 };
