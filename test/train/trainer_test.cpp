@@ -101,20 +101,6 @@ BOOST_AUTO_TEST_CASE(nan_loss_stops_training_naming_step_epoch_rank_and_paramete
   BOOST_TEST(trainer.global_step() == 0);
 }
 
-// The sentence for a rank with the loss, and for a pipeline stage before the last, which has none.
-BOOST_AUTO_TEST_CASE(non_finite_step_text_says_what_where_and_which_parameter) {
-  const NonFiniteGradient gradient{"conv1.weight", 3, 288};
-  const StepPlace place{.step = 4, .epoch = 2, .batch = 7, .rank = 1};
-  BOOST_TEST(non_finite_step_text(-std::numeric_limits<double>::infinity(), gradient, place) ==
-             "the loss is -inf at step 4 (epoch 2, batch 7) on rank 1, and the gradient of 'conv1.weight' holds 3 inf "
-             "or NaN values of 288 (the first parameter, in named_parameters() order, whose gradient does)");
-  BOOST_TEST(non_finite_step_text(std::nullopt, gradient, {.step = 4, .rank = 1}) ==
-             "at a pipeline stage without the loss, step 4 on rank 1, the gradient of 'conv1.weight' holds 3 inf or "
-             "NaN values of 288 (the first parameter, in named_parameters() order, whose gradient does)");
-  BOOST_TEST(non_finite_step_text(std::nan(""), std::nullopt, place) ==
-             "the loss is nan at step 4 (epoch 2, batch 7) on rank 1, and every gradient is finite");
-}
-
 // An inf input: found even where the step's first micro-batch was the non-finite one (gradient
 // accumulation), and outside fit (no epoch in the message).
 BOOST_AUTO_TEST_CASE(an_inf_input_stops_training_under_accumulation) {

@@ -46,7 +46,7 @@ bool is_nan(T x) {
 }
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(non_finite_test)
+BOOST_AUTO_TEST_SUITE(nan_propagation_test)
 
 // torch.relu(tensor([nan, -1, 2, -0., inf, -inf])) = [nan, 0, 2, 0, inf, 0]; its gradient passes
 // where the output is not <= 0 (threshold_backward), so the NaN's too.
