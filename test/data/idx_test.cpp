@@ -168,6 +168,41 @@ BOOST_AUTO_TEST_CASE(truncated_data_names_file_offset_and_expected_size) {
       msg);
 }
 
+// Headers claiming more than the file holds are refused without allocating what they claim: the
+// payload buffer grows with the bytes actually read (plain and gzip alike).
+BOOST_AUTO_TEST_CASE(headers_claiming_huge_counts_are_refused_without_allocating_them) {
+  const auto dir = test_dir();
+  Bytes labels;
+  put32(labels, 0x00000801);
+  put32(labels, 0x80000000u);  // 2^31 labels
+  labels.insert(labels.end(), {1, 2, 3, 4});
+  Bytes images;
+  put32(images, 0x00000803);
+  for (std::uint32_t extent : {0x80000000u, 28u, 28u}) put32(images, extent);
+  images.insert(images.end(), 100, 7);
+  for (bool gz : {false, true}) {
+    const std::string suffix = gz ? ".gz" : "";
+    const auto label_path = dir / ("claims-labels" + suffix), image_path = dir / ("claims-images" + suffix);
+    gz ? write_gzip(label_path, labels) : test::write_bytes(label_path, labels);
+    gz ? write_gzip(image_path, images) : test::write_bytes(image_path, images);
+    auto msg = error_of([&] { read_idx_labels(label_path); });
+    BOOST_TEST(contains(msg, label_path.string() + ": truncated at offset 12: expected 2147483648 bytes of label data "
+                                                   "(2147483648 labels), got 4"),
+               msg);
+    msg = error_of([&] { read_idx_images(image_path); });
+    BOOST_TEST(contains(msg, image_path.string() + ": truncated at offset 116: expected 1683627180032 bytes of image "
+                                                   "data (2147483648 images of 28x28), got 100"),
+               msg);
+  }
+  Bytes endless;
+  put32(endless, 0x00000803);
+  for (int d = 0; d < 3; ++d) put32(endless, 0xffffffffu);
+  const auto msg = error_of([&] { read_idx_images(test::write_bytes(dir / "endless", endless)); });
+  BOOST_TEST(contains(msg, "endless: offset 4: expected extents whose product fits in memory, got 4294967295 x "
+                           "4294967295 x 4294967295"),
+             msg);
+}
+
 BOOST_AUTO_TEST_CASE(zero_image_extent_is_an_error) {
   const auto msg =
       error_of([&] { read_idx_images(test::write_bytes(test_dir() / "zero-cols", idx_images(2, 3, 0))); });

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -153,6 +154,29 @@ BOOST_AUTO_TEST_CASE(truncated_cache_names_the_file_and_the_expected_size) {
   test::write_bytes(path, longer);
   message = error_of([&] { TensorCache cache(path); });
   BOOST_TEST(contains(message, path.string() + ": longer than its header says: expected 148 bytes"), message);
+}
+
+// A header claiming a huge cache is checked against the file's size (or a cap on the extents)
+// before the examples are allocated.
+BOOST_AUTO_TEST_CASE(huge_claims_are_refused_before_allocating) {
+  const fs::path path = dir() / "claims.cache";
+  write_tensor_cache(path, ramp_dataset(4, 1, 2, 2), AnyTransform{});
+  const std::vector<char> bytes = file_bytes(path);
+  std::vector<char> many = bytes;
+  const std::uint64_t count = std::uint64_t{1} << 40;
+  std::memcpy(many.data() + 20, &count, sizeof count);
+  test::write_bytes(path, many);
+  std::string message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(contains(message, path.string() + ": truncated: expected 26388279066676 bytes (a 52-byte header and "
+                                               "1099511627776 examples of input [1, 2, 2] float32"),
+             message);
+  std::vector<char> wide = bytes;
+  const std::int64_t extent = std::int64_t{1} << 32;
+  std::memcpy(wide.data() + 36, &extent, sizeof extent);
+  std::memcpy(wide.data() + 44, &extent, sizeof extent);
+  test::write_bytes(path, wide);
+  message = error_of([&] { TensorCache cache(path); });
+  BOOST_TEST(contains(message, path.string() + ": offset 28: expected a input shape of at most 2^40 elements"), message);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_shape_magic_or_version_is_an_error) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ptrain/io/image.hpp>
+#include <zlib.h>
 
 #include "../common/files.hpp"
 #include "../common/images.hpp"
@@ -29,9 +30,87 @@ const fs::path& dir() { return test::temp_dir("image_test"); }
 Image pattern(std::int64_t h, std::int64_t w, std::int64_t c) { return test::pattern_image(h, w, c); }
 Image gradient(std::int64_t h, std::int64_t w) { return test::gradient_image(h, w); }
 
+void put32(Bytes& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+void put_chunk(Bytes& out, const char* type, const Bytes& data) {
+  put32(out, static_cast<std::uint32_t>(data.size()));
+  const std::size_t start = out.size();
+  out.insert(out.end(), type, type + 4);
+  out.insert(out.end(), data.begin(), data.end());
+  put32(out, static_cast<std::uint32_t>(crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
+}
+// A well-formed PNG start whose IHDR claims width x height 8-bit pixels of a colour type, `padding`
+// bytes of a private ancillary chunk (which decoders skip), and a little image data.
+Bytes png_claiming(std::uint32_t width, std::uint32_t height, std::uint8_t color_type, std::size_t padding = 0) {
+  Bytes out{0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+  Bytes header;
+  put32(header, width);
+  put32(header, height);
+  header.insert(header.end(), {8, color_type, 0, 0, 0});
+  put_chunk(out, "IHDR", header);
+  if (padding) put_chunk(out, "prVt", Bytes(padding, 0));
+  put_chunk(out, "IDAT", Bytes{0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01});
+  put_chunk(out, "IEND", {});
+  return out;
+}
+// An encoded baseline JPEG with its frame header (SOF0: ff c0, length, precision, height, width)
+// claiming another size.
+Bytes jpeg_claiming(std::uint16_t width, std::uint16_t height) {
+  Bytes bytes = encode_jpeg(gradient(16, 16), 90);
+  for (std::size_t i = 0; i + 9 < bytes.size(); ++i)
+    if (bytes[i] == 0xff && bytes[i + 1] == 0xc0) {
+      bytes[i + 5] = static_cast<std::uint8_t>(height >> 8);
+      bytes[i + 6] = static_cast<std::uint8_t>(height);
+      bytes[i + 7] = static_cast<std::uint8_t>(width >> 8);
+      bytes[i + 8] = static_cast<std::uint8_t>(width);
+      return bytes;
+    }
+  BOOST_FAIL("no SOF0 marker in the encoded JPEG");
+  return bytes;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(image_test)
+
+// A header claiming a huge image is refused before its pixels are allocated (it ended in
+// std::bad_alloc): beyond io::max_image_pixels, or beyond what the file's bytes can hold.
+BOOST_AUTO_TEST_CASE(png_claiming_a_huge_image_is_refused_before_allocating) {
+  const fs::path huge = write_bytes(dir() / "huge.png", png_claiming(100000, 100000, 2));
+  std::string message = error_of([&] { read_image(huge); });
+  BOOST_TEST(contains(message, huge.string() + ": the header claims 100000x100000 pixels of 3 channels, more than "
+                                               "io::max_image_pixels (178956970, PIL's DecompressionBombError limit)"),
+             message);
+  const Bytes small_file = png_claiming(10000, 10000, 0);
+  const fs::path big = write_bytes(dir() / "big.png", small_file);
+  message = error_of([&] { read_image_tensor(big); });
+  BOOST_TEST(contains(message, big.string() + ": the header claims 10000x10000 pixels of 1 channel, 100000000 bytes "
+                                              "of image data, but a " + std::to_string(small_file.size()) +
+                                              "-byte file holds at most " + std::to_string(small_file.size() * 1032) +
+                                              " (deflate expands a byte to at most 1032)"),
+             message);
+  // With enough bytes for its claim the same header is decoded, and fails on its short data.
+  const fs::path padded = write_bytes(dir() / "padded.png", png_claiming(300, 300, 0, 200));
+  message = error_of([&] { read_image(padded); });
+  BOOST_TEST(contains(message, padded.string() + ": corrupt PNG"), message);
+}
+
+BOOST_AUTO_TEST_CASE(jpeg_claiming_a_huge_image_is_refused_before_allocating) {
+  const fs::path huge = write_bytes(dir() / "huge.jpg", jpeg_claiming(60000, 60000));
+  std::string message = error_of([&] { read_image(huge); });
+  BOOST_TEST(contains(message, huge.string() + ": the header claims 60000x60000 pixels of 3 channels, more than "
+                                               "io::max_image_pixels"),
+             message);
+  const Bytes small_file = jpeg_claiming(5000, 4000);
+  const fs::path big = write_bytes(dir() / "big.jpg", small_file);
+  message = error_of([&] { read_image(big); });
+  BOOST_TEST(contains(message, big.string() + ": the header claims 5000x4000 pixels of 3 channels, 60000000 bytes of "
+                                              "image data, but a " + std::to_string(small_file.size()) +
+                                              "-byte file holds at most " + std::to_string(small_file.size() * 768) +
+                                              " (a sequential JPEG codes at most 256 pixels per byte)"),
+             message);
+}
 
 BOOST_AUTO_TEST_CASE(png_round_trips_exactly_for_one_to_four_channels) {
   for (std::int64_t c = 1; c <= 4; ++c) {

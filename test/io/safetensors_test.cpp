@@ -205,6 +205,11 @@ BOOST_AUTO_TEST_CASE(bad_headers_are_reported) {
        "\"data_offsets\":[4,4]},\"b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[6,10]}}",
        10, "the bytes of tensor 'b' [6, 10) overlap those of 'a' [0, 8)"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 8, "tensor 'a': data_offsets [8, 16] are out of range"},
+      // A huge tensor is refused from the file's size before anything is allocated.
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[100000,100000],\"data_offsets\":[0,40000000000]}}", 8,
+       "tensor 'a': data_offsets [0, 40000000000] are out of range: the data after the header is 8 bytes"},
+      {"{\"a\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", 8,
+       "tensor 'a': shape extent 4294967296 is too large"},
       {"{\"__metadata__\":{\"n\":3}}", 0, "__metadata__ \"n\" is a number, expected a string"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4, "rank 9 exceeds"},
   };

@@ -197,6 +197,21 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_parameter_matches_elementwise_formula, D, De
   BOOST_TEST(worst < 1e-13);
 }
 
+// amsgrad's running maximum is torch.maximum, which keeps a NaN from either side (a plain max that
+// preferred the old value hid a NaN second moment).
+BOOST_AUTO_TEST_CASE_TEMPLATE(amsgrad_maximum_keeps_nan, D, Devices) {
+  auto p = param<D>({1, 2});
+  Adam<double, D> opt({p}, {.lr = 0.1, .amsgrad = true});
+  p.grad() = on_device<D>(Tensor<double>::from({2}, {std::nan(""), 1}));
+  opt.step();
+  for (const auto& [name, t] : opt.state().tensors)
+    if (name == "0.max_exp_avg_sq") {
+      BOOST_TEST(std::isnan(t[0]));
+      BOOST_TEST(std::isfinite(t[1]));
+    }
+  BOOST_TEST(opt.state().tensors.size() == 4u);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(parameters_without_gradient_are_untouched, D, Devices) {
   auto used = param<D>({1, 2});
   auto no_grad = param<D>({3, 4});

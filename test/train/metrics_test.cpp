@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <ptrain/autograd/ops/accuracy.hpp>
@@ -43,6 +44,21 @@ ConfusionMatrix example_matrix() {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(metrics_test)
+
+// torch.topk's order: NaN above every number, NaNs among themselves by class index, so top-1
+// agrees with argmax (which NaN scores made count as correct for any target).
+BOOST_AUTO_TEST_CASE(top_k_ranks_nan_above_every_score) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor<float> nan_scores = Tensor<float>::from({3, 3}, {nan, 1, 2,    //
+                                                                nan, 1, 2,    //
+                                                                nan, nan, 0});
+  const std::vector<std::int64_t> nan_targets{0, 2, 1};  // ranks 0, 1 and 1
+  TopKAccuracy acc({1, 2});
+  acc.update(nan_scores, nan_targets);
+  BOOST_TEST(acc.correct(1) == 1);
+  BOOST_TEST(acc.correct(2) == 3);
+  BOOST_TEST(acc.correct(1) == top1_correct(nan_scores, nan_targets));
+}
 
 BOOST_AUTO_TEST_CASE(top_k_counts_with_ties_broken_by_class_index) {
   TopKAccuracy acc({1, 2, 3, 5});

@@ -25,6 +25,10 @@ using ptrain::test::StdoutCapture;
 namespace {
 
 const TrainerOptions quiet{.csv_log = "", .progress_bar = false, .print_epochs = false};
+// A poisoned batch (an inf input) makes the loss non-finite, which stops training by default; the
+// tests of MixedPrecision's own skipping let the Trainer skip such steps too (silently: the policy
+// already said so).
+const TrainerOptions quiet_skipping{.progress_bar = false, .print_epochs = false, .terminate_on_nan = false};
 
 // Uniform values rounded to T, as float.
 template <class T>
@@ -213,7 +217,7 @@ BOOST_AUTO_TEST_CASE(trainer_scale_sequence_under_injected_overflows) {
   auto model = small_linear<ptrain::half>();
   MixedPrecision<Fp16> amp(*model, {.scale_window = 3});
   auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
-  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
+  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet_skipping, amp);
   const bool poisoned[] = {false, false, false, true, false, true, false, false, false};
   const double expected[] = {65536, 65536, 131072, 65536, 65536, 32768, 32768, 32768, 65536};
   StdoutCapture capture;
@@ -235,7 +239,7 @@ void check_overflow_skips_the_step(const std::string& message) {
   auto model = make<SmallCnn<T>>();
   MixedPrecision<Precision> amp(*model);
   auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
-  Trainer<SmallCnn<T>, MixedPrecision<Precision>> trainer(model, sgd, quiet, amp);
+  Trainer<SmallCnn<T>, MixedPrecision<Precision>> trainer(model, sgd, quiet_skipping, amp);
   const auto model_before = values(model->parameters());
   const auto masters_before = values(amp.master_parameters());
   Tensor<float> images = representable<T>({4, 1, 28, 28}, 5);
@@ -265,6 +269,27 @@ BOOST_AUTO_TEST_CASE(bf16_nan_skips_the_step_without_scaling) {
   check_overflow_skips_the_step<Bf16>("Gradient overflow. Skipping step, loss scale stays 1.0");
 }
 
+// MixedPrecision skips a step whose gradients overflow and would go on skipping (bf16 never lowers
+// its scale to a floor); a non-finite loss is no overflow that a scale mends, so by default the
+// Trainer stops there, after the policy's line.
+BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_mixed_precision_training_by_default) {
+  auto model = small_linear<ptrain::bfloat16>();
+  MixedPrecision<Bf16> amp(*model);
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<ptrain::bfloat16>, MixedPrecision<Bf16>> trainer(model, sgd, quiet, amp);
+  trainer.train_step(linear_inputs<ptrain::bfloat16>(false), some_targets(8));
+  StdoutCapture capture;
+  std::string what;
+  try {
+    trainer.train_step(linear_inputs<ptrain::bfloat16>(true), some_targets(8));
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  BOOST_TEST(capture.finish() == "Gradient overflow. Skipping step, loss scale stays 1.0\n");
+  BOOST_TEST(what.starts_with("Trainer: the loss is nan at step 2 on rank 0, and the gradient of '0.weight' holds"), what);
+  BOOST_TEST(trainer.skipped_steps() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(overflow_below_the_minimum_scale_is_an_error) {
   LossScaler scaler({.initial_scale = 1, .min_loss_scale = 0.25});
   scaler.update(true);
@@ -277,15 +302,27 @@ BOOST_AUTO_TEST_CASE(overflow_below_the_minimum_scale_is_an_error) {
   });
   BOOST_TEST(scaler.scale() == 0.25);
 
-  // Through the Trainer: an inf on every batch ends training with the error.
+  // Through the Trainer: an inf on every batch ends training with the error, told where and which
+  // parameter's gradient overflowed.
   auto model = small_linear<ptrain::half>();
   MixedPrecision<Fp16> amp(*model, {.initial_scale = 4, .min_loss_scale = 2});
   auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1});
-  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
+  Trainer<Sequential<ptrain::half>, MixedPrecision<Fp16>> trainer(model, sgd, quiet_skipping, amp);
   StdoutCapture capture;
   trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8));
-  BOOST_CHECK_THROW(trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8)), Error);
+  std::string what;
+  try {
+    trainer.train_step(linear_inputs<ptrain::half>(true), some_targets(8));
+  } catch (const Error& e) {
+    what = e.what();
+  }
   BOOST_TEST(capture.finish() == "Gradient overflow. Skipping step, loss scale reduced to 2.0\n");
+  BOOST_TEST(what.starts_with("Trainer: the loss is "), what);
+  BOOST_TEST(what.find(" at step 2 on rank 0, and the gradient of '") != std::string::npos, what);
+  BOOST_TEST(what.find("LossScaler: the gradients overflowed (inf or NaN) at loss scale 2.0, and halving it would go "
+                       "below min_loss_scale 2.0. The loss, the weights or the inputs are probably inf or NaN already "
+                       "(a learning rate too high?)") != std::string::npos,
+             what);
   BOOST_CHECK_THROW(LossScaler({.initial_scale = 1, .min_loss_scale = 2}), Error);
 }
 

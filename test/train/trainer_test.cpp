@@ -1,6 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <span>
 #include <string>
@@ -10,6 +11,8 @@
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/trainer.hpp>
+
+#include "../common/stdout_capture.hpp"
 
 using namespace ptrain;
 
@@ -65,9 +68,82 @@ struct RecordingPolicy {
   void reduce(std::span<double>) { calls->push_back("reduce"); }
 };
 
+std::shared_ptr<Sequential<float>> two_linear_layers() {
+  manual_seed(5);
+  return std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Linear<float>>(2, 3), make<Linear<float>>(3, 2)});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(trainer_test)
+
+// A NaN in the second layer's weights (loaded from a bad file, say) ends training at the first step,
+// naming it and the first parameter whose gradient the NaN reached.
+BOOST_AUTO_TEST_CASE(nan_loss_stops_training_naming_step_epoch_rank_and_parameter) {
+  auto model = two_linear_layers();
+  model->named_parameters()[2].second.value()[1] = std::numeric_limits<float>::quiet_NaN();  // 1.weight
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<float>> trainer(model, sgd, {.progress_bar = false, .print_epochs = false});
+  auto train = blobs(3, 8, 1);
+  std::string what;
+  try {
+    trainer.fit(train, 1);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  BOOST_TEST(contains(what, "Trainer: the loss is nan at step 1 (epoch 1, batch 1) on rank 0, and the gradient of "
+                            "'0.weight' holds 6 inf or NaN values of 6"),
+             what);
+  BOOST_TEST(contains(what, "TrainerOptions::terminate_on_nan"), what);
+  BOOST_TEST(trainer.global_step() == 0);
+}
+
+// An inf input: found even where the step's first micro-batch was the non-finite one (gradient
+// accumulation), and outside fit (no epoch in the message).
+BOOST_AUTO_TEST_CASE(an_inf_input_stops_training_under_accumulation) {
+  auto model = two_linear_layers();
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<float>> trainer(model, sgd, {.progress_bar = false, .print_epochs = false, .accumulation_steps = 2});
+  auto data = blobs(2, 8, 2);
+  Tensor<float> huge = data.batches[0].inputs.clone();
+  huge[0] = std::numeric_limits<float>::infinity();
+  trainer.train_step(huge, data.batches[0].targets);
+  BOOST_CHECK_EXCEPTION(trainer.train_step(data.batches[1].inputs, data.batches[1].targets), Error, [](const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    return contains(what, "Trainer: the loss is ") && contains(what, " at step 1 on rank 0, and the gradient of '0.");
+  });
+}
+
+// terminate_on_nan = false skips the step (weights untouched, counted, said once) and trains on; the
+// epoch line keeps its validation fields.
+BOOST_AUTO_TEST_CASE(non_finite_steps_are_skipped_when_asked) {
+  auto model = two_linear_layers();
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<float>> trainer(model, sgd, {.progress_bar = false, .terminate_on_nan = false});
+  auto train = blobs(3, 8, 3);
+  train.batches[1].inputs[0] = std::numeric_limits<float>::quiet_NaN();
+  auto val = blobs(2, 8, 4);
+  std::vector<Tensor<float>> weights_after;
+  trainer.on_step_end([&](std::int64_t) { weights_after.push_back(model->parameters()[0].value().clone()); });
+  test::StdoutCapture capture;
+  const auto results = trainer.fit(train, &val, 1);
+  const std::string printed = capture.finish();
+  BOOST_TEST(trainer.skipped_steps() == 1);
+  BOOST_TEST(trainer.global_step() == 3);
+  BOOST_REQUIRE(weights_after.size() == 3u);
+  BOOST_TEST((weights_after[1].array() == weights_after[0].array()).all());
+  BOOST_TEST(!(weights_after[2].array() == weights_after[1].array()).all());
+  for (const auto& p : model->parameters()) BOOST_TEST(p.value().array().isFinite().all());
+  BOOST_TEST(contains(printed, "Trainer: skipping the optimizer step: the loss is nan at step 2 (epoch 1, batch 2) on rank 0"),
+             printed);
+  BOOST_TEST(contains(printed, " val_loss "), printed);
+  BOOST_TEST(contains(printed, " val_accuracy "), printed);
+  BOOST_TEST(std::isfinite(results.back().val_loss));
+}
 
 BOOST_AUTO_TEST_CASE(fit_learns_separable_blobs_and_writes_csv) {
   manual_seed(3);

@@ -28,7 +28,14 @@ struct JpegContext {
   char message[JMSG_LENGTH_MAX] = "";
   unsigned char* encoded = nullptr;  // writing: libjpeg's malloc'd buffer
   unsigned long encoded_size = 0;
+  char too_large[512] = "";  // reading: why the header's image is refused (see jpeg_decode)
 };
+
+// A sequential Huffman-coded JPEG spends at least 2 bits on each 8x8 block of each component (a DC
+// code and an end-of-block code): at most 256 pixels, 256 bytes of each component, per byte of
+// file. Progressive and arithmetic-coded ones can code runs of empty blocks in fewer bits, so only
+// max_image_pixels bounds them.
+inline constexpr double sequential_jpeg_pixels_per_byte = 256;
 
 [[noreturn]] inline void jpeg_on_error(j_common_ptr cinfo) {
   auto* ctx = reinterpret_cast<JpegContext*>(cinfo->err);
@@ -70,6 +77,14 @@ inline bool jpeg_decode(JpegContext& ctx, std::span<const std::uint8_t> bytes, I
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
+  const bool bounded = !cinfo.progressive_mode && !cinfo.arith_code;
+  if (!image_size_allowed(ctx.too_large, cinfo.image_width, cinfo.image_height, cinfo.num_components,
+                          static_cast<double>(cinfo.image_width) * cinfo.image_height * cinfo.num_components,
+                          bytes.size(), bounded ? sequential_jpeg_pixels_per_byte * cinfo.num_components : 0,
+                          "a sequential JPEG codes at most 256 pixels per byte")) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
   image.height = cinfo.output_height;
@@ -126,7 +141,9 @@ inline Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
   check(is_jpeg(bytes), name, ": expected a JPEG file (starting ff d8 ff), found ", detail::hex_bytes(bytes, 3));
   detail::JpegContext ctx;
   Image image;
-  if (!detail::jpeg_decode(ctx, bytes, image))
+  const bool decoded = detail::jpeg_decode(ctx, bytes, image);
+  check(ctx.too_large[0] == '\0', name, ": ", ctx.too_large);
+  if (!decoded)
     fail(name, ": corrupt JPEG (", bytes.size(), " bytes): ", ctx.message, " (expected a complete, valid JPEG stream)");
   return image;
 }

@@ -33,6 +33,12 @@ struct Image {
   std::string size_text() const { return std::to_string(width) + "x" + std::to_string(height); }
 };
 
+// The largest image decoded, in pixels (width x height): PIL's decompression-bomb limit (twice
+// Image.MAX_IMAGE_PIXELS, where PIL raises DecompressionBombError). A header claiming more is
+// refused before any pixel is allocated; the codecs also check the claim against the file's size
+// where the format bounds how much a byte can expand.
+inline constexpr std::int64_t max_image_pixels = 2 * 89'478'485;
+
 // What to decode into: the channels as stored, or converted as PIL's convert("L") / ("RGB").
 enum class ColorMode { unchanged, gray, rgb };
 
@@ -69,6 +75,41 @@ inline const std::array<float, 256>& unit_scale() {
     return t;
   }();
   return table;
+}
+
+inline std::string image_claim(std::int64_t width, std::int64_t height, std::int64_t channels) {
+  return "the header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels of " +
+         std::to_string(channels) + (channels == 1 ? " channel" : " channels");
+}
+
+// Why an image of width x height pixels may not be decoded, or "" when it may: more than
+// max_image_pixels, or more bytes of image data (`data_bytes`, as stored) than the file's
+// `file_bytes` can hold at `expansion` bytes per file byte (0: the format gives no bound).
+inline std::string image_size_problem(std::int64_t width, std::int64_t height, std::int64_t channels,
+                                      double data_bytes, std::size_t file_bytes, double expansion,
+                                      const char* expansion_reason) {
+  if (static_cast<double>(width) * static_cast<double>(height) > static_cast<double>(max_image_pixels))
+    return image_claim(width, height, channels) + ", more than io::max_image_pixels (" +
+           std::to_string(max_image_pixels) + ", PIL's DecompressionBombError limit)";
+  const double most = static_cast<double>(file_bytes) * expansion;
+  if (expansion > 0 && data_bytes > most) {
+    char numbers[128];
+    std::snprintf(numbers, sizeof numbers, ", %.0f bytes of image data, but a %zu-byte file holds at most %.0f",
+                  data_bytes, file_bytes, most);
+    return image_claim(width, height, channels) + numbers + " (" + expansion_reason + ")";
+  }
+  return "";
+}
+
+// image_size_problem written into a codec context's buffer, which no destructor must own (libpng
+// and libjpeg longjmp across the decoder's frame); true when the image may be decoded.
+template <std::size_t N>
+bool image_size_allowed(char (&why)[N], std::int64_t width, std::int64_t height, std::int64_t channels,
+                        double data_bytes, std::size_t file_bytes, double expansion, const char* expansion_reason) {
+  const std::string problem =
+      image_size_problem(width, height, channels, data_bytes, file_bytes, expansion, expansion_reason);
+  std::snprintf(why, N, "%s", problem.c_str());
+  return problem.empty();
 }
 
 // The first n bytes in hex ("89 50 4e 47"), for errors about a file's signature.

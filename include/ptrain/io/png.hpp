@@ -27,7 +27,11 @@ struct PngContext {
   std::span<const std::uint8_t> input;  // reading
   std::size_t offset = 0;
   std::vector<std::uint8_t>* output = nullptr;  // writing
+  char too_large[512] = "";  // reading: why the header's image is refused (see png_decode)
 };
+
+// deflate expands a byte to at most 1032 (RFC 1951's longest match, 258 bytes, in a 2-bit code).
+inline constexpr double deflate_expansion = 1032;
 
 inline void png_on_error(png_structp png, png_const_charp message) {
   auto* ctx = static_cast<PngContext*>(png_get_error_ptr(png));
@@ -64,6 +68,16 @@ inline bool png_decode(PngContext& ctx, bool palette_indices, Image& image) {
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int bit_depth = png_get_bit_depth(png, info);
+  // The pixel data as stored (before any widening) comes out of deflate, so the file's size bounds
+  // it: a header claiming a huge image is refused here, before the pixels are allocated.
+  const double stored_bytes = static_cast<double>(png_get_image_width(png, info)) * png_get_image_height(png, info) *
+                              png_get_channels(png, info) * bit_depth / 8;
+  if (!image_size_allowed(ctx.too_large, png_get_image_width(png, info), png_get_image_height(png, info),
+                          png_get_channels(png, info), stored_bytes, ctx.input.size(), deflate_expansion,
+                          "deflate expands a byte to at most 1032")) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   const bool keep_indices = palette_indices && color_type == PNG_COLOR_TYPE_PALETTE;
   if (bit_depth == 16) png_set_strip_16(png);
   if (bit_depth < 8) keep_indices ? png_set_packing(png) : png_set_expand(png);
@@ -124,7 +138,9 @@ inline Image decode_png(std::span<const std::uint8_t> bytes, const std::string& 
   detail::PngContext ctx;
   ctx.input = bytes;
   Image image;
-  if (!detail::png_decode(ctx, palette_indices, image))
+  const bool decoded = detail::png_decode(ctx, palette_indices, image);
+  check(ctx.too_large[0] == '\0', name, ": ", ctx.too_large);
+  if (!decoded)
     fail(name, ": corrupt PNG after ", ctx.offset, " of ", bytes.size(), " bytes: ", ctx.message,
          " (expected a complete, valid PNG stream)");
   return image;

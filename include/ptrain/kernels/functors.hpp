@@ -11,33 +11,41 @@
 namespace ptrain::kernels {
 
 namespace detail {
-// x > 0 for half and bfloat16 from the bits: the positive numbers are the patterns 1 to +inf as
-// unsigned integers (zeros, negatives and NaNs are not). An integer compare that vectorises,
-// where Eigen's comparison widens each element to float (3x slower for a bfloat16 ReLU here).
+// x > 0 or NaN for half and bfloat16 from the bits: the positive numbers are the patterns 1 to +inf
+// as unsigned integers, the NaNs those above +inf once the sign is dropped. Integer compares that
+// vectorise, where Eigen's comparison widens each element to float (3x slower for a bfloat16 ReLU).
 template <class T>
-PTRAIN_HOST_DEVICE bool positive_16bit(T x) {
+PTRAIN_HOST_DEVICE bool positive_or_nan_16bit(T x) {
   constexpr std::uint16_t infinity = std::is_same_v<T, half> ? 0x7c00 : 0x7f80;
   std::uint16_t bits;
   std::memcpy(&bits, &x, sizeof bits);
-  return static_cast<std::uint16_t>(bits - 1u) < infinity;
+  return static_cast<std::uint16_t>(bits - 1u) < infinity || static_cast<std::uint16_t>(bits & 0x7fffu) > infinity;
+}
+// x > 0, or x is NaN: where relu and its gradient pass x (or the gradient) through.
+template <class T>
+PTRAIN_HOST_DEVICE bool passes_relu(T x) {
+  if constexpr (is_reduced_float_v<T>) return positive_or_nan_16bit(x);
+  else return !(x <= T(0));
 }
 }  // namespace detail
 
+// max(x, 0) with NaN kept, as torch.relu: a NaN weight or pixel must not vanish into a finite loss.
 struct Relu {
   template <class T>
-  PTRAIN_HOST_DEVICE T operator()(T x) const {
-    if constexpr (is_reduced_float_v<T>) return detail::positive_16bit(x) ? x : T();
-    else return x > T(0) ? x : T(0);
-  }
+  PTRAIN_HOST_DEVICE T operator()(T x) const { return detail::passes_relu(x) ? x : T(0); }
 };
-// Gradient of relu, given the forward output y and the incoming gradient g.
+// Gradient of relu, given the forward output y and the incoming gradient g (torch's
+// threshold_backward: g where y is not <= 0, so a NaN output passes g on).
 struct ReluBackward {
   template <class T>
-  PTRAIN_HOST_DEVICE T operator()(T y, T g) const {
-    if constexpr (is_reduced_float_v<T>) return detail::positive_16bit(y) ? g : T();
-    else return y > T(0) ? g : T(0);
-  }
+  PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return detail::passes_relu(y) ? g : T(0); }
 };
+// a comes before b in torch.argmax and torch.topk's order: NaN above every number (equal to another
+// NaN), then the larger value.
+template <class T>
+PTRAIN_HOST_DEVICE bool ranks_above(T a, T b) {
+  return a != a ? b == b : a > b;
+}
 // 1 / (1 + e^-x): for x -> -inf, e^-x overflows to inf and the result is 0, never NaN.
 struct Sigmoid {
   template <class T>

@@ -51,6 +51,17 @@ void column_sums(const Ex& ex, const T* x, std::int64_t rows, std::int64_t cols,
   indexed::column_sums(ex, x, rows, cols, out);
 }
 
+// out[0] = the count of inf and NaN elements of x[0, n): once per parameter and step (the Trainer's
+// check), so on the CPU one vectorised pass without a parallel region's start-up.
+template <class T>
+void count_non_finite(const CpuExecutor&, const T* x, std::int64_t n, double* out) {
+  out[0] = static_cast<double>((!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).isFinite()).count());
+}
+template <class Ex, class T>
+void count_non_finite(const Ex& ex, const T* x, std::int64_t n, double* out) {
+  indexed::count_non_finite(ex, x, n, out);
+}
+
 // The gradient of a broadcast operand: g summed over the dimensions it was broadcast along (no
 // tuned CPU kernel: the indexed one runs on every executor).
 using indexed::sum_to;

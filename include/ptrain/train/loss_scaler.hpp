@@ -45,6 +45,13 @@ inline std::string python_float(double v) {
   return negative ? "-" + out : out;
 }
 
+// The error of an overflow at the minimum loss scale: the Trainer catches it to add the step and
+// the first parameter whose gradient is not finite.
+class LossScaleUnderflow : public Error {
+ public:
+  using Error::Error;
+};
+
 class LossScaler {
  public:
   explicit LossScaler(LossScalerOptions options = {}) : options_(options), scale_(options.initial_scale) {
@@ -68,11 +75,12 @@ class LossScaler {
     if (!options_.dynamic) return;
     if (overflow) {
       const double next = scale_ / 2;
-      check(next >= options_.min_loss_scale, "LossScaler: the gradients overflowed (inf or NaN) at loss scale ",
-            python_float(scale_), ", and halving it would go below min_loss_scale ",
-            python_float(options_.min_loss_scale),
+      if (next < options_.min_loss_scale)
+        throw LossScaleUnderflow(detail::concat(
+            "LossScaler: the gradients overflowed (inf or NaN) at loss scale ", python_float(scale_),
+            ", and halving it would go below min_loss_scale ", python_float(options_.min_loss_scale),
             ". The loss, the weights or the inputs are probably inf or NaN already (a learning rate too high?); "
-            "otherwise lower LossScalerOptions::min_loss_scale");
+            "otherwise lower LossScalerOptions::min_loss_scale"));
       scale_ = next;
       clean_steps_ = 0;
       return;

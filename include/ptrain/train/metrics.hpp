@@ -15,6 +15,7 @@
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/core/error.hpp"
+#include "ptrain/kernels/functors.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain {
@@ -78,7 +79,7 @@ class TopKAccuracy {
         std::int64_t rank = 0;
         for (std::int64_t c = 0; c < l.n; ++c) {
           const T v = s[c * l.inner];
-          rank += v > target_score || (v == target_score && c < target);
+          rank += kernels::ranks_above(v, target_score) || (!kernels::ranks_above(target_score, v) && c < target);
         }
         for (std::size_t i = 0; i < ks_.size(); ++i) correct_[i] += rank < ks_[i];
       }

@@ -43,10 +43,13 @@
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/io/csv_log.hpp"
+#include "ptrain/launch/process_info.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/train/classification.hpp"
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/loss_scaler.hpp"
+#include "ptrain/train/non_finite.hpp"
 #include "ptrain/train/policy.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/task.hpp"
@@ -58,6 +61,14 @@ struct TrainerOptions {
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
+  // A step whose loss or gradients hold inf or NaN: true ends training with an Error naming the
+  // step, epoch, rank and first such parameter (Lightning's Trainer(terminate_on_nan=True), on by
+  // default here); false skips the optimizer step and counts it in skipped_steps() (DeepSpeed's
+  // engine.skipped_steps), as an fp16 overflow is skipped. Checked after the policies'
+  // before_optimizer_step, so on averaged gradients (every data-parallel rank decides alike); a step
+  // a policy skipped (MixedPrecision's overflow, which halves the loss scale) stops only for a
+  // non-finite loss.
+  bool terminate_on_nan = true;
 };
 
 // The task's metrics by name: result.train.at("accuracy"), result.val.at("mean_iou").
@@ -161,6 +172,8 @@ class Trainer {
   // The task's metric values of (reduced) totals.
   MetricValues metrics(const EpochTotals& totals) const { return metric_values(task_, totals); }
   std::int64_t global_step() const { return step_; }
+  // Optimizer steps skipped for an inf or NaN loss or gradient (with terminate_on_nan false).
+  std::int64_t skipped_steps() const { return skipped_steps_; }
 
   // Called after every optimizer step with the global step count (learning-rate schedules).
   void on_step_end(std::function<void(std::int64_t step)> callback) { step_callbacks_.push_back(std::move(callback)); }
@@ -180,13 +193,25 @@ class Trainer {
       });
     };
     EpochTotals batch = forward_backward(inputs, targets, policy_loss_scale() / k, before_backward);
+    ++batch_in_epoch_;
+    step_loss_sum_ += batch.loss_sum;
+    step_loss_weight_ += batch.loss_weight;
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    for_each_policy([&]<class P>(P& p) {
-      if constexpr (BeforeOptimizerStepPoint<P, Model>)
-        proceed = p.before_optimizer_step(*local_) && proceed;
-    });
+    try {
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeOptimizerStepPoint<P, Model>)
+          proceed = p.before_optimizer_step(*local_) && proceed;
+      });
+    } catch (const LossScaleUnderflow& e) {
+      fail("Trainer: ", non_finite_step_text(step_loss(), first_non_finite_gradient(*local_), step_place()), ". ",
+           e.what());
+    }
+    // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
+    // not, and no loss scale mends it.
+    if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
+    step_loss_sum_ = step_loss_weight_ = 0;
     if (proceed) {
       NoGradGuard no_grad;
       step_optimizer_();
@@ -203,6 +228,8 @@ class Trainer {
   EpochTotals train_epoch(Loader& loader, int epoch) {
     model_->train();
     loader.set_epoch(epoch);
+    epoch_ = epoch + 1;
+    batch_in_epoch_ = 0;
     EpochTotals totals;
     ProgressBar bar("epoch " + std::to_string(epoch + 1), static_cast<std::int64_t>(loader.size()),
                     options_.progress_bar && is_main() && is_terminal());
@@ -213,6 +240,7 @@ class Trainer {
       bar.update(++done, b.loss());
     }
     bar.finish();
+    epoch_ = 0;
     reduce(totals);
     return totals;
   }
@@ -288,6 +316,27 @@ class Trainer {
     if constexpr (requires { task_.batch_targets(batch); }) return task_.batch_targets(batch);
     else return batch.targets;
   }
+
+  // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a
+  // skipped step, said and counted unless a policy already skipped it.
+  bool finite_step(bool skipped_by_policy) {
+    const std::optional<NonFiniteGradient> gradient = first_non_finite_gradient(*local_);
+    if (!gradient && std::isfinite(step_loss_sum_)) return true;
+    const std::string what = non_finite_step_text(step_loss(), gradient, step_place());
+    check(!options_.terminate_on_nan, "Trainer: ", what,
+          ". Training stops here (TrainerOptions::terminate_on_nan); a learning rate too high, inf or NaN in the "
+          "inputs or the loaded weights are the usual causes. Set terminate_on_nan = false to skip such steps instead");
+    if (skipped_by_policy) return false;
+    ++skipped_steps_;
+    if (is_main()) log_line("Trainer: skipping the optimizer step: " + what);
+    return false;
+  }
+
+  // The step's summed loss; none where this rank computes no loss (a pipeline stage before the last).
+  std::optional<double> step_loss() const {
+    return step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_) : std::nullopt;
+  }
+  StepPlace step_place() const { return {step_ + 1, epoch_, batch_in_epoch_, detect_process_info().rank}; }
 
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {
@@ -384,6 +433,11 @@ class Trainer {
   std::vector<std::function<void(const EpochResult&)>> epoch_callbacks_;
   std::int64_t step_ = 0;
   int micro_step_ = 0;
+  std::int64_t skipped_steps_ = 0;
+  double step_loss_sum_ = 0;       // the losses of this step's batches (several under accumulation)
+  double step_loss_weight_ = 0;    // and their weights: 0 on a pipeline stage before the last
+  int epoch_ = 0;                  // from 1 inside train_epoch, 0 outside it
+  std::int64_t batch_in_epoch_ = 0;
 };
 
 }  // namespace ptrain

@@ -62,7 +62,8 @@ void channel_moments(const T* x, const ChannelLayout& l, std::int64_t c, double&
   const double m = static_cast<double>(l.count());
   const double centred = s1 / m;
   mean = static_cast<double>(shift) + centred;
-  var = std::max(0.0, s2 / m - centred * centred);
+  const double v = s2 / m - centred * centred;
+  var = v < 0.0 ? 0.0 : v;  // rounding can go below 0; NaN stays (std::max(0.0, NaN) is 0)
 }
 
 // y = x * scale + shift over channel c.

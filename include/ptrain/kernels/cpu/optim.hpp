@@ -105,7 +105,7 @@ void adam_step(const Options& options, std::int64_t step, T* param, const T* gra
     ms = beta1 * ms + keep1 * d;
     vs = beta2 * vs + keep2 * d.square();
     if (amsgrad) {
-      vmaxs = vmaxs.max(vs);
+      vmaxs = (vmaxs < vs || vs.isNaN()).select(vs, vmaxs);  // torch.maximum: a NaN on either side stays
       if constexpr (Decoupled)
         ps = ps * shrink - step_size * (ms / (vmaxs.sqrt() / correction2 + eps));
       else

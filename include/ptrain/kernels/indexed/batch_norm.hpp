@@ -50,7 +50,7 @@ struct ChannelMoments : TwoSumsReduction {
     const double mu = load_double(x, c * l.inner) + centred;
     const double v = total.s2 / m - centred * centred;
     mean[c] = mu;
-    var[c] = v > 0.0 ? v : 0.0;
+    var[c] = v < 0.0 ? 0.0 : v;  // rounding can go below 0; NaN stays
     if (!scale) return;
     const double a = load_or(weight, c, 1.0) / sqrt(var[c] + eps);
     scale[c] = static_cast<A>(a);

@@ -173,7 +173,8 @@ void mse_sum(const Ex& ex, const T* pred, const T* target, std::int64_t n, doubl
   sum_terms(ex, n, SquaredDifference<T>{pred, target}, factor, out);
 }
 
-// The largest score so far and its class; ties go to the smaller class, as torch.argmax.
+// The largest score so far and its class; ties go to the smaller class and a NaN is the largest
+// score, as torch.argmax.
 template <class A>
 struct MaxAt {
   A value;
@@ -193,7 +194,7 @@ struct ArgmaxRows {
     return {to_accumulate(scores[row_element(l, row, c)]), c};
   }
   PTRAIN_HOST_DEVICE accumulator combine(accumulator a, accumulator b) const {
-    return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+    return ranks_above(b.value, a.value) || (!ranks_above(a.value, b.value) && b.index < a.index) ? b : a;
   }
   PTRAIN_HOST_DEVICE void finish(std::int64_t row, accumulator total) const { best[row] = total.index; }
 };

@@ -66,7 +66,7 @@ struct AdamUpdate {
     state.exp_avg_sq[i] = from_accumulate<T>(v);
     if (state.max_exp_avg_sq) {
       const A old = to_accumulate(state.max_exp_avg_sq[i]);
-      v = old < v ? v : old;
+      v = old < v || v != v ? v : old;  // torch.maximum: a NaN on either side stays
       state.max_exp_avg_sq[i] = from_accumulate<T>(v);
     }
     param[i] = from_accumulate<T>(p * shrink - step_size * (m / (sqrt(v) / correction2 + eps)));

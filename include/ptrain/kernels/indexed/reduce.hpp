@@ -103,6 +103,23 @@ struct LoadDouble {
   PTRAIN_HOST_DEVICE double operator()(std::int64_t i) const { return load_double(x, i); }
 };
 
+// 1 for an inf or NaN element, else 0 (inf - inf and NaN - NaN are NaN, a finite v - v is 0).
+template <class T>
+struct NonFinite {
+  const T* x;
+  PTRAIN_HOST_DEVICE double operator()(std::int64_t i) const {
+    const double v = load_double(x, i);
+    return v - v == 0.0 ? 0.0 : 1.0;
+  }
+};
+
+// out[0] = how many of x[0, n) are inf or NaN, in the executor's memory (train/non_finite.hpp's
+// check of the gradients before an optimizer step).
+template <class T, class Ex>
+void count_non_finite(const Ex& ex, const T* x, std::int64_t n, double* out) {
+  sum_terms(ex, n, NonFinite<T>{x}, 1.0, out);
+}
+
 // out[0] = factor * sum(x[0, n)), summed in double: the forward of autograd/ops/reduce.hpp's sum
 // (factor 1) and mean (factor 1 / n).
 template <class T, class Ex>
