@@ -9,6 +9,10 @@
 // The model may be on any device: its named_parameters() are Var<T, D>. A model in host memory
 // (Cpu, HostEmulated) reduces over a host communicator (MpiAllreduce, SelfAllreduce); a Cuda
 // model over one that moves GPU memory (NcclAllreduce, parallel/nccl_allreduce.hpp).
+//
+// Ranks whose loaders give different numbers of batches agree on one count each epoch
+// (agree_steps, DataParallelOptions::uneven_inputs).
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,10 +23,12 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/comm/host_values.hpp"
+#include "ptrain/core/log.hpp"
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/detail/gradient_buckets.hpp"
 #include "ptrain/parallel/detail/same_model.hpp"
+#include "ptrain/parallel/detail/uneven_inputs.hpp"
 
 namespace ptrain {
 
@@ -31,6 +37,9 @@ struct DataParallelOptions {
   // Buffers (batch-norm running statistics) from rank 0 after every optimizer step, as PyTorch
   // DDP's broadcast_buffers. At setup they are broadcast whatever this says.
   bool broadcast_buffers = true;
+  // What the ranks do when their loaders give different numbers of batches in an epoch
+  // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
+  UnevenInputs uneven_inputs = UnevenInputs::shortest;
 };
 
 namespace detail {
@@ -146,6 +155,21 @@ class DataParallel {
     if (options_.broadcast_buffers) broadcast_buffers(model);
   }
 
+  // Trainer point: before each training epoch, the number of batches every rank trains, agreed
+  // from each rank's own count so that no rank waits in an allreduce the others never start.
+  std::int64_t agree_steps(std::int64_t local_steps) {
+    std::vector<double> counts(static_cast<std::size_t>(comm_->size()));
+    const double mine = static_cast<double>(local_steps);
+    host_allgather(*comm_, std::span<const double>(&mine, 1), std::span<double>(counts));
+    const std::vector<std::int64_t> steps(counts.begin(), counts.end());
+    const detail::StepAgreement agreed = detail::agree_on_steps(steps, options_.uneven_inputs, epochs_agreed_++);
+    if (!agreed.warning.empty() && is_main() && !warned_uneven_) {
+      log_line(agreed.warning + " (said once)", stderr);
+      warned_uneven_ = true;
+    }
+    return agreed.steps;
+  }
+
   // Trainer point: an epoch's sums (loss, samples, the task's metric state) over every rank.
   void reduce(std::span<double> sums) { host_allreduce_sum(*comm_, sums); }
 
@@ -161,6 +185,8 @@ class DataParallel {
   std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
+  int epochs_agreed_ = 0;
+  bool warned_uneven_ = false;
 };
 
 }  // namespace ptrain
