@@ -4,6 +4,7 @@
 // a parameter unused on some ranks does not hang the step; a mismatched model is reported on
 // every rank; ranks whose loaders give different numbers of batches agree on one count.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -441,6 +442,33 @@ BOOST_AUTO_TEST_CASE(unreconcilable_batch_counts_name_the_ranks_and_their_counts
   expect_failure(UnevenInputs::fail, comm.rank() == last ? 3 : 2,
                  "in epoch 1: 3 on rank " + std::to_string(last) + "; 2 on " + others +
                      " (DataParallelOptions::uneven_inputs is UnevenInputs::fail");
+}
+
+// PTRAIN_DEBUG_COLLECTIVES=1: DataParallel compares the ranks' collectives after every step (its
+// own steps agree), so the log after the last step holds only what came after it.
+BOOST_AUTO_TEST_CASE(debug_collectives_checks_every_step) {
+  struct DebugCollectives {
+    DebugCollectives() { ::setenv("PTRAIN_DEBUG_COLLECTIVES", "1", 1); }
+    ~DebugCollectives() { ::unsetenv("PTRAIN_DEBUG_COLLECTIVES"); }
+  } debug;
+  MpiComm comm(test::session());
+  BOOST_TEST(comm.check_collectives_every_step());
+  auto net = make_net<double>(1);
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                          DP(comm, {.bucket_bytes = 1000}));
+  ListLoader loader = loader_of(3, 5);
+  BOOST_CHECK_NO_THROW(trainer.fit(loader, 1));
+  std::vector<float> x(1, 1.0f);
+  comm.label_next_collective(comm.rank() == 0 ? "here" : "elsewhere");
+  comm.allreduce_sum(x);
+  BOOST_CHECK_EXCEPTION(comm.check_collectives("the end"), Error, [&](const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    // Entry #1: the last step's check emptied the log; only the epoch's sums (doubles) came since.
+    return what.find("entry #1 is '") != std::string::npos && what.find("(here)' on rank 0 but") != std::string::npos &&
+           what.find(" double', the same on every rank)") != std::string::npos;
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,7 +11,10 @@
 // watchdog (comm/detail/mpi_watch.hpp): it polls instead of spinning inside MPI, and after
 // PTRAIN_COLLECTIVE_TIMEOUT seconds (default 300) ends every rank with the collective's name and
 // number and the ranks that have not joined it.
-
+//
+// Each collective is also logged (operation, type, count, root or label: comm/detail/
+// collective_log.hpp) until check_collectives() compares the ranks' logs: DataParallel does at
+// setup, and after every step when PTRAIN_DEBUG_COLLECTIVES=1.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -25,7 +28,9 @@
 #include <mpi.h>
 
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/detail/collective_log.hpp"
 #include "ptrain/comm/detail/mpi_watch.hpp"
+#include "ptrain/comm/detail/same_sequence.hpp"
 #include "ptrain/core/error.hpp"
 #include "ptrain/launch/mpi_session.hpp"
 #include "ptrain/launch/mpi_types.hpp"
@@ -139,7 +144,9 @@ class MpiComm {
         tag_ub_(other.tag_ub_),
         piece_bytes_(other.piece_bytes_),
         bytes_sent_(other.bytes_sent_),
-        watch_(std::move(other.watch_)) {}
+        watch_(std::move(other.watch_)),
+        log_(std::move(other.log_)),
+        label_(std::move(other.label_)) {}
   MpiComm& operator=(MpiComm&& other) noexcept {
     if (this != &other) {
       release();
@@ -151,6 +158,8 @@ class MpiComm {
       piece_bytes_ = other.piece_bytes_;
       bytes_sent_ = other.bytes_sent_;
       watch_ = std::move(other.watch_);
+      log_ = std::move(other.log_);
+      label_ = std::move(other.label_);
     }
     return *this;
   }
@@ -312,6 +321,30 @@ class MpiComm {
     r.wait();
   }
 
+  // Names the next collective in the log and in the watchdog's messages, e.g. "bucket 3".
+  void label_next_collective(std::string label) { label_ = std::move(label); }
+  // Whether PTRAIN_DEBUG_COLLECTIVES=1 asks for check_collectives() after every training step.
+  bool check_collectives_every_step() const { return log_.every_step(); }
+  // Compares the collectives every rank started on this communicator since the last check
+  // (collective over it): a difference ends in an Error on every rank naming the first collective
+  // that differs, as each of two ranks describes it. `where` ("DataParallel step 12") is compared
+  // too, so a rank a whole step ahead is found.
+  void check_collectives(const std::string& where) {
+    std::vector<std::string> entries = log_.take();
+    entries.push_back("check at " + where);
+    const std::string subject = "MpiComm: the ranks started different collectives (checked at " + where + ")";
+    checking_ = true;
+    try {
+      detail::check_same_sequence(*this, entries,
+                                  {subject.c_str(), "no collective (this rank started fewer)",
+                                   "; every rank must start the same collectives in the same order"});
+    } catch (...) {
+      checking_ = false;
+      throw;
+    }
+    checking_ = false;
+  }
+
   // The ranks that pass the same color (>= 0) form a new communicator, ordered by key, then by
   // rank here. Collective over this communicator. Its byte count starts at zero; it keeps
   // this communicator's allreduce piece size.
@@ -348,10 +381,13 @@ class MpiComm {
   }
 
   // A request for collective number watch_->start_collective(), described for the watchdog.
+  // It is logged, with the label given for it.
   Request watched_collective(std::string what) {
+    if (!label_.empty()) what += " (" + std::exchange(label_, {}) + ")";
     Request r;
     r.watch_ = watch_;
     r.ticket_ = {watch_->start_collective(), -1, std::move(what)};
+    if (!checking_) log_.record(r.ticket_.collective, r.ticket_.what);
     return r;
   }
   template <class T>
@@ -394,6 +430,9 @@ class MpiComm {
   std::size_t piece_bytes_ = std::size_t{2} << 20;
   std::uint64_t bytes_sent_ = 0;
   std::shared_ptr<detail::MpiWatch> watch_;  // shared with the requests in flight
+  detail::CollectiveLog log_;
+  std::string label_;      // of the next collective
+  bool checking_ = false;  // check_collectives' own collectives are not logged
 };
 
 static_assert(Communicator<MpiComm>, "MpiComm must model Communicator");

@@ -11,7 +11,8 @@
 // model over one that moves GPU memory (NcclAllreduce, parallel/nccl_allreduce.hpp).
 //
 // Ranks whose loaders give different numbers of batches agree on one count each epoch
-// (agree_steps, DataParallelOptions::uneven_inputs).
+// (agree_steps, DataParallelOptions::uneven_inputs). Over an MpiComm the ranks' collectives are
+// compared at setup, and after every step with PTRAIN_DEBUG_COLLECTIVES=1 (check_collectives).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -129,6 +130,7 @@ class DataParallel {
     using Wire = typename CompressionTag::template wire<T>;
     sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire, D>>(*comm_, std::move(trainable),
                                                                            options_.bucket_bytes);
+    check_collectives("setup");
   }
 
   // Trainer point: micro-steps of gradient accumulation that end in no optimizer step keep their
@@ -153,6 +155,9 @@ class DataParallel {
   template <DataParallelModel Model>
   void after_optimizer_step(Model& model) {
     if (options_.broadcast_buffers) broadcast_buffers(model);
+    ++steps_;
+    if constexpr (requires { comm_->check_collectives_every_step(); })
+      if (comm_->check_collectives_every_step()) check_collectives("step " + std::to_string(steps_));
   }
 
   // Trainer point: before each training epoch, the number of batches every rank trains, agreed
@@ -176,6 +181,12 @@ class DataParallel {
   bool is_main() const { return comm_->rank() == 0; }
 
  private:
+  // Every rank started the same collectives since the last check (a communicator that logs them:
+  // MpiComm); a rank that skipped or added one is named with its collective and another rank's.
+  void check_collectives(const std::string& where) {
+    if constexpr (requires { comm_->check_collectives(where); }) comm_->check_collectives("DataParallel " + where);
+  }
+
   template <class Model>
   void broadcast_buffers(Model& model) {
     for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
@@ -186,6 +197,7 @@ class DataParallel {
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
   int epochs_agreed_ = 0;
+  std::int64_t steps_ = 0;
   bool warned_uneven_ = false;
 };
 
