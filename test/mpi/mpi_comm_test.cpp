@@ -1,6 +1,7 @@
 // MpiComm under mpiexec -n 2 and -n 3: every collective for every element type against the
 // serial result, overlapping non-blocking forms, sub-communicators, point to point, byte counts;
 // the ranks' collectives compared (check_collectives), a difference named with both ranks.
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -243,6 +244,25 @@ BOOST_AUTO_TEST_CASE(check_collectives_finds_a_rank_a_step_ahead) {
     return what.find("is 'check at step 1' on rank 0 but 'check at step 2' on rank " + std::to_string(last)) !=
            std::string::npos;
   });
+}
+
+// PTRAIN_COLLECTIVE_TIMEOUT is checked when a communicator is made, with the variable named.
+BOOST_AUTO_TEST_CASE(a_malformed_collective_timeout_is_refused_by_name) {
+  MpiComm world(test::session());
+  for (const char* value : {"abc", "0", "-3", "5s"}) {
+    ::setenv("PTRAIN_COLLECTIVE_TIMEOUT", value, 1);
+    BOOST_CHECK_EXCEPTION(MpiComm(test::session()), Error, [&](const Error& e) {
+      return std::string(e.what()) == std::string("PTRAIN_COLLECTIVE_TIMEOUT='") + value +
+                                          "' is not a number of seconds in (0, 1e9]; it bounds how long a rank waits "
+                                          "for the others in a collective";
+    });
+  }
+  ::unsetenv("PTRAIN_COLLECTIVE_TIMEOUT");
+  BOOST_TEST(collective_timeout_seconds() == 300.0);
+  ::setenv("PTRAIN_COLLECTIVE_TIMEOUT", "2.5", 1);
+  BOOST_TEST(collective_timeout_seconds() == 2.5);
+  ::unsetenv("PTRAIN_COLLECTIVE_TIMEOUT");
+  world.barrier();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

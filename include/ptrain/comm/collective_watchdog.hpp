@@ -1,7 +1,7 @@
 #pragma once
 // CollectiveWatchdog: how every communicator waits for a collective (or a message) to complete.
 // A rank that stops (SIGSTOP, a deadlock, a skipped collective) would otherwise leave the others
-// waiting forever at 100% CPU. The watchdog polls the operation, spinning only briefly and then
+// waiting forever at 100% CPU. The watchdog polls the operation, spinning for a second and then
 // sleeping between polls (so a rank waiting for a stalled peer leaves its core to others), and
 // calls expired() once the wait has lasted PTRAIN_COLLECTIVE_TIMEOUT seconds (default 300);
 // expired() names the collective and the ranks that have not joined, and ends every rank
@@ -36,13 +36,14 @@ class CollectiveWatchdog {
 
   // Polls done() until it returns true. idle() runs between polls (MpiComm answers the other ranks'
   // questions there); expired() runs once timeout_seconds() have passed and must not return.
-  // Polls spin for the first spin_time (a collective that completes quickly keeps its latency),
-  // then sleep for an interval that doubles up to max_sleep: MPI moves the bytes of a waiting
-  // rank only inside a poll, so the interval stays short.
+  // Polls spin for the first spin_time, then sleep for an interval that doubles up to max_sleep.
+  // MPI moves a waiting rank's bytes only inside a poll: sleeping from 2 ms on made a 45 MB
+  // allreduce 1.5-2x slower (bench/allreduce.cpp), so every wait a healthy job makes (a large
+  // reduction, a straggler's batch) spins as MPICH does, and only a wait past a second sleeps.
   template <class Done, class Idle, class Expired>
   void wait(Done&& done, Idle&& idle, Expired&& expired) const {
     using clock = std::chrono::steady_clock;
-    constexpr auto spin_time = std::chrono::milliseconds(2);
+    constexpr auto spin_time = std::chrono::milliseconds(1000);
     constexpr auto max_sleep = std::chrono::microseconds(1000);
     if (done()) return;
     const auto start = clock::now();

@@ -14,6 +14,7 @@
 // Signals the launcher sends the guard are passed on to the rank; the rank is killed if the guard
 // is (PR_SET_PDEATHSIG), so no rank outlives its guard.
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,6 +106,9 @@ inline int run_rank_guard(std::span<char*> command) {
                  (signal == SIGKILL ? "; sent by a user, a scheduler, or the kernel's out-of-memory killer (see dmesg)"
                                     : ""),
              stderr);
+  // The rank dumped its own core where it was asked to; the guard's would only mislead.
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
   std::signal(signal, SIG_DFL);
   ::kill(guard, signal);
   return 128 + signal;
