@@ -42,6 +42,19 @@ class MpiWatch {
     mpi_check(MPI_Comm_set_errhandler(questions_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(questions_, &rank_);
     MPI_Comm_size(questions_, &size_);
+    // The ranks of MPI_COMM_WORLD, for messages about a split communicator.
+    std::vector<int> ranks(static_cast<std::size_t>(size_));
+    for (int q = 0; q < size_; ++q) ranks[static_cast<std::size_t>(q)] = q;
+    world_ranks_.assign(ranks.size(), MPI_UNDEFINED);
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    if (MPI_Comm_group(questions_, &group) == MPI_SUCCESS && MPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS)
+      MPI_Group_translate_ranks(group, size_, ranks.data(), world, world_ranks_.data());
+    if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+    if (world != MPI_GROUP_NULL) MPI_Group_free(&world);
+    int world_size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    is_world_ = world_size == size_;
+    for (int q = 0; q < size_; ++q) is_world_ = is_world_ && world_ranks_[static_cast<std::size_t>(q)] == q;
   }
   ~MpiWatch() {
     int finalized = 0;
@@ -110,6 +123,12 @@ class MpiWatch {
     }
   }
 
+  // "2", or "2 (world rank 5)" on a communicator whose ranks are not the world's.
+  std::string name_rank(int q) const {
+    const int w = world_ranks_[static_cast<std::size_t>(q)];
+    return std::to_string(q) + (is_world_ || w == MPI_UNDEFINED ? "" : " (world rank " + std::to_string(w) + ")");
+  }
+
   static std::string describe(const WaitTicket& t) {
     return t.collective ? "collective #" + std::to_string(t.collective) + " " + t.what : t.what;
   }
@@ -154,8 +173,8 @@ class MpiWatch {
       const bool joined = answered[static_cast<std::size_t>(q)] &&
                           (ticket.collective == 0 || static_cast<std::uint64_t>(a.started) >= ticket.collective);
       const bool counts = ticket.collective != 0 || q == ticket.peer;
-      if (!joined && counts) behind += (behind.empty() ? "" : ", ") + std::to_string(q);
-      states += "; rank " + std::to_string(q) + ": ";
+      if (!joined && counts) behind += (behind.empty() ? "" : ", ") + name_rank(q);
+      states += "; rank " + name_rank(q) + ": ";
       if (!answered[static_cast<std::size_t>(q)])
         states += "no answer within 1 s (stopped, dead, or busy outside ptrain's collectives)";
       else
@@ -172,6 +191,8 @@ class MpiWatch {
   int rank_ = 0, size_ = 1;
   std::uint64_t started_ = 0;
   const WaitTicket* waiting_ = nullptr;
+  std::vector<int> world_ranks_;  // of each rank here
+  bool is_world_ = true;          // the ranks are the world's, in its order
 };
 
 }  // namespace ptrain::detail
