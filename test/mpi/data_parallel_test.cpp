@@ -2,8 +2,9 @@
 // the weights of one process training on all B, whatever the bucket size, with gradient
 // accumulation, with fp16/bf16 on the wire (within a stated tolerance); fp16 moves half the bytes;
 // a parameter unused on some ranks does not hang the step; a mismatched model is reported on
-// every rank.
+// every rank; ranks whose loaders give different numbers of batches agree on one count.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include <ptrain/parallel/sync_batch_norm.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/list_loader.hpp"
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
@@ -367,6 +369,106 @@ BOOST_AUTO_TEST_CASE(broadcast_buffers_ends_every_step_with_rank_0s_running_stat
   }
   // Rank 0's own statistics are the same either way: the broadcast only replaces the others'.
   for (std::size_t i = 0; i < n; ++i) BOOST_TEST_REQUIRE(on[i] == off[i], "buffer element " << i);
+}
+
+
+namespace {
+using ListLoader = test::ListLoader<double>;
+
+// count batches of 4 examples, from this rank's own random stream.
+ListLoader loader_of(int count, std::uint64_t seed) {
+  Rng rng(seed);
+  ListLoader loader;
+  for (int b = 0; b < count; ++b) {
+    Tensor<double> x({4, 2, 8, 8});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = rng.normal();
+    loader.batches.push_back({x, {0, 1, 2, 0}});
+  }
+  return loader;
+}
+
+std::vector<double> every_ranks_weights(MpiComm& comm, Sequential<double>& net) {
+  std::vector<double> mine;
+  for (auto& p : net.parameters())
+    for (std::int64_t i = 0; i < p.value().numel(); ++i) mine.push_back(p.value()[i]);
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgather(std::span<const double>(mine), std::span<double>(all));
+  return all;
+}
+}  // namespace
+
+// Rank r's loader has 2 + r batches: without an agreement the last rank would wait forever in an
+// allreduce the others never start. Every rank trains 2 batches per epoch and ends with the same
+// weights.
+BOOST_AUTO_TEST_CASE(ranks_with_different_batch_counts_train_the_fewest_and_agree) {
+  MpiComm comm(test::session());
+  auto net = make_net<double>(1);
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                          DP(comm));
+  ListLoader loader = loader_of(2 + comm.rank(), 50 + static_cast<std::uint64_t>(comm.rank()));
+  const auto results = trainer.fit(loader, 2);
+  BOOST_TEST(trainer.global_step() == 4);  // 2 epochs of 2 batches, on every rank
+  BOOST_TEST(results.size() == 2u);
+  const std::vector<double> all = every_ranks_weights(comm, *net);
+  const std::size_t n = all.size() / static_cast<std::size_t>(comm.size());
+  for (int r = 1; r < comm.size(); ++r)
+    for (std::size_t i = 0; i < n; ++i) BOOST_TEST_REQUIRE(all[r * n + i] == all[i], "rank " << r << " weight " << i);
+}
+
+// Counts that cannot be reconciled end every rank with the same message naming the ranks and
+// their counts: a rank without a batch, or any difference under UnevenInputs::fail.
+BOOST_AUTO_TEST_CASE(unreconcilable_batch_counts_name_the_ranks_and_their_counts) {
+  MpiComm comm(test::session());
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  const auto expect_failure = [&](UnevenInputs policy, int count, const std::string& expected) {
+    auto net = make_net<double>(1);
+    Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                            DP(comm, {.uneven_inputs = policy}));
+    ListLoader loader = loader_of(count, 7);
+    BOOST_CHECK_EXCEPTION(trainer.fit(loader, 1), Error, [&](const Error& e) {
+      const std::string what = e.what();
+      BOOST_TEST_MESSAGE(what);
+      return what.find(expected) != std::string::npos;
+    });
+    BOOST_TEST(trainer.global_step() == 0);
+  };
+  const int last = comm.size() - 1;
+  const std::string others = comm.size() == 2 ? "rank 0" : "ranks 0, 1";
+  // The last rank has no batch.
+  expect_failure(UnevenInputs::shortest, comm.rank() == last ? 0 : 3,
+                 "3 on " + others + "; 0 on rank " + std::to_string(last) + ". A rank without a batch");
+  // The last rank has one more batch than the others, refused under UnevenInputs::fail.
+  expect_failure(UnevenInputs::fail, comm.rank() == last ? 3 : 2,
+                 "in epoch 1: 3 on rank " + std::to_string(last) + "; 2 on " + others +
+                     " (DataParallelOptions::uneven_inputs is UnevenInputs::fail");
+}
+
+// PTRAIN_DEBUG_COLLECTIVES=1: DataParallel compares the ranks' collectives after every step (its
+// own steps agree), so the log after the last step holds only what came after it.
+BOOST_AUTO_TEST_CASE(debug_collectives_checks_every_step) {
+  struct DebugCollectives {
+    DebugCollectives() { ::setenv("PTRAIN_DEBUG_COLLECTIVES", "1", 1); }
+    ~DebugCollectives() { ::unsetenv("PTRAIN_DEBUG_COLLECTIVES"); }
+  } debug;
+  MpiComm comm(test::session());
+  BOOST_TEST(comm.check_collectives_every_step());
+  auto net = make_net<double>(1);
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<double>, DP> trainer(net, make_sgd(*net), {.progress_bar = false, .print_epochs = false},
+                                          DP(comm, {.bucket_bytes = 1000}));
+  ListLoader loader = loader_of(3, 5);
+  BOOST_CHECK_NO_THROW(trainer.fit(loader, 1));
+  std::vector<float> x(1, 1.0f);
+  comm.label_next_collective(comm.rank() == 0 ? "here" : "elsewhere");
+  comm.allreduce_sum(x);
+  BOOST_CHECK_EXCEPTION(comm.check_collectives("the end"), Error, [&](const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    // Entry #1: the last step's check emptied the log; only the epoch's sums (doubles) came since.
+    return what.find("entry #1 is '") != std::string::npos && what.find("(here)' on rank 0 but") != std::string::npos &&
+           what.find(" double', the same on every rank)") != std::string::npos;
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,9 @@
 // MpiComm under mpiexec -n 2 and -n 3: every collective for every element type against the
-// serial result, overlapping non-blocking forms, sub-communicators, point to point, byte counts.
+// serial result, overlapping non-blocking forms, sub-communicators, point to point, byte counts;
+// the ranks' collectives compared (check_collectives), a difference named with both ranks.
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <boost/mpl/list.hpp>
@@ -201,6 +204,65 @@ BOOST_AUTO_TEST_CASE(an_unfinished_request_is_finished_by_its_destructor) {
   std::vector<double> x{1.0};
   { auto r = world.iallreduce_sum(x); }
   BOOST_TEST(x[0] == static_cast<double>(world.size()));
+}
+
+// Collectives that MPI matches although they mean different things (same sizes, another label)
+// are found by comparing the ranks' logs, and reported the same on every rank.
+BOOST_AUTO_TEST_CASE(check_collectives_names_the_first_difference_and_both_ranks) {
+  MpiComm world(test::session());
+  std::vector<float> x(10, 1.0f);
+  world.allreduce_sum(x);
+  world.broadcast(x, 0);
+  world.barrier();
+  BOOST_CHECK_NO_THROW(world.check_collectives("agreement"));
+
+  // A new communicator: without PTRAIN_DEBUG_COLLECTIVES=1 only the first check has a log.
+  MpiComm other(test::session());
+  const int last = other.size() - 1;
+  other.allreduce_sum(x);
+  other.label_next_collective(other.rank() == last ? "bucket 1" : "bucket 0");
+  other.allreduce_sum(x);
+  BOOST_CHECK_EXCEPTION(other.check_collectives("a test"), Error, [&](const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    return what.find("the ranks started different collectives (checked at a test)") != std::string::npos &&
+           what.find("is '#2 allreduce_sum of 10 float (bucket 0)' on rank 0 but '#2 allreduce_sum of 10 float "
+                     "(bucket 1)' on rank " + std::to_string(last)) != std::string::npos &&
+           what.find("(after '#1 allreduce_sum of 10 float', the same on every rank)") != std::string::npos;
+  });
+}
+
+// A rank a whole step ahead starts the same collectives; the step's name in the check tells them apart.
+BOOST_AUTO_TEST_CASE(check_collectives_finds_a_rank_a_step_ahead) {
+  MpiComm world(test::session());
+  std::vector<double> x(3, 1.0);
+  const int last = world.size() - 1;
+  world.allreduce_sum(x);
+  const std::string step = world.rank() == last ? "step 2" : "step 1";
+  BOOST_CHECK_EXCEPTION(world.check_collectives(step), Error, [&](const Error& e) {
+    const std::string what = e.what();
+    return what.find("is 'check at step 1' on rank 0 but 'check at step 2' on rank " + std::to_string(last)) !=
+           std::string::npos;
+  });
+}
+
+// PTRAIN_COLLECTIVE_TIMEOUT is checked when a communicator is made, with the variable named.
+BOOST_AUTO_TEST_CASE(a_malformed_collective_timeout_is_refused_by_name) {
+  MpiComm world(test::session());
+  for (const char* value : {"abc", "0", "-3", "5s"}) {
+    ::setenv("PTRAIN_COLLECTIVE_TIMEOUT", value, 1);
+    BOOST_CHECK_EXCEPTION(MpiComm(test::session()), Error, [&](const Error& e) {
+      return std::string(e.what()) == std::string("PTRAIN_COLLECTIVE_TIMEOUT='") + value +
+                                          "' is not a number of seconds in (0, 1e9]; it bounds how long a rank waits "
+                                          "for the others in a collective";
+    });
+  }
+  ::unsetenv("PTRAIN_COLLECTIVE_TIMEOUT");
+  BOOST_TEST(collective_timeout_seconds() == 300.0);
+  ::setenv("PTRAIN_COLLECTIVE_TIMEOUT", "2.5", 1);
+  BOOST_TEST(collective_timeout_seconds() == 2.5);
+  ::unsetenv("PTRAIN_COLLECTIVE_TIMEOUT");
+  world.barrier();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,7 +5,8 @@
 #   slurm_run.sh two_hosts [OPTIONS] -- PROGRAM [ARGS...]   UCX_TLS=tcp srun --mpi=pmi2 -N 2 -n 2
 #                                                           across the namespace "hosts"
 # OPTIONS: --expect REGEX (repeatable), --limit SECONDS (default 120), --min-bytes B (default 0),
-#          --preload LIB (LD_PRELOAD for the ranks only; see ucx_finalize_workaround.cpp).
+#          --preload LIB (LD_PRELOAD for the ranks only; see ucx_finalize_workaround.cpp),
+#          --expect-failure (the launch must exit non-zero instead: a drill in which a rank dies).
 # Passes when the launch exits 0 within the limit (a hang is killed, never waited on), its output
 # matches every --expect (grep -E) and, for two_hosts, the ranks ran on 2 different host names
 # with 2 different IPs and each host sent at least B bytes through the virtual network. Starts
@@ -22,12 +23,14 @@ expects=()
 min_bytes=0
 limit=120
 preload=""
+expect_failure=0
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case $1 in
     --expect) expects+=("$2"); shift 2 ;;
     --min-bytes) min_bytes=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --preload) preload=$2; shift 2 ;;
+    --expect-failure) expect_failure=1; shift ;;
     *) echo "slurm_run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -92,9 +95,9 @@ cat "$out"
 
 problems=()
 case $rc in
-  0) ;;
+  0) [ $expect_failure = 1 ] && problems+=("the launch exited 0; expected a failure") ;;
   124 | 137) problems+=("the launch did not end within $limit s: killed") ;;
-  *) problems+=("the launch exited with status $rc") ;;
+  *) [ $expect_failure = 1 ] || problems+=("the launch exited with status $rc") ;;
 esac
 for regex in "${expects[@]}"; do
   grep -qE -- "$regex" "$out" || problems+=("no output line matches '$regex'")

@@ -65,6 +65,15 @@ template <class T>
 concept CommScalar = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, half> ||
                      std::same_as<T, bfloat16>;
 
+// The element type's name in messages: "float", "double", "half", "bfloat16".
+template <CommScalar T>
+constexpr const char* comm_scalar_name() {
+  if constexpr (std::same_as<T, float>) return "float";
+  else if constexpr (std::same_as<T, double>) return "double";
+  else if constexpr (std::same_as<T, half>) return "half";
+  else return "bfloat16";
+}
+
 namespace detail {
 
 template <class R>

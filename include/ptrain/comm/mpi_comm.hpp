@@ -6,10 +6,20 @@
 // of aborting), except those found while completing a request (MPI_Wait), which MPICH raises on
 // MPI_COMM_WORLD and so end the job with MPI's message. A communicator must not outlive its
 // MpiSession.
+//
+// Every wait, blocking calls included (they are the non-blocking call and its wait), runs under a
+// watchdog (comm/detail/mpi_watch.hpp): it polls instead of spinning inside MPI, and after
+// PTRAIN_COLLECTIVE_TIMEOUT seconds (default 300) ends every rank with the collective's name and
+// number and the ranks that have not joined it.
+//
+// Each collective is also logged (operation, type, count, root or label: comm/detail/
+// collective_log.hpp) until check_collectives() compares the ranks' logs: DataParallel does at
+// setup, and after every step when PTRAIN_DEBUG_COLLECTIVES=1.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -18,6 +28,9 @@
 #include <mpi.h>
 
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/comm/detail/collective_log.hpp"
+#include "ptrain/comm/detail/mpi_watch.hpp"
+#include "ptrain/comm/detail/same_sequence.hpp"
 #include "ptrain/core/error.hpp"
 #include "ptrain/launch/mpi_session.hpp"
 #include "ptrain/launch/mpi_types.hpp"
@@ -30,7 +43,10 @@ class MpiRequest {
  public:
   MpiRequest() = default;  // already complete
   MpiRequest(MpiRequest&& other) noexcept
-      : requests_(std::move(other.requests_)), receive_(other.receive_) {
+      : requests_(std::move(other.requests_)),
+        receive_(other.receive_),
+        watch_(std::move(other.watch_)),
+        ticket_(std::move(other.ticket_)) {
     other.requests_.clear();
   }
   MpiRequest& operator=(MpiRequest&& other) noexcept {
@@ -39,20 +55,18 @@ class MpiRequest {
       requests_ = std::move(other.requests_);
       other.requests_.clear();
       receive_ = other.receive_;
+      watch_ = std::move(other.watch_);
+      ticket_ = std::move(other.ticket_);
     }
     return *this;
   }
   ~MpiRequest() { finish_in_destructor(); }
 
-  // Blocks until the operation is complete; a no-op once it is.
+  // Blocks until the operation is complete (under the communicator's watchdog); a no-op once it is.
   void wait() {
     if (requests_.empty()) return;
     MPI_Status status;
-    if (requests_.size() == 1)
-      detail::mpi_check(MPI_Wait(requests_.data(), &status), "MPI_Wait");
-    else
-      detail::mpi_check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
-                        "MPI_Waitall");
+    watch_->wait(requests_, &status, ticket_);
     requests_.clear();
     check_received(status);
   }
@@ -96,13 +110,20 @@ class MpiRequest {
     if (requests_.empty()) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized && std::uncaught_exceptions() == 0)
-      MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    if (!finalized && std::uncaught_exceptions() == 0) {
+      try {
+        MPI_Status status;
+        watch_->wait(requests_, &status, ticket_);
+      } catch (...) {  // an MPI error completing it: nothing is left to wait for
+      }
+    }
     requests_.clear();
   }
 
   std::vector<MPI_Request> requests_;
   Receive receive_;
+  std::shared_ptr<detail::MpiWatch> watch_;
+  detail::WaitTicket ticket_;
 };
 
 class MpiComm {
@@ -122,7 +143,10 @@ class MpiComm {
         size_(other.size_),
         tag_ub_(other.tag_ub_),
         piece_bytes_(other.piece_bytes_),
-        bytes_sent_(other.bytes_sent_) {}
+        bytes_sent_(other.bytes_sent_),
+        watch_(std::move(other.watch_)),
+        log_(std::move(other.log_)),
+        label_(std::move(other.label_)) {}
   MpiComm& operator=(MpiComm&& other) noexcept {
     if (this != &other) {
       release();
@@ -133,6 +157,9 @@ class MpiComm {
       tag_ub_ = other.tag_ub_;
       piece_bytes_ = other.piece_bytes_;
       bytes_sent_ = other.bytes_sent_;
+      watch_ = std::move(other.watch_);
+      log_ = std::move(other.log_);
+      label_ = std::move(other.label_);
     }
     return *this;
   }
@@ -154,21 +181,14 @@ class MpiComm {
   // still the sum over all ranks, bit for bit the same on each.
   template <MutableCommBuffer B>
   void allreduce_sum(B&& buffer) {
-    auto s = as_span(buffer);
-    using T = comm_scalar_t<B>;
-    if (s.size() > piece_elements(sizeof(T))) return iallreduce_sum(s).wait();
-    if (s.empty()) return;
-    detail::mpi_check(
-        MPI_Allreduce(MPI_IN_PLACE, s.data(), static_cast<int>(s.size()), type<T>(), types_->sum<T>(), comm_),
-        "MPI_Allreduce");
-    bytes_sent_ += s.size_bytes();
+    iallreduce_sum(std::forward<B>(buffer)).wait();
   }
   template <MutableCommBuffer B>
   Request iallreduce_sum(B&& buffer) {
     auto s = as_span(buffer);
     using T = comm_scalar_t<B>;
     const std::size_t piece = piece_elements(sizeof(T));
-    Request r;
+    Request r = watched<T>("allreduce_sum", s.size());
     r.requests_.reserve((s.size() + piece - 1) / piece);
     for (std::size_t at = 0; at < s.size(); at += piece) {
       const int n = static_cast<int>(std::min(piece, s.size() - at));
@@ -188,14 +208,8 @@ class MpiComm {
   template <CommBuffer S, MutableCommBuffer R>
     requires std::same_as<comm_scalar_t<S>, comm_scalar_t<R>>
   void reduce_scatter_sum(S&& send, R&& recv) {
-    auto in = as_span(send);
-    auto out = as_span(recv);
-    using T = comm_scalar_t<R>;
-    detail::CommChecks::blocks("reduce_scatter_sum", in.size(), out.size(), size_, false);
-    const int n = count("reduce_scatter_sum", in.size());
-    detail::mpi_check(MPI_Reduce_scatter_block(in.data(), out.data(), n / size_, type<T>(), types_->sum<T>(), comm_),
-                      "MPI_Reduce_scatter_block");
-    bytes_sent_ += in.size_bytes();
+    detail::CommChecks::blocks("reduce_scatter_sum", as_span(send).size(), as_span(recv).size(), size_, false);
+    ireduce_scatter_sum(std::forward<S>(send), std::forward<R>(recv)).wait();
   }
   template <CommBuffer S, MutableCommBuffer R>
     requires std::same_as<comm_scalar_t<S>, comm_scalar_t<R>>
@@ -205,7 +219,7 @@ class MpiComm {
     using T = comm_scalar_t<R>;
     detail::CommChecks::blocks("ireduce_scatter_sum", in.size(), out.size(), size_, false);
     const int n = count("ireduce_scatter_sum", in.size());
-    Request r;
+    Request r = watched<T>("reduce_scatter_sum", in.size());
     detail::mpi_check(MPI_Ireduce_scatter_block(in.data(), out.data(), n / size_, type<T>(), types_->sum<T>(), comm_,
                                                 r.add()),
                       "MPI_Ireduce_scatter_block");
@@ -216,13 +230,8 @@ class MpiComm {
   template <CommBuffer S, MutableCommBuffer R>
     requires std::same_as<comm_scalar_t<S>, comm_scalar_t<R>>
   void allgather(S&& send, R&& recv) {
-    auto in = as_span(send);
-    auto out = as_span(recv);
-    using T = comm_scalar_t<R>;
-    detail::CommChecks::blocks("allgather", in.size(), out.size(), size_, true);
-    const int n = count("allgather", out.size()) / size_;
-    detail::mpi_check(MPI_Allgather(in.data(), n, type<T>(), out.data(), n, type<T>(), comm_), "MPI_Allgather");
-    bytes_sent_ += in.size_bytes();
+    detail::CommChecks::blocks("allgather", as_span(send).size(), as_span(recv).size(), size_, true);
+    iallgather(std::forward<S>(send), std::forward<R>(recv)).wait();
   }
   template <CommBuffer S, MutableCommBuffer R>
     requires std::same_as<comm_scalar_t<S>, comm_scalar_t<R>>
@@ -232,7 +241,7 @@ class MpiComm {
     using T = comm_scalar_t<R>;
     detail::CommChecks::blocks("iallgather", in.size(), out.size(), size_, true);
     const int n = count("iallgather", out.size()) / size_;
-    Request r;
+    Request r = watched<T>("allgather", in.size());
     detail::mpi_check(MPI_Iallgather(in.data(), n, type<T>(), out.data(), n, type<T>(), comm_, r.add()),
                       "MPI_Iallgather");
     bytes_sent_ += in.size_bytes();
@@ -241,18 +250,15 @@ class MpiComm {
 
   template <MutableCommBuffer B>
   void broadcast(B&& buffer, int root) {
-    auto s = as_span(buffer);
     detail::CommChecks::peer("broadcast", root, size_, "root");
-    const int n = count("broadcast", s.size());
-    detail::mpi_check(MPI_Bcast(s.data(), n, type<comm_scalar_t<B>>(), root, comm_), "MPI_Bcast");
-    if (rank_ == root) bytes_sent_ += s.size_bytes();
+    ibroadcast(std::forward<B>(buffer), root).wait();
   }
   template <MutableCommBuffer B>
   Request ibroadcast(B&& buffer, int root) {
     auto s = as_span(buffer);
     detail::CommChecks::peer("ibroadcast", root, size_, "root");
     const int n = count("ibroadcast", s.size());
-    Request r;
+    Request r = watched<comm_scalar_t<B>>("broadcast", s.size(), " from rank " + std::to_string(root));
     detail::mpi_check(MPI_Ibcast(s.data(), n, type<comm_scalar_t<B>>(), root, comm_, r.add()), "MPI_Ibcast");
     if (rank_ == root) bytes_sent_ += s.size_bytes();
     return r;
@@ -260,18 +266,15 @@ class MpiComm {
 
   template <CommBuffer B>
   void send(B&& buffer, int dest, int tag) {
-    auto s = as_span(buffer);
     check_p2p("send", dest, tag, "destination");
-    const int n = count("send", s.size());
-    detail::mpi_check(MPI_Send(s.data(), n, type<comm_scalar_t<B>>(), dest, tag, comm_), "MPI_Send");
-    bytes_sent_ += s.size_bytes();
+    isend(std::forward<B>(buffer), dest, tag).wait();
   }
   template <CommBuffer B>
   Request isend(B&& buffer, int dest, int tag) {
     auto s = as_span(buffer);
     check_p2p("isend", dest, tag, "destination");
     const int n = count("isend", s.size());
-    Request r;
+    Request r = watched_message<comm_scalar_t<B>>("send of", s.size(), " to", dest, tag);
     detail::mpi_check(MPI_Isend(s.data(), n, type<comm_scalar_t<B>>(), dest, tag, comm_, r.add()), "MPI_Isend");
     bytes_sent_ += s.size_bytes();
     return r;
@@ -279,12 +282,21 @@ class MpiComm {
   // A message shorter than the buffer is a ptrain::Error; a longer one is MPI's truncation
   // error: an Error here, but fatal to the job (with MPI's message) when it completes an irecv,
   // because MPICH raises errors of MPI_Wait on MPI_COMM_WORLD, whose errors abort.
+  // recv waits for the message under the watchdog (MPI_Iprobe), then takes it with MPI_Recv.
   template <MutableCommBuffer B>
   void recv(B&& buffer, int source, int tag) {
     auto s = as_span(buffer);
     using T = comm_scalar_t<B>;
     check_p2p("recv", source, tag, "source");
     const int n = count("recv", s.size());
+    const Request waiting = watched_message<T>("receive of", s.size(), " from", source, tag);
+    watch_->wait_until(
+        [&] {
+          int arrived = 0;
+          detail::mpi_check(MPI_Iprobe(source, tag, comm_, &arrived, MPI_STATUS_IGNORE), "MPI_Iprobe");
+          return arrived != 0;
+        },
+        waiting.ticket_);
     MPI_Status status;
     detail::mpi_check(MPI_Recv(s.data(), n, type<T>(), source, tag, comm_, &status), "MPI_Recv");
     Request done;
@@ -297,13 +309,41 @@ class MpiComm {
     using T = comm_scalar_t<B>;
     check_p2p("irecv", source, tag, "source");
     const int n = count("irecv", s.size());
-    Request r;
+    Request r = watched_message<T>("receive of", s.size(), " from", source, tag);
     detail::mpi_check(MPI_Irecv(s.data(), n, type<T>(), source, tag, comm_, r.add()), "MPI_Irecv");
     r.receive_ = {type<T>(), n, source, tag};
     return r;
   }
 
-  void barrier() { detail::mpi_check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() {
+    Request r = watched_collective("barrier");
+    detail::mpi_check(MPI_Ibarrier(comm_, r.add()), "MPI_Ibarrier");
+    r.wait();
+  }
+
+  // Names the next collective in the log and in the watchdog's messages, e.g. "bucket 3".
+  void label_next_collective(std::string label) { label_ = std::move(label); }
+  // Whether PTRAIN_DEBUG_COLLECTIVES=1 asks for check_collectives() after every training step.
+  bool check_collectives_every_step() const { return log_.every_step(); }
+  // Compares the collectives every rank started on this communicator since the last check
+  // (collective over it): a difference ends in an Error on every rank naming the first collective
+  // that differs, as each of two ranks describes it. `where` ("DataParallel step 12") is compared
+  // too, so a rank a whole step ahead is found.
+  void check_collectives(const std::string& where) {
+    std::vector<std::string> entries = log_.take();
+    entries.push_back("check at " + where);
+    const std::string subject = "MpiComm: the ranks started different collectives (checked at " + where + ")";
+    checking_ = true;
+    try {
+      detail::check_same_sequence(*this, entries,
+                                  {subject.c_str(), "no collective (this rank started fewer)",
+                                   "; every rank must start the same collectives in the same order"});
+    } catch (...) {
+      checking_ = false;
+      throw;
+    }
+    checking_ = false;
+  }
 
   // The ranks that pass the same color (>= 0) form a new communicator, ordered by key, then by
   // rank here. Collective over this communicator. Its byte count starts at zero; it keeps
@@ -329,13 +369,39 @@ class MpiComm {
     int found = 0;
     detail::mpi_check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
     if (found && tag_ub) tag_ub_ = *tag_ub;
+    watch_ = std::make_shared<detail::MpiWatch>(comm_);
   }
   void release() noexcept {
+    watch_.reset();
     if (comm_ == MPI_COMM_NULL) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Comm_free(&comm_);
     comm_ = MPI_COMM_NULL;
+  }
+
+  // A request for collective number watch_->start_collective(), described for the watchdog.
+  // It is logged, with the label given for it.
+  Request watched_collective(std::string what) {
+    if (!label_.empty()) what += " (" + std::exchange(label_, {}) + ")";
+    Request r;
+    r.watch_ = watch_;
+    r.ticket_ = {watch_->start_collective(), -1, std::move(what)};
+    if (!checking_) log_.record(r.ticket_.collective, r.ticket_.what);
+    return r;
+  }
+  template <class T>
+  Request watched(const char* op, std::size_t count, const std::string& detail = {}) {
+    return watched_collective(std::string(op) + " of " + std::to_string(count) + " " + comm_scalar_name<T>() + detail);
+  }
+  template <class T>
+  Request watched_message(const char* op, std::size_t count, const char* direction, int peer, int tag) {
+    Request r;
+    r.watch_ = watch_;
+    r.ticket_ = {0, peer,
+                 std::string(op) + " " + std::to_string(count) + " " + comm_scalar_name<T>() + direction + " rank " +
+                     std::to_string(peer) + " (tag " + std::to_string(tag) + ")"};
+    return r;
   }
 
   std::size_t piece_elements(std::size_t element_bytes) const {
@@ -363,6 +429,10 @@ class MpiComm {
   int tag_ub_ = 32767;  // the least MPI guarantees
   std::size_t piece_bytes_ = std::size_t{2} << 20;
   std::uint64_t bytes_sent_ = 0;
+  std::shared_ptr<detail::MpiWatch> watch_;  // shared with the requests in flight
+  detail::CollectiveLog log_;
+  std::string label_;      // of the next collective
+  bool checking_ = false;  // check_collectives' own collectives are not logged
 };
 
 static_assert(Communicator<MpiComm>, "MpiComm must model Communicator");

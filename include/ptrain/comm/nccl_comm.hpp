@@ -10,10 +10,18 @@
 // is not blocked. test() asks whether the GPU has finished. half and bfloat16 travel and add as
 // NCCL's own 16-bit types. send/recv match in the order they are issued between two ranks (NCCL
 // has no tags; the tag is checked, then ignored). nvcc only, and needs ptrain::mpi.
+//
+// Where the host does wait (barrier), it polls under the same CollectiveWatchdog as MpiComm
+// (comm/collective_watchdog.hpp): after PTRAIN_COLLECTIVE_TIMEOUT seconds it aborts the NCCL
+// communicator and ends every rank naming the collective and its number. NCCL cannot be asked
+// which ranks have not joined; the MpiComm the program bootstrapped from names them when its own
+// collectives stall.
 #if !defined(__CUDACC__)
 #error "ptrain/comm/nccl_comm.hpp uses CUDA and must be compiled by nvcc (link ptrain::cuda and ptrain::mpi)"
 #endif
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -24,11 +32,13 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include "ptrain/comm/collective_watchdog.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/comm/mpi_comm.hpp"
 #include "ptrain/device/cuda.hpp"
 #include "ptrain/device/cuda_check.hpp"
 #include "ptrain/device/cuda_stream.hpp"
+#include "ptrain/launch/mpi_abort.hpp"
 #include "ptrain/launch/process_info.hpp"
 
 namespace ptrain {
@@ -114,7 +124,9 @@ class NcclComm {
         bytes_sent_(other.bytes_sent_),
         stream_(std::move(other.stream_)),
         ready_(std::move(other.ready_)),
-        scratch_(std::move(other.scratch_)) {}
+        scratch_(std::move(other.scratch_)),
+        watchdog_(other.watchdog_),
+        collectives_waited_(other.collectives_waited_) {}
   NcclComm& operator=(NcclComm&& other) noexcept {
     if (this != &other) {
       release();
@@ -126,6 +138,8 @@ class NcclComm {
       stream_ = std::move(other.stream_);
       ready_ = std::move(other.ready_);
       scratch_ = std::move(other.scratch_);
+      watchdog_ = other.watchdog_;
+      collectives_waited_ = other.collectives_waited_;
     }
     return *this;
   }
@@ -242,7 +256,7 @@ class NcclComm {
     const std::uint64_t counted = bytes_sent_;
     allreduce_sum(*scratch_);
     bytes_sent_ = counted;
-    cuda_check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize (barrier)");
+    wait_on_host("barrier");
   }
 
   NcclComm split(int color, int key) {
@@ -287,6 +301,34 @@ class NcclComm {
 
   void count_bytes(std::size_t bytes) { bytes_sent_ += bytes; }
 
+  // Blocks the host until the communicator's stream has run everything queued, polling under the
+  // watchdog; NCCL's asynchronous errors (a peer that failed) end the wait as an Error.
+  void wait_on_host(const char* what) {
+    const std::uint64_t number = ++collectives_waited_;
+    watchdog_.wait(
+        [&] {
+          const cudaError_t status = cudaStreamQuery(stream());
+          if (status == cudaErrorNotReady) {
+            ncclResult_t async = ncclSuccess;
+            nccl_check(ncclCommGetAsyncError(comm_, &async), comm_, "ncclCommGetAsyncError");
+            nccl_check(async, comm_, "NCCL (", what, ")");
+            return false;
+          }
+          cuda_check(status, "cudaStreamQuery (", what, ")");
+          return true;
+        },
+        [] {},
+        [&] {
+          (void)ncclCommAbort(comm_);
+          comm_ = nullptr;
+          char waited[64];
+          std::snprintf(waited, sizeof waited, "%g", watchdog_.timeout_seconds());
+          abort_all(std::string("NcclComm: host wait #") + std::to_string(number) + " (" + what +
+                    ") on a communicator of " + std::to_string(size_) + " ranks did not complete within " + waited +
+                    " s (PTRAIN_COLLECTIVE_TIMEOUT); NCCL cannot say which ranks have not joined it");
+        });
+  }
+
   // While an exception unwinds, a peer may never join the collective destroy would wait for.
   void release() noexcept {
     if (!comm_) return;
@@ -303,6 +345,8 @@ class NcclComm {
   std::optional<cuda::Stream> stream_;
   std::optional<cuda::Event> ready_;
   std::optional<Tensor<float, Cuda>> scratch_;
+  CollectiveWatchdog watchdog_;
+  std::uint64_t collectives_waited_ = 0;
 };
 
 static_assert(Communicator<NcclComm>);

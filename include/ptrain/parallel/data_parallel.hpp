@@ -9,6 +9,11 @@
 // The model may be on any device: its named_parameters() are Var<T, D>. A model in host memory
 // (Cpu, HostEmulated) reduces over a host communicator (MpiAllreduce, SelfAllreduce); a Cuda
 // model over one that moves GPU memory (NcclAllreduce, parallel/nccl_allreduce.hpp).
+//
+// Ranks whose loaders give different numbers of batches agree on one count each epoch
+// (agree_steps, DataParallelOptions::uneven_inputs). Over an MpiComm the ranks' collectives are
+// compared at setup, and after every step with PTRAIN_DEBUG_COLLECTIVES=1 (check_collectives).
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,10 +24,12 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/comm/host_values.hpp"
+#include "ptrain/core/log.hpp"
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/detail/gradient_buckets.hpp"
 #include "ptrain/parallel/detail/same_model.hpp"
+#include "ptrain/parallel/detail/uneven_inputs.hpp"
 
 namespace ptrain {
 
@@ -31,6 +38,9 @@ struct DataParallelOptions {
   // Buffers (batch-norm running statistics) from rank 0 after every optimizer step, as PyTorch
   // DDP's broadcast_buffers. At setup they are broadcast whatever this says.
   bool broadcast_buffers = true;
+  // What the ranks do when their loaders give different numbers of batches in an epoch
+  // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
+  UnevenInputs uneven_inputs = UnevenInputs::shortest;
 };
 
 namespace detail {
@@ -120,6 +130,7 @@ class DataParallel {
     using Wire = typename CompressionTag::template wire<T>;
     sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire, D>>(*comm_, std::move(trainable),
                                                                            options_.bucket_bytes);
+    check_collectives("setup");
   }
 
   // Trainer point: micro-steps of gradient accumulation that end in no optimizer step keep their
@@ -144,6 +155,24 @@ class DataParallel {
   template <DataParallelModel Model>
   void after_optimizer_step(Model& model) {
     if (options_.broadcast_buffers) broadcast_buffers(model);
+    ++steps_;
+    if constexpr (requires { comm_->check_collectives_every_step(); })
+      if (comm_->check_collectives_every_step()) check_collectives("step " + std::to_string(steps_));
+  }
+
+  // Trainer point: before each training epoch, the number of batches every rank trains, agreed
+  // from each rank's own count so that no rank waits in an allreduce the others never start.
+  std::int64_t agree_steps(std::int64_t local_steps) {
+    std::vector<double> counts(static_cast<std::size_t>(comm_->size()));
+    const double mine = static_cast<double>(local_steps);
+    host_allgather(*comm_, std::span<const double>(&mine, 1), std::span<double>(counts));
+    const std::vector<std::int64_t> steps(counts.begin(), counts.end());
+    const detail::StepAgreement agreed = detail::agree_on_steps(steps, options_.uneven_inputs, epochs_agreed_++);
+    if (!agreed.warning.empty() && is_main() && !warned_uneven_) {
+      log_line(agreed.warning + " (said once)", stderr);
+      warned_uneven_ = true;
+    }
+    return agreed.steps;
   }
 
   // Trainer point: an epoch's sums (loss, samples, the task's metric state) over every rank.
@@ -152,6 +181,12 @@ class DataParallel {
   bool is_main() const { return comm_->rank() == 0; }
 
  private:
+  // Every rank started the same collectives since the last check (a communicator that logs them:
+  // MpiComm); a rank that skipped or added one is named with its collective and another rank's.
+  void check_collectives(const std::string& where) {
+    if constexpr (requires { comm_->check_collectives(where); }) comm_->check_collectives("DataParallel " + where);
+  }
+
   template <class Model>
   void broadcast_buffers(Model& model) {
     for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
@@ -161,6 +196,9 @@ class DataParallel {
   std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
+  int epochs_agreed_ = 0;
+  std::int64_t steps_ = 0;
+  bool warned_uneven_ = false;
 };
 
 }  // namespace ptrain

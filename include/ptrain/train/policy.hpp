@@ -28,7 +28,7 @@ namespace detail::policy_probe {
 // it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
 struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
-      evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main;
+      evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main, agree_steps;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -78,10 +78,14 @@ template <class P>
 concept NamesIsMain = detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::is_main; };
 
 template <class P>
+concept NamesAgreeSteps =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::agree_steps; };
+
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesAfterOptimizerStep<P> ||
-                         NamesReduce<P> || NamesIsMain<P>;
+                         NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -113,6 +117,10 @@ concept AfterOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) { p
 template <class P>
 concept IsMainPoint = requires(P& p) {
   { p.is_main() } -> std::convertible_to<bool>;
+};
+template <class P>
+concept AgreeStepsPoint = requires(P& p, std::int64_t local_steps) {
+  { p.agree_steps(local_steps) } -> std::convertible_to<std::int64_t>;
 };
 
 // ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
@@ -176,7 +184,7 @@ concept TrainerPolicy =
     (!NamesLossScale<P> || LossScalePoint<P>) &&
     (!NamesBeforeOptimizerStep<P> || BeforeOptimizerStepPoint<P, Model>) &&
     (!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>) && (!NamesIsMain<P> || IsMainPoint<P>) &&
-    ImplementsTaskPoints<P, Model, TaskType>;
+    (!NamesAgreeSteps<P> || AgreeStepsPoint<P>) && ImplementsTaskPoints<P, Model, TaskType>;
 
 // The Trainer instantiates this per policy: each broken rule is its own sentence, and the
 // compiler's "in instantiation of PolicyContract<P, Model>" names the policy.
@@ -188,7 +196,7 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(NamesSomePoint<P>,
                 "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
-                "evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main); implement at least "
+                "evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main, agree_steps); implement at least "
                 "one, spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
@@ -220,6 +228,10 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(!NamesIsMain<P> || IsMainPoint<P>,
                 "Trainer policy: is_main must be callable as `bool is_main()`; fix its parameters or return type; "
                 "see docs/policies.md");
+  static_assert(!NamesAgreeSteps<P> || AgreeStepsPoint<P>,
+                "Trainer policy: agree_steps must be callable as `std::int64_t agree_steps(std::int64_t "
+                "local_steps)` (this rank's batches in the epoch; returns how many every rank trains); fix its "
+                "parameters or return type; see docs/policies.md");
   static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
 };
 

@@ -15,6 +15,8 @@
 //   after_optimizer_step(model)
 //   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
 //   is_main()                           whether this process prints and writes logs
+//   agree_steps(local_steps) -> int64   before each training epoch: how many batches every rank
+//                                       trains (DataParallel: the ranks' loaders may differ)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
@@ -231,10 +233,11 @@ class Trainer {
     epoch_ = epoch + 1;
     batch_in_epoch_ = 0;
     EpochTotals totals;
-    ProgressBar bar("epoch " + std::to_string(epoch + 1), static_cast<std::int64_t>(loader.size()),
-                    options_.progress_bar && is_main() && is_terminal());
+    const std::int64_t steps = agreed_steps(static_cast<std::int64_t>(loader.size()));
+    ProgressBar bar("epoch " + std::to_string(epoch + 1), steps, options_.progress_bar && is_main() && is_terminal());
     std::int64_t done = 0;
     for (const auto& batch : loader) {
+      if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
       const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
       totals += b;
       bar.update(++done, b.loss());
@@ -337,6 +340,16 @@ class Trainer {
     return step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_) : std::nullopt;
   }
   StepPlace step_place() const { return {step_ + 1, epoch_, batch_in_epoch_, detect_process_info().rank}; }
+
+  // The batches every rank trains this epoch: local_steps, unless a policy (DataParallel) makes
+  // the ranks agree on another count.
+  std::int64_t agreed_steps(std::int64_t local_steps) {
+    std::int64_t steps = local_steps;
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (AgreeStepsPoint<P>) steps = p.agree_steps(steps);
+    });
+    return steps;
+  }
 
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {

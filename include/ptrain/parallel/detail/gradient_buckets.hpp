@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -149,7 +150,10 @@ class BucketedAllreduce final : public GradientSync {
 
   void start_ready_buckets() {
     while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
-      Bucket& bucket = buckets_[next_++];
+      Bucket& bucket = buckets_[next_];
+      if constexpr (requires { comm_.label_next_collective(std::string()); })
+        comm_.label_next_collective("bucket " + std::to_string(next_));
+      ++next_;
       bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer.data(), static_cast<std::size_t>(bucket.size))));
     }
   }

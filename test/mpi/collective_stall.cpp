@@ -1,0 +1,37 @@
+// The stall drills: `collective_stall MODE R` runs four allreduces on every rank, except that
+//   stop R   rank R stops itself (SIGSTOP) before the third, as a rank stuck in a debugger or a deadlock
+//   skip R   rank R skips the second and finishes: the others wait in their fourth
+//   kill R   rank R is killed (SIGKILL) before the third
+//   split R  as stop R, on a communicator whose ranks are the world's in reverse order
+//   none     every rank finishes
+// With PTRAIN_COLLECTIVE_TIMEOUT a few seconds, the watchdog must end every rank naming the
+// collective, its number and rank R (stop, skip); under ptrain_rank_guard the killed rank is named
+// (kill). Checked by expect_stall.cmake.
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/core/log.hpp>
+#include <ptrain/launch/mpi_main.hpp>
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "none";
+  const int culprit = argc > 2 ? std::atoi(argv[2]) : -1;
+  return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
+    ptrain::MpiComm world(session);
+    ptrain::MpiComm reversed = world.split(0, world.size() - world.rank());
+    ptrain::MpiComm& comm = mode == "split" ? reversed : world;
+    const bool me = session.rank() == culprit;
+    std::vector<float> x(1000, 1.0f);
+    for (int i = 1; i <= 4; ++i) {
+      if (me && i == 2 && mode == "skip") continue;
+      if (me && i == 3 && (mode == "stop" || mode == "split")) std::raise(SIGSTOP);
+      if (me && i == 3 && mode == "kill") std::raise(SIGKILL);
+      comm.allreduce_sum(x);
+    }
+    const bool skipped = me && mode == "skip";
+    ptrain::log_line("rank " + std::to_string(session.rank()) + (skipped ? ": left having skipped a collective" : ": finished"));
+  });
+}
