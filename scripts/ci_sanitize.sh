@@ -4,9 +4,9 @@
 # leaks included. -O1 keeps the build and the run short; -g1 gives the reports file:line.
 #
 # The areas: by default those that parse untrusted bytes or index raw memory themselves (core,
-# device, comm, launch, io, data, kernels), about half the unit tests' compile time; autograd,
-# nn, optim, train and parallel run the same kernels through tensors and would double this
-# job's build. PTRAIN_SANITIZE_AREAS="..." (or "all") changes the set.
+# device, comm, launch, io, data, kernels). autograd, nn, optim, train and parallel run the same
+# kernels through tensors; they would more than double the build, and nn's whole models (VGG,
+# Inception, U-Net) the run. PTRAIN_SANITIZE_AREAS="..." (or "all") changes the set.
 # Exits non-zero when a build step or a test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
