@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything (Release, in build/), runs every ctest entry and the
-# installed-package test, then says which CUDA checks were compiled and which could not run.
+# Installs what is missing, builds everything (Release, in build/), runs every ctest entry, the
+# installed-package test, the portable and the sanitizer jobs (scripts/ci_*.sh), then says which
+# CUDA checks were compiled and which could not run.
 # Exits non-zero when anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,23 @@ bash test/package/run.sh build 2>&1 | tee "$package_log" || failed+=("package te
 bash scripts/test_conan.sh 2>&1 | tee build/conan_test.log || failed+=("Conan package (scripts/test_conan.sh)")
 bash test/vcpkg/run.sh 2>&1 | tee build/vcpkg_test.log || failed+=("vcpkg port (test/vcpkg/run.sh)")
 
+# Jobs in scripts of their own (own build directories), each reported in the summary.
+job_results=()
+run_job() {  # script name, what it checks; its output also goes to build/<script>.log
+  local log="build/$1.log" start=$SECONDS
+  if bash "scripts/$1.sh" 2>&1 | tee "$log"; then
+    job_results+=("$2: passed in $((SECONDS - start)) s")
+  else
+    job_results+=("$2: FAILED after $((SECONDS - start)) s (output in $log)")
+    failed+=("$2 (scripts/$1.sh)")
+  fi
+}
+run_job ci_portable "float-sensitive unit tests built for x86-64-v2"
+run_job ci_sanitize "unit tests under ASan + UBSan"
+
 echo
 echo "==== summary ===="
+printf '%s\n' "${job_results[@]}"
 if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
   for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks $(cd build && ls -d examples/*_cuda 2>/dev/null); do

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The float-sensitive unit tests built for baseline x86-64 (-march=x86-64-v2: SSE4.2, no AVX, no
+# FMA) instead of -march=native, in build-portable/, and run by ctest with OpenBLAS on its SSE
+# kernels (OPENBLAS_CORETYPE; Debian's OpenBLAS picks them at run time). Vector width and fused
+# multiply-adds change the order and rounding of sums, so a tolerance that holds only on the CI
+# host fails here first. Exits non-zero when a build step or a test failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+
+areas=(kernels autograd nn optim train parallel)
+cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_NATIVE_ARCH=OFF \
+  -DPTRAIN_BUILD_EXAMPLES=OFF -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v2
+cmake --build build-portable -j "$jobs" --target "${areas[@]/#/test_}"
+regex="^($(IFS='|'; echo "${areas[*]}"))/"
+OPENBLAS_CORETYPE=Nehalem ctest --test-dir build-portable -R "$regex" --output-on-failure -j "$jobs"
