@@ -64,6 +64,7 @@ class PtrainConan(ConanFile):
         toolchain.blocks.remove("cppstd")
         toolchain.cache_variables.update(
             {"PTRAIN_BUILD_TESTS": False, "PTRAIN_BUILD_EXAMPLES": False, "PTRAIN_BUILD_BENCH": False,
+             "PTRAIN_BUILD_TOOLS": False,
              "PTRAIN_CUDA": "ON" if self.options.with_cuda else "OFF"})
         # An option on must find its dependencies (else the build fails); off must not use them.
         for option, (_, packages) in self._option_dependencies.items():

@@ -28,6 +28,7 @@ vcpkg_cmake_configure(
     -DPTRAIN_BUILD_TESTS=OFF
     -DPTRAIN_BUILD_EXAMPLES=OFF
     -DPTRAIN_BUILD_BENCH=OFF
+    -DPTRAIN_BUILD_TOOLS=OFF
     -DPTRAIN_INSTALL_CMAKEDIR=share/ptrain
 )
 vcpkg_cmake_install()
