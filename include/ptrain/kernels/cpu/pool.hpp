@@ -71,9 +71,6 @@ void max_pool2d_backward(const Pool2dGeometry& g, const T* gy, const Index* inde
   }
 }
 
-namespace detail {
-}  // namespace detail
-
 template <class T>
 void avg_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y) {
   const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
