@@ -1,6 +1,7 @@
 // ResNet-18/34/50 on ImageNet's ImageFolder layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG), as
-// the ImageNet projects train it: SGD with momentum 0.9 and weight decay, a one-cycle learning
-// rate over the whole run (momentum kept at 0.9), torchvision's resize-and-crop (at 8/7 of the
+// the ImageNet projects train it: SGD with momentum and weight decay, a one-cycle learning rate
+// over the whole run that cycles the momentum between 0.95 and 0.85 against it (PyTorch's
+// OneCycleLR defaults), torchvision's resize-and-crop (at 8/7 of the
 // crop size, 256 for 224) and ImageNet normalisation, and the validation top-1 and top-5 accuracy
 // after each epoch. One process, or data-parallel under mpiexec (see common/strategy.hpp).
 //
@@ -59,7 +60,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
       model, sgd, {.csv_log = cli.str("--csv")}, policies..., ptrain::Classification{.top_k = {1, 5}});
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
-  ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps, .cycle_momentum = false});
+  ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps});
   // No step after the last one: the rate reported for the final epoch is the one it ended with.
   trainer.on_step_end([&](std::int64_t step) {
     if (step < total_steps) schedule.step();

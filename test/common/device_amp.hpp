@@ -38,7 +38,7 @@ AmpMlp<T, D> amp_mlp(std::int64_t in, std::int64_t hidden, std::int64_t classes,
 
 // One step: zero the gradients, forward, the loss's gradient times amp.loss_scale(), backward,
 // after_backward(model) (to inject gradients), before_optimizer_step, the optimizer's step unless
-// skipped, after_optimizer_step. Returns whether the step was taken.
+// skipped, step_decided, after_optimizer_step. Returns whether the step was taken.
 template <class Amp, class Model, class Opt, class T, class AfterBackward>
 bool amp_train_step(Amp& amp, Model& model, Opt& opt, const Tensor<T>& x, std::span<const std::int64_t> targets,
                     const AfterBackward& after_backward) {
@@ -52,6 +52,7 @@ bool amp_train_step(Amp& amp, Model& model, Opt& opt, const Tensor<T>& x, std::s
     NoGradGuard no_grad;
     opt.step();
   }
+  amp.step_decided(proceed);
   amp.after_optimizer_step(model);
   return proceed;
 }

@@ -249,6 +249,7 @@ BOOST_AUTO_TEST_CASE(one_device_read_per_step) {
     const bool proceed = amp.before_optimizer_step(model);
     BOOST_TEST(CountingDevice::reads == 1);
     BOOST_TEST(proceed == !poisoned);
+    amp.step_decided(proceed);
     amp.after_optimizer_step(model);
     BOOST_TEST(CountingDevice::reads == 1, "the weights came back to the host");
   }

@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(bf16_nan_skips_the_step_without_scaling) {
 
 // MixedPrecision skips a step whose gradients overflow and would go on skipping (bf16 never lowers
 // its scale to a floor); a non-finite loss is no overflow that a scale mends, so by default the
-// Trainer stops there, after the policy's line.
+// Trainer stops there, before the policy moves its scale or says anything.
 BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_mixed_precision_training_by_default) {
   auto model = small_linear<ptrain::bfloat16>();
   MixedPrecision<Bf16> amp(*model);
@@ -285,7 +285,7 @@ BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_mixed_precision_training_by_default
   } catch (const Error& e) {
     what = e.what();
   }
-  BOOST_TEST(capture.finish() == "Gradient overflow. Skipping step, loss scale stays 1.0\n");
+  BOOST_TEST(capture.finish() == "");
   BOOST_TEST(what.starts_with("Trainer: the loss is nan at step 2 on rank 0, and the gradient of '0.weight' holds"), what);
   BOOST_TEST(trainer.skipped_steps() == 0);
 }

@@ -72,6 +72,7 @@ struct ArchetypePolicy {
     calls->push_back("before_optimizer_step");
     return true;
   }
+  void step_decided(bool stepped) { calls->push_back(stepped ? "step_decided(stepped)" : "step_decided"); }
   void after_optimizer_step(Module<float>&) { calls->push_back("after_optimizer_step"); }
   void reduce(std::span<double>) { calls->push_back("reduce"); }
   bool is_main() {
@@ -136,6 +137,9 @@ struct PartitionReturnsAnotherDevice {
 struct LossScaleNeedsAnArgument {
   double loss_scale(int);
 };
+struct StepDecidedWithoutFlag {
+  void step_decided();
+};
 static_assert(NamesSetup<SetupTakesTheWrongModel> && !TrainerPolicy<SetupTakesTheWrongModel, Net>);
 static_assert(TrainerPolicy<SetupTakesTheWrongModel, Sequential<double>>);
 static_assert(!TrainerPolicy<BeforeOptimizerStepReturnsNothing, Net>);
@@ -143,6 +147,7 @@ static_assert(!TrainerPolicy<BeforeBackwardWithoutFlag, Net>);
 static_assert(!TrainerPolicy<ReduceByValue, Net>);
 static_assert(!TrainerPolicy<PartitionReturnsAnotherDevice, Net>);
 static_assert(!TrainerPolicy<LossScaleNeedsAnArgument, Net>);
+static_assert(NamesStepDecided<StepDecidedWithoutFlag> && !TrainerPolicy<StepDecidedWithoutFlag, Net>);
 
 struct Batch {
   Tensor<float> inputs;
@@ -180,9 +185,18 @@ BOOST_AUTO_TEST_CASE(the_archetype_is_called_at_every_point_in_order) {
   BOOST_TEST(results[0].train_loss == 0.5);  // the archetype's forward_backward replaced the Trainer's
   BOOST_TEST(results[0].val.at("accuracy") == 1.0);  // and its evaluate_batch the Trainer's
   BOOST_TEST(!(model->parameters()[0].value().array() == before.array()).all());
-  const std::vector<std::string> epoch{"loss_scale",          "forward_backward",     "before_backward(ends_in_step)",
-                                       "before_optimizer_step", "after_optimizer_step", "reduce",
-                                       "evaluate_batch",        "reduce",               "is_main"};
+  // A pipeline's stages agree on the step through reduce before step_decided.
+  const std::vector<std::string> epoch{"loss_scale",
+                                       "forward_backward",
+                                       "before_backward(ends_in_step)",
+                                       "before_optimizer_step",
+                                       "reduce",
+                                       "step_decided(stepped)",
+                                       "after_optimizer_step",
+                                       "reduce",
+                                       "evaluate_batch",
+                                       "reduce",
+                                       "is_main"};
   BOOST_TEST(calls == epoch, boost::test_tools::per_element());
 }
 

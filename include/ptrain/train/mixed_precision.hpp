@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ namespace ptrain {
 // Fp16 scales the loss dynamically (LossScaler, Apex's rule); a step whose gradients hold an inf
 // or NaN is skipped, masters and model untouched, and prints Apex's line
 // "Gradient overflow. Skipping step, loss scale reduced to 32768.0". Bf16 has float's range and
-// scales nothing (scale 1), but still skips a step with inf or NaN gradients.
+// scales nothing (scale 1), but still skips a step with inf or NaN gradients. Under a Pipeline
+// each stage checks its own gradients and the Trainer makes one stage's skip every stage's, so
+// the scale moves in step on all ranks. Outside a Trainer: ok = before_optimizer_step(model), the
+// optimizer's step if ok, step_decided(ok), after_optimizer_step(model).
 // Batch norm weights and buffers are stored in the 16-bit type (Apex O2 keeps them in fp32); their
 // statistics and updates are computed in float.
 //
@@ -71,19 +75,23 @@ class MixedPrecision {
   double loss_scale() const { return scaler_.scale(); }
   const LossScaler& scaler() const { return scaler_; }
 
-  // The Trainer's model must be the one the masters were made from. Its weights may have changed
-  // since (DataParallel broadcasts rank 0's just before): the masters start from them.
+  // The Trainer's model (or this rank's pipeline stage of it) must be the one the masters were
+  // made from. Its weights may have changed since (DataParallel broadcasts rank 0's just before):
+  // the masters start from them. A stage's parameters are a part of the model's; the masters of
+  // the others get no gradient here, so the optimizer leaves them alone.
   template <class Model>
   void setup(Model& model) {
-    const auto params = parameters_of(model);
-    bool same = params.size() == params_.size();
-    for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].node() == params_[i].node();
-    check(same, "MixedPrecision<", Precision::name, ">: the Trainer's model is not the one this policy was made from");
+    std::set<const void*> ours;
+    for (const auto& p : params_) ours.insert(p.node().get());
+    for (const auto& p : parameters_of(model))
+      check(ours.count(p.node().get()) == 1, "MixedPrecision<", Precision::name,
+            ">: the Trainer's model is not the one this policy was made from");
     for (std::size_t i = 0; i < params_.size(); ++i) copy(params_[i].value(), masters_[i].value());
   }
 
   // Copies the gradients into the masters' and unscales them; false (skip the step) when one holds
-  // an inf or NaN, after updating the loss scale.
+  // an inf or NaN. The loss scale moves in step_decided, once every rank has said (as
+  // GradScaler's step() and update()).
   template <class Model>
   bool before_optimizer_step(Model&) {
     start_inf_check();
@@ -99,14 +107,18 @@ class MixedPrecision {
       if (!g.defined() || g.shape() != p.shape()) g = Tensor<float, D>(p.shape());
       unscale(p.grad(), g);
     }
-    const bool finite = no_inf_found();
-    scaler_.update(!finite);
-    skipped_ = !finite;
-    if (finite) return true;
+    return no_inf_found();
+  }
+
+  // Whether the step runs on every rank: a skipped one (an overflow here or on another pipeline
+  // stage) lowers the loss scale, a taken one counts towards raising it (LossScaler).
+  void step_decided(bool stepped) {
+    scaler_.update(!stepped);
+    skipped_ = !stepped;
+    if (stepped) return;
     for (auto& master : masters_) master.zero_grad();
     log_line(std::string("Gradient overflow. Skipping step, loss scale ") +
              (scaler_.dynamic() ? "reduced to " : "stays ") + python_float(scaler_.scale()));
-    return false;
   }
 
   // The stepped masters, rounded, become the model's weights.

@@ -28,7 +28,7 @@ namespace detail::policy_probe {
 // it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
 struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
-      evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main, agree_steps;
+      evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -70,6 +70,9 @@ template <class P>
 concept NamesBeforeOptimizerStep =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::before_optimizer_step; };
 template <class P>
+concept NamesStepDecided =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::step_decided; };
+template <class P>
 concept NamesAfterOptimizerStep =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::after_optimizer_step; };
 template <class P>
@@ -84,7 +87,8 @@ concept NamesAgreeSteps =
 template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
-                         NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesAfterOptimizerStep<P> ||
+                         NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesStepDecided<P> ||
+                         NamesAfterOptimizerStep<P> ||
                          NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
@@ -112,6 +116,8 @@ template <class P, class Model>
 concept BeforeOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) {
   { p.before_optimizer_step(model) } -> std::convertible_to<bool>;
 };
+template <class P>
+concept StepDecidedPoint = requires(P& p, bool stepped) { p.step_decided(stepped); };
 template <class P, class Model>
 concept AfterOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) { p.after_optimizer_step(model); };
 template <class P>
@@ -183,6 +189,7 @@ concept TrainerPolicy =
     (!NamesSetup<P> || SetupPoint<P, Model>) && (!NamesBeforeBackward<P> || BeforeBackwardPoint<P, Model>) &&
     (!NamesLossScale<P> || LossScalePoint<P>) &&
     (!NamesBeforeOptimizerStep<P> || BeforeOptimizerStepPoint<P, Model>) &&
+    (!NamesStepDecided<P> || StepDecidedPoint<P>) &&
     (!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>) && (!NamesIsMain<P> || IsMainPoint<P>) &&
     (!NamesAgreeSteps<P> || AgreeStepsPoint<P>) && ImplementsTaskPoints<P, Model, TaskType>;
 
@@ -196,8 +203,8 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(NamesSomePoint<P>,
                 "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
-                "evaluate_batch, before_optimizer_step, after_optimizer_step, reduce, is_main, agree_steps); implement at least "
-                "one, spelt as listed; see docs/policies.md");
+                "evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps); "
+                "implement at least one, spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
                 "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");
@@ -222,6 +229,9 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "Trainer policy: before_optimizer_step must be callable as `bool before_optimizer_step(Module<T, D>& "
                 "model)` (T, D: the model's scalar_type and device_type; false skips the step); fix its parameter or "
                 "return type; see docs/policies.md");
+  static_assert(!NamesStepDecided<P> || StepDecidedPoint<P>,
+                "Trainer policy: step_decided must be callable as `void step_decided(bool stepped)` (whether every "
+                "rank takes this optimizer step); fix its parameter; see docs/policies.md");
   static_assert(!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>,
                 "Trainer policy: after_optimizer_step must be callable as `void after_optimizer_step(Module<T, D>& "
                 "model)` (T, D: the model's scalar_type and device_type); fix its parameter; see docs/policies.md");

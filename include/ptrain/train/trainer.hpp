@@ -12,6 +12,8 @@
 //                                       optional: replaces forward + loss + backward (pipeline)
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
+//   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
+//                                       stages skip together): mixed precision moves its loss scale
 //   after_optimizer_step(model)
 //   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
 //   is_main()                           whether this process prints and writes logs
@@ -201,18 +203,21 @@ class Trainer {
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (BeforeOptimizerStepPoint<P, Model>) proceed = p.before_optimizer_step(*local_) && proceed;
+    });
+    // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
+    // not, and no loss scale mends it.
+    if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
+    proceed = every_stage_steps(proceed);
     try {
       for_each_policy([&]<class P>(P& p) {
-        if constexpr (BeforeOptimizerStepPoint<P, Model>)
-          proceed = p.before_optimizer_step(*local_) && proceed;
+        if constexpr (StepDecidedPoint<P>) p.step_decided(proceed);
       });
     } catch (const LossScaleUnderflow& e) {
       fail("Trainer: ", non_finite_step_text(step_loss(), first_non_finite_gradient(*local_), step_place()), ". ",
            e.what());
     }
-    // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
-    // not, and no loss scale mends it.
-    if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
     step_loss_sum_ = step_loss_weight_ = 0;
     if (proceed) {
       NoGradGuard no_grad;
@@ -351,6 +356,18 @@ class Trainer {
     return steps;
   }
 
+  // Whether this step runs: the rank's own verdict, unless a pipeline splits the model, when its
+  // stages see different gradients and one stage's skip (an fp16 overflow) is every stage's.
+  bool every_stage_steps(bool local) {
+    if constexpr (!(... || PipelineGridPoint<Policies>)) {
+      return local;
+    } else {
+      double vetoes = local ? 0.0 : 1.0;
+      reduce_sums(std::span<double>(&vetoes, 1));
+      return vetoes == 0;
+    }
+  }
+
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {
     double product = 1.0;
@@ -392,10 +409,14 @@ class Trainer {
   void reduce(EpochTotals& totals) {
     totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
     std::vector<double> sums = totals.flat();
-    for_each_policy([&]<class P>(P& p) {
-      if constexpr (ReducePoint<P>) p.reduce(std::span<double>(sums));
-    });
+    reduce_sums(sums);
     totals = EpochTotals::from_flat(sums);
+  }
+  // Sums over the ranks the policies span (data-parallel replicas, pipeline stages).
+  void reduce_sums(std::span<double> sums) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ReducePoint<P>) p.reduce(sums);
+    });
   }
 
   void report(const EpochResult& r, int epochs) {
