@@ -17,6 +17,18 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+namespace {
+
+// The event file an EventWriter in run leaves once add(writer) has added its scalars.
+template <class Add>
+std::filesystem::path events_written(const std::filesystem::path& run, Add&& add) {
+  io::EventWriter writer(run);
+  add(writer);
+  return writer.path();
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(tensorboard_test)
 
 BOOST_AUTO_TEST_CASE(crc32c_matches_the_castagnoli_check_value) {
@@ -29,18 +41,15 @@ BOOST_AUTO_TEST_CASE(crc32c_matches_the_castagnoli_check_value) {
 
 BOOST_AUTO_TEST_CASE(scalars_read_back_with_their_framing_and_crcs) {
   const auto run = temp_dir("tensorboard") / "run_a";
-  std::filesystem::path path;
-  {
-    io::EventWriter writer(run);
-    path = writer.path();
+  const std::filesystem::path path = events_written(run, [](io::EventWriter& writer) {
     writer.add_scalar("train/loss", 0.6931471805599453, 1);
     writer.add_scalar("train/loss", 0.25, 2);
     writer.add_scalar("lr", 1e-3, 2);
     writer.add_scalar("far", -3.5e20, std::int64_t{1} << 40);  // a step of six varint bytes
     writer.flush();
     // Flushed: a reader sees every record while the writer is still open.
-    BOOST_TEST(read_event_file(path).scalars.size() == 4u);
-  }
+    BOOST_TEST(read_event_file(writer.path()).scalars.size() == 4u);
+  });
   BOOST_TEST(path.parent_path() == run);
   BOOST_TEST(path.filename().string().starts_with("events.out.tfevents."));
   BOOST_TEST(event_file_in(run) == path);
@@ -60,13 +69,8 @@ BOOST_AUTO_TEST_CASE(scalars_read_back_with_their_framing_and_crcs) {
 }
 
 BOOST_AUTO_TEST_CASE(a_damaged_record_is_named) {
-  const auto run = temp_dir("tensorboard") / "run_b";
-  std::filesystem::path path;
-  {
-    io::EventWriter writer(run);
-    path = writer.path();
-    writer.add_scalar("x", 1.0, 1);
-  }
+  const std::filesystem::path path =
+      events_written(temp_dir("tensorboard") / "run_b", [](io::EventWriter& writer) { writer.add_scalar("x", 1.0, 1); });
   const Bytes good = read_bytes(path);
   const std::size_t second = 12 + [&] {
     std::uint64_t length;

@@ -221,7 +221,7 @@ class Trainer {
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    const double step_loss_scale = policy_loss_scale();
+    const double step_loss_scale = tensorboard_ ? policy_loss_scale() : 1.0;  // the scale this step used
     const std::optional<double> loss =
         step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
     try {
