@@ -13,7 +13,8 @@
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   after_optimizer_step(model)
-//   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
+//   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks; with
+//                                       a timeline, its spans too (each rank fills its own slots)
 //   is_main()                           whether this process prints and writes logs
 //   agree_steps(local_steps) -> int64   before each training epoch: how many batches every rank
 //                                       trains (DataParallel: the ranks' loaders may differ)
@@ -76,8 +77,9 @@ struct TrainerOptions {
   // non-finite loss.
   bool terminate_on_nan = true;
   // A TensorBoard run directory (io/tensorboard.hpp), written by the main rank; empty for none. Per
-  // step (x = global step): step/loss (the main rank's batches), step/lr, step/loss_scale,
-  // step/images_per_second (the main rank's); per epoch (x = epoch): train/loss, train/<metric>,
+  // step (x = global step): step/loss (the main rank's batches; none where it computes no loss, a
+  // pipeline's first stage), step/lr, step/loss_scale, step/images_per_second (the main rank's
+  // samples, where it sees them); per epoch (x = epoch): train/loss, train/<metric>,
   // val/loss, val/<metric>, epoch/lr, epoch/loss_scale, epoch/images_per_second (every rank's).
   std::string tensorboard;
   // A Chrome trace JSON file (core/timeline.hpp) of every rank's steps, rewritten by the main rank
@@ -454,7 +456,8 @@ class Trainer {
     for (std::size_t r = 0; r < world; ++r)
       check(counts[world + r] == 1, "Trainer: the timeline ", options_.timeline, " cannot tell the ranks apart: ",
             counts[world + r], " processes say they are rank ", r, " of ", world,
-            " (the launcher's environment names no rank: start the ranks with mpiexec or srun)");
+            " (the ranks must be started by a launcher that names them, mpiexec or srun, and the policies' reduce "
+            "must sum over the whole world)");
     std::vector<std::size_t> begin(world + 1, 0);
     for (std::size_t r = 0; r < world; ++r) begin[r + 1] = begin[r] + static_cast<std::size_t>(counts[r]);
     std::vector<double> all(begin[world], 0.0);
