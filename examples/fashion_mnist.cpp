@@ -51,7 +51,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
   auto model = std::make_shared<Net>();
   const ptrain::AdamOptions adam_options{.lr = cli.real("--lr")};
-  const ptrain::TrainerOptions trainer_options{.csv_log = cli.str("--csv")};
+  const ptrain::TrainerOptions trainer_options = examples::trainer_options(cli);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   if (world.rank() == 0)
     std::printf("fashion_mnist: %lld training and %lld test images, %lld parameters in %s, %d rank(s) x %d thread(s) "

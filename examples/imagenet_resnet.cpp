@@ -57,7 +57,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
   const double max_lr = cli.real("--lr");
   // Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5), counted over every rank's shard.
   ptrain::Trainer<Net, Policies..., ptrain::Classification> trainer(
-      model, sgd, {.csv_log = cli.str("--csv")}, policies..., ptrain::Classification{.top_k = {1, 5}});
+      model, sgd, examples::trainer_options(cli), policies..., ptrain::Classification{.top_k = {1, 5}});
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
   ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps});

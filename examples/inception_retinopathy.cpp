@@ -148,7 +148,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   auto model = make_model<D>(cli, classes, main);
   auto adam =
       std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = cli.real("--lr")});
-  ptrain::Trainer<Model, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
+  ptrain::Trainer<Model, Policies...> trainer(model, adam, examples::trainer_options(cli), policies...);
   std::int64_t trained = 0;
   for (const auto& p : model->parameters()) trained += p.requires_grad() ? p.numel() : 0;
   if (main)

@@ -56,7 +56,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
   auto sgd = std::make_shared<ptrain::Sgd<float, typename Net::device_type>>(
       model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
-  ptrain::Trainer<Net, Policies...> trainer(model, sgd, {.csv_log = cli.str("--csv")}, policies...);
+  ptrain::Trainer<Net, Policies...> trainer(model, sgd, examples::trainer_options(cli), policies...);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   ptrain::Scheduler schedule(*sgd, ptrain::CosineAnnealingLR{
                                        .base_lr = cli.real("--lr"),

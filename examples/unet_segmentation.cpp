@@ -59,8 +59,10 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const double base_lr = cli.real("--lr");
   auto adam = std::make_shared<ptrain::Adam<float, D>>(model->parameters(), ptrain::AdamOptions{.lr = base_lr});
   // Per-pixel cross entropy; pixel accuracy, IoU and Dice from the confusion matrix summed over the ranks.
-  ptrain::Trainer<Model, Policies..., ptrain::Segmentation> trainer(
-      model, adam, {.csv_log = cli.str("--csv"), .print_epochs = false}, policies..., ptrain::Segmentation{.classes = 2});
+  ptrain::TrainerOptions trainer_options = examples::trainer_options(cli);
+  trainer_options.print_epochs = false;
+  ptrain::Trainer<Model, Policies..., ptrain::Segmentation> trainer(model, adam, trainer_options, policies...,
+                                                                    ptrain::Segmentation{.classes = 2});
   ptrain::Scheduler schedule(*adam, ptrain::linear_scaling(base_lr, shard.count, cli.integer("--warmup-steps")));
   trainer.on_step_end([&](std::int64_t) { schedule.step(); });
 

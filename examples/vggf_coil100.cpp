@@ -40,7 +40,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
   auto adam = std::make_shared<ptrain::Adam<float, typename Net::device_type>>(
       model->parameters(), ptrain::AdamOptions{.lr = cli.real("-lr")});
-  ptrain::Trainer<Net, Policies...> trainer(model, adam, {.csv_log = cli.str("--csv")}, policies...);
+  ptrain::Trainer<Net, Policies...> trainer(model, adam, examples::trainer_options(cli), policies...);
   if (trainer.is_main()) {
     std::printf("[Info] number of classes: %lld\n[Info] class labels:", static_cast<long long>(data.train.num_classes()));
     for (const auto& name : data.train.class_names()) std::printf(" %s", name.c_str());

@@ -12,6 +12,7 @@ packages=(
   mpich libmpich-dev           # the multi-process component ptrain::mpi
   dataset-fashion-mnist        # the demo's data, in /usr/share/datasets/fashion-mnist
   libpng-dev libjpeg-dev       # image datasets
+  python3 python3-venv         # a venv for TensorBoard's own reader of the event files (test.sh)
 )
 
 missing=()

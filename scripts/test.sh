@@ -8,7 +8,16 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON
+# TensorBoard's own reader (tensorboard from PyPI) checks the examples' event files: a venv in
+# build/, made once. When pip cannot reach PyPI the reader test fails and says why.
+tensorboard_venv=$PWD/build/tensorboard-venv
+if ! "$tensorboard_venv/bin/python" -c "import tensorboard" 2>/dev/null; then
+  { python3 -m venv "$tensorboard_venv" && "$tensorboard_venv/bin/pip" install --quiet tensorboard; } ||
+    echo "test.sh: could not install tensorboard into $tensorboard_venv; examples/fashion_mnist/np2_outputs_read will fail" >&2
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
+  -DPTRAIN_PYTHON="$tensorboard_venv/bin/python"
 cmake --build build -j "$jobs"
 
 failed=()

@@ -9,6 +9,8 @@
 // on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
 // build). train returns the final validation metric; a run that ends below the floor exits 1 and
 // says so, which is how the smoke tests tell a run that learned from one that did not.
+// --tensorboard DIR and --timeline FILE are every example's too: trainer_options(cli) passes them,
+// with the example's own --csv, to its Trainer.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -47,12 +49,21 @@ inline bool meets_floor(const Cli& cli, const FinalMetric& metric, double value,
   return false;
 }
 
+// The Trainer's outputs the flags name: --csv (each example declares its own default),
+// --tensorboard and --timeline.
+inline ptrain::TrainerOptions trainer_options(const Cli& cli) {
+  return {.csv_log = cli.str("--csv"), .tensorboard = cli.str("--tensorboard"), .timeline = cli.str("--timeline")};
+}
+
 // Examples that compile the pipelines in (--stages) pass Pipelines::with.
 template <Pipelines pipelines = Pipelines::without, class Train>
 int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
   add_strategy_options(cli, pipelines);
   add_device_option(cli);
   add_launch_options(cli);
+  cli.option("--tensorboard", "", "TensorBoard run directory rank 0 writes scalars into, per step and epoch (empty: none)")
+      .output_option("--timeline", "",
+                     "Chrome trace JSON (chrome://tracing, ui.perfetto.dev) of every rank's steps (empty: none)");
   cli.real_option(metric.flag, "0",
                   "exit with code 1 when the final " + metric.name + " (" + (metric.unit == "%" ? "percent" : "0 to 1") +
                       ") is below this",

@@ -10,6 +10,7 @@
 #include "ptrain/core/log.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/core/shape.hpp"
+#include "ptrain/core/timeline.hpp"
 #include "ptrain/device/cpu.hpp"
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/device/host_emulated.hpp"
@@ -98,6 +99,7 @@
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/safetensors.hpp"
 #include "ptrain/io/csv_log.hpp"
+#include "ptrain/io/tensorboard.hpp"
 
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/loss_scaler.hpp"

@@ -19,6 +19,10 @@
 // communicator and gradients down on another, both in micro-batch order, so a communicator
 // without tags that runs its messages in order on one stream (NCCL) never has a message wait
 // behind one going the other way.
+//
+// With a timeline active (core/timeline.hpp) each micro-batch's forward and backward, each send
+// (posted to seen complete), each blocking receive and the step's closing wait for its sends
+// (idle) are spans.
 #include <algorithm>
 #include <chrono>
 #include <concepts>
@@ -34,6 +38,7 @@
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/comm/any_comm.hpp"
 #include "ptrain/core/log.hpp"
+#include "ptrain/core/timeline.hpp"
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
@@ -181,6 +186,7 @@ class Pipeline {
   static constexpr int shape_tag(int i) { return 3 * i; }
   static constexpr int activation_tag(int i) { return 3 * i + 1; }
   static constexpr int gradient_tag(int i) { return 3 * i + 2; }
+  static constexpr int micro_batch_of(int tag) { return tag / 3; }
   static constexpr std::size_t max_rank = 8;
   static constexpr std::int64_t header_size = max_rank + 1;  // the rank, then each extent
 
@@ -196,6 +202,8 @@ class Pipeline {
       AnyRequest request;
       Tensor<T, D> tensor;
       Tensor<double, D> shape;
+      int micro_batch = 0;
+      double posted_us = -1;  // on the active timeline
     };
 
     Run(Pipeline& p, Module<T, D>& local, const Tensor<T>& inputs, BatchUpload<D>& upload, const Targets& targets,
@@ -224,6 +232,7 @@ class Pipeline {
     const Targets& targets_of(int i) const { return pieces_targets[static_cast<std::size_t>(i)]; }
 
     void forward(int i, bool training) {
+      const TimelineSpan span(active_timeline(), SpanKind::forward, i);
       progress_sends();
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
       m.input = p.is_first_stage() ? Var<T, D>(upload(inputs.slice(bounds[i], bounds[i + 1])))
@@ -265,6 +274,7 @@ class Pipeline {
     }
 
     void backward(int i) {
+      const TimelineSpan span(active_timeline(), SpanKind::backward, i);
       progress_sends();
       MicroBatch& m = micro[static_cast<std::size_t>(i)];
       check(m.live, "Pipeline: backward of micro-batch ", i, " before its forward (schedule error)");
@@ -289,7 +299,11 @@ class Pipeline {
     // Waits for every message this stage sent.
     void finish() {
       const auto start = Clock::now();
-      for (auto& o : outgoing) o.request.wait();
+      const TimelineSpan span(active_timeline(), SpanKind::idle);
+      for (auto& o : outgoing) {
+        o.request.wait();
+        sent(o);
+      }
       outgoing.clear();
       stats.wait_seconds += seconds_since(start);
     }
@@ -305,6 +319,7 @@ class Pipeline {
     template <class U = T>
     Tensor<U, D> receive(AnyComm& comm, const Shape& shape, int source, int tag) {
       Tensor<U, D> t(shape);
+      const TimelineSpan span(active_timeline(), SpanKind::receive, micro_batch_of(tag));
       wait(comm.irecv(std::span<U>(t.data(), static_cast<std::size_t>(t.numel())), source, tag));
       return t;
     }
@@ -315,6 +330,8 @@ class Pipeline {
       header[0] = activation.rank();
       for (int d = 0; d < activation.rank(); ++d) header[static_cast<std::size_t>(d) + 1] = static_cast<double>(activation.size(d));
       Outgoing& o = outgoing.emplace_back();
+      o.micro_batch = i;
+      o.posted_us = timeline_now();
       o.shape = Tensor<double, D>::from(Shape{header_size}, header);
       o.request = p.up_.isend(span_of(o.shape), p.stage() + 1, shape_tag(i));
       post(p.up_, activation, p.stage() + 1, activation_tag(i));
@@ -323,6 +340,8 @@ class Pipeline {
     // The tensor is held until its message is done.
     void post(AnyComm& comm, const Tensor<T, D>& tensor, int dest, int tag) {
       Outgoing& o = outgoing.emplace_back();
+      o.micro_batch = micro_batch_of(tag);
+      o.posted_us = timeline_now();
       o.tensor = tensor;
       o.request = comm.isend(span_of(o.tensor), dest, tag);
     }
@@ -339,7 +358,20 @@ class Pipeline {
     // MPI moves a large message only while either side is inside an MPI call: nudge the sends,
     // and free the buffers of those that are done.
     void progress_sends() {
-      std::erase_if(outgoing, [](Outgoing& o) { return o.request.test(); });
+      std::erase_if(outgoing, [](Outgoing& o) {
+        if (!o.request.test()) return false;
+        sent(o);
+        return true;
+      });
+    }
+    // A send's span: from its posting to the first moment this rank sees it complete.
+    static void sent(const Outgoing& o) {
+      if (Timeline* timeline = active_timeline(); timeline && o.posted_us >= 0)
+        timeline->add(SpanKind::send, o.micro_batch, o.posted_us, timeline->now());
+    }
+    static double timeline_now() {
+      const Timeline* timeline = active_timeline();
+      return timeline ? timeline->now() : -1;
     }
 
     Pipeline& p;

@@ -15,7 +15,8 @@
 //   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
 //                                       stages skip together): mixed precision moves its loss scale
 //   after_optimizer_step(model)
-//   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks
+//   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks; with
+//                                       a timeline, its spans too (each rank fills its own slots)
 //   is_main()                           whether this process prints and writes logs
 //   agree_steps(local_steps) -> int64   before each training epoch: how many batches every rank
 //                                       trains (DataParallel: the ranks' loaders may differ)
@@ -31,6 +32,7 @@
 // the optimizer run; batches come from the loaders on the host and go over once each (on Cuda
 // through pinned staging buffers on a copy stream, BatchUpload), and only the loss and the
 // correct count come back.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <concepts>
@@ -46,7 +48,10 @@
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/core/log.hpp"
+#include "ptrain/core/timeline.hpp"
+#include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
+#include "ptrain/io/tensorboard.hpp"
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/optim/optimizer.hpp"
@@ -73,6 +78,16 @@ struct TrainerOptions {
   // a policy skipped (MixedPrecision's overflow, which halves the loss scale) stops only for a
   // non-finite loss.
   bool terminate_on_nan = true;
+  // A TensorBoard run directory (io/tensorboard.hpp), written by the main rank; empty for none. Per
+  // step (x = global step): step/loss (the main rank's batches; none where it computes no loss, a
+  // pipeline's first stage), step/lr, step/loss_scale, step/images_per_second (the main rank's
+  // samples, where it sees them); per epoch (x = epoch): train/loss, train/<metric>,
+  // val/loss, val/<metric>, epoch/lr, epoch/loss_scale, epoch/images_per_second (every rank's).
+  std::string tensorboard;
+  // A Chrome trace JSON file (core/timeline.hpp) of every rank's steps, rewritten by the main rank
+  // after each epoch; empty for none. Every rank must be given it alike: the ranks' spans meet on
+  // the main rank through the policies' reduce point.
+  std::string timeline;
 };
 
 // The task's metrics by name: result.train.at("accuracy"), result.val.at("mean_iou").
@@ -162,6 +177,8 @@ class Trainer {
       for (const char* name : {"images_per_second", "seconds", "lr"}) header.push_back(name);
       csv_.emplace(options_.csv_log, std::move(header));
     }
+    if (!options_.tensorboard.empty() && is_main()) tensorboard_.emplace(options_.tensorboard);
+    if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
   }
 
   Trainer(const Trainer&) = delete;
@@ -188,7 +205,11 @@ class Trainer {
   // added their gradients. Returns this batch's sums (loss, samples, the task's metric state).
   EpochTotals train_step(const Tensor<T>& inputs, const target_type& targets) {
     const int k = options_.accumulation_steps;
-    if (micro_step_ == 0) model_->zero_grad();
+    if (micro_step_ == 0) {
+      model_->zero_grad();
+      step_start_ = std::chrono::steady_clock::now();
+      step_samples_ = 0;
+    }
     const bool ends_in_step = ++micro_step_ == k;
     const auto before_backward = [&](bool last_backward_of_batch) {
       for_each_policy([&]<class P>(P& p) {
@@ -200,12 +221,19 @@ class Trainer {
     ++batch_in_epoch_;
     step_loss_sum_ += batch.loss_sum;
     step_loss_weight_ += batch.loss_weight;
+    step_samples_ += batch.samples;
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    for_each_policy([&]<class P>(P& p) {
-      if constexpr (BeforeOptimizerStepPoint<P, Model>) proceed = p.before_optimizer_step(*local_) && proceed;
-    });
+    const double step_loss_scale = tensorboard_ ? policy_loss_scale() : 1.0;  // the scale this step used
+    const std::optional<double> loss =
+        step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
+    {
+      const TimelineSpan span(active_timeline(), SpanKind::gradient_wait);
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeOptimizerStepPoint<P, Model>) proceed = p.before_optimizer_step(*local_) && proceed;
+      });
+    }
     // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
     // not, and no loss scale mends it.
     if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
@@ -221,12 +249,14 @@ class Trainer {
     step_loss_sum_ = step_loss_weight_ = 0;
     if (proceed) {
       NoGradGuard no_grad;
+      const TimelineSpan span(active_timeline(), SpanKind::optimizer);
       step_optimizer_();
     }
     for_each_policy([&]<class P>(P& p) {
       if constexpr (AfterOptimizerStepPoint<P, Model>) p.after_optimizer_step(*local_);
     });
     ++step_;
+    if (tensorboard_) log_step(loss, step_loss_scale);
     for (auto& callback : step_callbacks_) callback(step_);
     return batch;
   }
@@ -241,9 +271,13 @@ class Trainer {
     const std::int64_t steps = agreed_steps(static_cast<std::int64_t>(loader.size()));
     ProgressBar bar("epoch " + std::to_string(epoch + 1), steps, options_.progress_bar && is_main() && is_terminal());
     std::int64_t done = 0;
+    Timeline* const timeline = active_timeline();  // fit's, while it runs
+    double data_from = timeline ? timeline->now() : 0;
     for (const auto& batch : loader) {
       if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
+      if (timeline) timeline->add(SpanKind::data, -1, data_from, timeline->now());
       const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
+      if (timeline) data_from = timeline->now();
       totals += b;
       bar.update(++done, b.loss());
     }
@@ -268,6 +302,7 @@ class Trainer {
   template <class TrainLoader, class ValLoader>
   std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs) {
     std::vector<EpochResult> results;
+    const ActiveTimeline active(timeline_.get());  // the spans of the steps and the policies go here
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
       const EpochTotals t = train_epoch(train, epoch);
@@ -285,6 +320,7 @@ class Trainer {
         r.val = metrics(v);
       }
       report(r, epochs);
+      if (timeline_) write_timeline();
       results.push_back(r);
       for (auto& callback : epoch_callbacks_) callback(r);
     }
@@ -363,7 +399,7 @@ class Trainer {
       return local;
     } else {
       double vetoes = local ? 0.0 : 1.0;
-      reduce_sums(std::span<double>(&vetoes, 1));
+      sum_over_ranks(std::span<double>(&vetoes, 1));
       return vetoes == 0;
     }
   }
@@ -388,10 +424,17 @@ class Trainer {
         replaced = p.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_);
     });
     if (replaced) return *replaced;
-    const Var<T, D> output = model_->forward(Var<T, D>(upload_(inputs)));
-    const Var<T, D> loss = task_.loss(output, targets, loss_scale);
+    Var<T, D> output, loss;
+    {
+      const TimelineSpan span(active_timeline(), SpanKind::forward);
+      output = model_->forward(Var<T, D>(upload_(inputs)));
+      loss = task_.loss(output, targets, loss_scale);
+    }
     before_backward(true);
-    backward(loss);
+    {
+      const TimelineSpan span(active_timeline(), SpanKind::backward);
+      backward(loss);
+    }
     return batch_totals(task_, output, targets, loss);
   }
 
@@ -409,14 +452,53 @@ class Trainer {
   void reduce(EpochTotals& totals) {
     totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
     std::vector<double> sums = totals.flat();
-    reduce_sums(sums);
+    sum_over_ranks(sums);
     totals = EpochTotals::from_flat(sums);
   }
   // Sums over the ranks the policies span (data-parallel replicas, pipeline stages).
-  void reduce_sums(std::span<double> sums) {
+  void sum_over_ranks(std::span<double> sums) {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (ReducePoint<P>) p.reduce(sums);
     });
+  }
+
+  // The ranks' spans since the last call reach the main rank through sum_over_ranks used as an
+  // allgather (each rank fills only its own slots, the others add zeros); it rewrites the file.
+  void write_timeline() {
+    const ProcessInfo process = detect_process_info();
+    const auto world = static_cast<std::size_t>(process.world_size), rank = static_cast<std::size_t>(process.rank);
+    std::vector<double> flat = timeline_->flat();
+    timeline_->clear();
+    std::vector<double> counts(2 * world, 0.0);  // each rank's value count, then a 1 from each
+    counts[rank] = static_cast<double>(flat.size());
+    counts[world + rank] = 1;
+    sum_over_ranks(counts);
+    for (std::size_t r = 0; r < world; ++r)
+      check(counts[world + r] == 1, "Trainer: the timeline ", options_.timeline, " cannot tell the ranks apart: ",
+            counts[world + r], " processes say they are rank ", r, " of ", world,
+            " (the ranks must be started by a launcher that names them, mpiexec or srun, and the policies' reduce "
+            "must sum over the whole world)");
+    std::vector<std::size_t> begin(world + 1, 0);
+    for (std::size_t r = 0; r < world; ++r) begin[r + 1] = begin[r] + static_cast<std::size_t>(counts[r]);
+    std::vector<double> all(begin[world], 0.0);
+    std::copy(flat.begin(), flat.end(), all.begin() + static_cast<std::ptrdiff_t>(begin[rank]));
+    sum_over_ranks(all);
+    if (!is_main()) return;
+    for (std::size_t r = 0; r < world; ++r) {
+      const auto events = Timeline::from_flat(std::span<const double>(all).subspan(begin[r], begin[r + 1] - begin[r]),
+                                              static_cast<int>(r));
+      timeline_events_.insert(timeline_events_.end(), events.begin(), events.end());
+    }
+    const std::string json = chrome_trace_json(timeline_events_);
+    io::write_atomically(options_.timeline, [&](std::ostream& out) { out << json; });
+  }
+
+  void log_step(std::optional<double> loss, double loss_scale) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
+    if (loss) tensorboard_->add_scalar("step/loss", *loss, step_);
+    tensorboard_->add_scalar("step/lr", lr_(), step_);
+    tensorboard_->add_scalar("step/loss_scale", loss_scale, step_);
+    if (step_samples_ > 0 && seconds > 0) tensorboard_->add_scalar("step/images_per_second", step_samples_ / seconds, step_);
   }
 
   void report(const EpochResult& r, int epochs) {
@@ -443,6 +525,21 @@ class Trainer {
       for (double v : {r.images_per_second, r.seconds, r.lr}) row.push_back(v);
       csv_->append(row);
     }
+    if (tensorboard_) {
+      const auto add_metrics = [&](const std::string& prefix, const MetricValues& m) {
+        for (std::size_t i = 0; i < m.names.size(); ++i) tensorboard_->add_scalar(prefix + m.names[i], m.values[i], r.epoch);
+      };
+      tensorboard_->add_scalar("train/loss", r.train_loss, r.epoch);
+      add_metrics("train/", r.train);
+      if (!r.val.empty()) {
+        tensorboard_->add_scalar("val/loss", r.val_loss, r.epoch);
+        add_metrics("val/", r.val);
+      }
+      tensorboard_->add_scalar("epoch/lr", r.lr, r.epoch);
+      tensorboard_->add_scalar("epoch/loss_scale", policy_loss_scale(), r.epoch);
+      tensorboard_->add_scalar("epoch/images_per_second", r.images_per_second, r.epoch);
+      tensorboard_->flush();
+    }
   }
   static std::string metrics_text(const std::string& prefix, const MetricValues& m) {
     std::string text;
@@ -463,6 +560,11 @@ class Trainer {
   std::function<void()> step_optimizer_;
   std::function<double()> lr_;
   std::optional<io::CsvLog> csv_;
+  std::optional<io::EventWriter> tensorboard_;
+  std::unique_ptr<Timeline> timeline_;
+  std::vector<TimelineEvent> timeline_events_;  // every rank's, on the main rank
+  std::chrono::steady_clock::time_point step_start_;
+  double step_samples_ = 0;
   std::vector<std::function<void(std::int64_t)>> step_callbacks_;
   std::vector<std::function<void(const EpochResult&)>> epoch_callbacks_;
   std::int64_t step_ = 0;

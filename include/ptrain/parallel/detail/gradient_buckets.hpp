@@ -11,6 +11,9 @@
 // On any device D (Var<T, D>) the buckets are Tensor<Wire, D>; the casts and averages run through
 // kernels/cast.hpp's dispatch points and the zero fills through D::fill; the communicator gets a
 // span over the bucket's memory (device memory for Cuda, reduced by NcclComm).
+//
+// With a timeline active (core/timeline.hpp) each bucket's reduction is a span from its launch to
+// the first moment this rank sees it complete (a test between gradients, or the final wait).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,6 +25,7 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/timeline.hpp"
 #include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 
@@ -87,6 +91,7 @@ class BucketedAllreduce final : public GradientSync {
       Bucket& bucket = buckets_[b];
       bucket.request->wait();
       bucket.request.reset();
+      completed(b);
       for (std::size_t s : bucket.slots) {
         // The later buckets' reductions move on only inside MPI: poke them between the copies.
         poke(b + 1, buckets_.size());
@@ -121,6 +126,7 @@ class BucketedAllreduce final : public GradientSync {
     Tensor<Wire, D> buffer;
     std::size_t pending = 0;
     std::optional<typename Comm::Request> request;
+    double launched_us = -1;  // on the active timeline, until the reduction is seen complete
   };
 
   void gradient_ready(std::size_t s, Node<T, D>& node) {
@@ -145,7 +151,15 @@ class BucketedAllreduce final : public GradientSync {
 
   void poke(std::size_t begin, std::size_t end) {
     for (std::size_t b = begin; b < end; ++b)
-      if (buckets_[b].request) buckets_[b].request->test();
+      if (buckets_[b].request && buckets_[b].request->test()) completed(b);
+  }
+
+  void completed(std::size_t b) {
+    Bucket& bucket = buckets_[b];
+    if (bucket.launched_us < 0) return;
+    if (Timeline* timeline = active_timeline())
+      timeline->add(SpanKind::bucket, static_cast<int>(b), bucket.launched_us, timeline->now());
+    bucket.launched_us = -1;
   }
 
   void start_ready_buckets() {
@@ -154,6 +168,7 @@ class BucketedAllreduce final : public GradientSync {
       if constexpr (requires { comm_.label_next_collective(std::string()); })
         comm_.label_next_collective("bucket " + std::to_string(next_));
       ++next_;
+      if (Timeline* timeline = active_timeline()) bucket.launched_us = timeline->now();
       bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer.data(), static_cast<std::size_t>(bucket.size))));
     }
   }
