@@ -104,9 +104,9 @@ struct CopyRows {
 
 // Where flat element i of a permuted tensor (y = x.permute(dims)) sits in x: y's extents and, for
 // each of y's dimensions, the stride of the x dimension it came from.
-class PermuteIndex {
+class PermuteIndex : public StridedIndex {
  public:
-  PermuteIndex(const Shape& x, std::span<const int> dims) : rank_(x.rank()) {
+  PermuteIndex(const Shape& x, std::span<const int> dims) : StridedIndex(x.rank()) {
     std::int64_t strides[Shape::max_rank] = {};
     std::int64_t stride = 1;
     for (int d = rank_ - 1; d >= 0; --d) {
@@ -114,23 +114,10 @@ class PermuteIndex {
       stride *= x[d];
     }
     for (int d = 0; d < rank_; ++d) {
-      extents_[d] = x[dims[static_cast<std::size_t>(d)]];
+      to_[d] = x[dims[static_cast<std::size_t>(d)]];
       strides_[d] = strides[dims[static_cast<std::size_t>(d)]];
     }
   }
-  PTRAIN_HOST_DEVICE std::int64_t operator()(std::int64_t i) const {
-    std::int64_t at = 0;
-    for (int d = rank_ - 1; d >= 0 && i > 0; --d) {
-      at += (i % extents_[d]) * strides_[d];
-      i /= extents_[d];
-    }
-    return at;
-  }
-
- private:
-  int rank_;
-  std::int64_t extents_[Shape::max_rank] = {};
-  std::int64_t strides_[Shape::max_rank] = {};
 };
 template <class T>
 struct PermutedCopy {

@@ -104,7 +104,8 @@ struct LayerNormBackwardSums {
     sum_g_xhat[row] = total.g_xhat;
   }
 };
-// gx = rstd * (g w - mean_j(g w) - xhat * mean_j(g w xhat)).
+// gx = rstd * (g w - mean_j(g w) - xhat * mean_j(g w xhat)) and g * xhat (the terms of the
+// weight's gradient, summed over rows by column_sums); either output may be null.
 template <class T>
 struct LayerNormBackwardApply {
   using A = accumulate_t<T>;
@@ -117,27 +118,16 @@ struct LayerNormBackwardApply {
   const A* sum_g_xhat;
   std::int64_t n;
   T* gx;
+  T* g_xhat;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     const std::int64_t row = i / n, c = i - row * n;
-    const A gw = to_accumulate(g[i]) * (w ? to_accumulate(w[c]) : A(1));
+    const A gi = to_accumulate(g[i]);
     const A xhat = (to_accumulate(x[i]) - mean[row]) * rstd[row];
+    if (g_xhat) g_xhat[i] = from_accumulate<T>(gi * xhat);
+    if (!gx) return;
+    const A gw = gi * (w ? to_accumulate(w[c]) : A(1));
     const A inv_n = A(1) / static_cast<A>(n);
     gx[i] = from_accumulate<T>(rstd[row] * (gw - sum_g[row] * inv_n - xhat * sum_g_xhat[row] * inv_n));
-  }
-};
-// g * xhat: the terms of the weight's gradient, summed over rows by column_sums.
-template <class T>
-struct GradTimesNormalised {
-  using A = accumulate_t<T>;
-  const T* x;
-  const T* g;
-  const A* mean;
-  const A* rstd;
-  std::int64_t n;
-  T* out;
-  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
-    const std::int64_t row = i / n;
-    out[i] = from_accumulate<T>(to_accumulate(g[i]) * (to_accumulate(x[i]) - mean[row]) * rstd[row]);
   }
 };
 
@@ -146,14 +136,14 @@ struct GradTimesNormalised {
 template <class T, class Ex>
 void layer_norm_backward(const Ex& ex, const T* x, const T* g, const T* w, const accumulate_t<T>* mean,
                          const accumulate_t<T>* rstd, std::int64_t rows, std::int64_t n, T* gx, T* g_xhat) {
-  if (rows * n == 0) return;
-  if (gx) {
-    auto sum_g = ex.template buffer<accumulate_t<T>>(rows);
-    auto sum_g_xhat = ex.template buffer<accumulate_t<T>>(rows);
+  if (rows * n == 0 || (!gx && !g_xhat)) return;
+  using A = accumulate_t<T>;
+  auto sum_g = ex.template buffer<A>(gx ? rows : 0);
+  auto sum_g_xhat = ex.template buffer<A>(gx ? rows : 0);
+  if (gx)
     reduce_rows(ex, rows, n, LayerNormBackwardSums<T>{x, g, w, mean, rstd, n, sum_g.data(), sum_g_xhat.data()}, true);
-    ex.indexed(rows * n, LayerNormBackwardApply<T>{x, g, w, mean, rstd, sum_g.data(), sum_g_xhat.data(), n, gx});
-  }
-  if (g_xhat) ex.indexed(rows * n, GradTimesNormalised<T>{x, g, mean, rstd, n, g_xhat});
+  ex.indexed(rows * n,
+             LayerNormBackwardApply<T>{x, g, w, mean, rstd, sum_g.data(), sum_g_xhat.data(), n, gx, g_xhat});
 }
 
 }  // namespace ptrain::kernels::indexed
