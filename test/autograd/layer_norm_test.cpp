@@ -42,7 +42,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(layer_norm_matches_finite_differences_and_the_cpu,
 BOOST_AUTO_TEST_CASE(layer_norm_checks_its_shapes) {
   Var<double> x(random_tensor({3, 4}, 7));
   BOOST_TEST(test::error_message([&] { (void)layer_norm(x, Shape{3}); })
-                 .find("layer_norm: input of shape [3, 4] does not end with normalized_shape [3]") != std::string::npos);
+                 .find("layer_norm: input of shape [3, 4] does not end with normalized_shape [3]") !=
+             std::string::npos);
   BOOST_TEST(test::error_message([&] { (void)layer_norm(x, Shape{4}, Var<double>(random_tensor({3}, 8))); })
                  .find("layer_norm: weight [3] for normalized_shape [4]") != std::string::npos);
 }

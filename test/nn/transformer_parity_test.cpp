@@ -29,7 +29,8 @@ std::filesystem::path data(const std::string& file) {
 }
 void expect_close(const Tensor<float>& got, const Tensor<float>& want, const std::string& what) {
   BOOST_REQUIRE_MESSAGE(got.shape() == want.shape(), what << ": shape " << got.shape() << ", PyTorch " << want.shape());
-  BOOST_TEST(relative_difference(got, want) <= 1e-4, what << ": relative difference " << relative_difference(got, want));
+  const double difference = relative_difference(got, want);
+  BOOST_TEST(difference <= 1e-4, what << ": relative difference " << difference);
 }
 std::vector<std::int64_t> whole_numbers(const Tensor<float>& t) {
   std::vector<std::int64_t> out;

@@ -119,9 +119,11 @@ BOOST_AUTO_TEST_CASE(multihead_attention_batch_first_and_sequence_first_agree) {
   BOOST_TEST(seq_first.named_parameters()[3].first == "out_proj.bias");
   const Var<double> q(random_tensor({4, 2, 6}, 7)), kv(random_tensor({5, 2, 6}, 8));  // [L, N, E], [S, N, E]
   AttentionMasks<double> masks;
-  masks.key_padding_mask = key_padding_mask<double>({false, false, true, false, true, false, false, false, false, true}, 2, 5);
+  masks.key_padding_mask =
+      key_padding_mask<double>({false, false, true, false, true, false, false, false, false, true}, 2, 5);
   const Tensor<double> a = seq_first.forward(q, kv, kv, masks).value();
-  const Tensor<double> b = batch_first.forward(transpose(q, 0, 1), transpose(kv, 0, 1), transpose(kv, 0, 1), masks).value();
+  const Var<double> kv_batch_first = transpose(kv, 0, 1);
+  const Tensor<double> b = batch_first.forward(transpose(q, 0, 1), kv_batch_first, kv_batch_first, masks).value();
   BOOST_TEST(test::relative_difference(transpose(Var<double>(b), 0, 1).value(), a) <= 1e-14);
   // key padding leaves the padded keys out: sequence 1 without its last key
   const Tensor<double> alone =

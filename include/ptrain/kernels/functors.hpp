@@ -72,7 +72,8 @@ struct Gelu {
     using A = accumulate_t<T>;
     using std::erf, std::tanh;
     const A a = static_cast<A>(x);
-    if (tanh_form) return static_cast<T>(A(0.5) * a * (A(1) + tanh(A(0.7978845608028654) * (a + A(0.044715) * a * a * a))));
+    if (tanh_form)
+      return static_cast<T>(A(0.5) * a * (A(1) + tanh(A(0.7978845608028654) * (a + A(0.044715) * a * a * a))));
     return static_cast<T>(A(0.5) * a * (A(1) + erf(a * A(0.7071067811865476))));
   }
 };

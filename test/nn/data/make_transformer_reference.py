@@ -82,7 +82,8 @@ targets = torch.randint(0, ntoken, (seq * batch,))
 logits = model(tokens, square_subsequent_mask(seq))
 loss = F.cross_entropy(logits.view(-1, ntoken), targets)
 loss.backward()
-out = {"tokens": tokens.float(), "targets": targets.float(), "logits": logits.detach(), "loss": loss.detach().reshape(1)}
+out = {"tokens": tokens.float(), "targets": targets.float(), "logits": logits.detach(),
+       "loss": loss.detach().reshape(1)}
 for name, p in model.named_parameters():
     out["grad." + name] = p.grad
 
@@ -102,5 +103,6 @@ out["layer.grad_input"] = x.grad
 for name, p in layer.named_parameters():
     out["layer." + name] = p.detach()
     out["layer.grad." + name] = p.grad
-save_file({k: v.contiguous() for k, v in out.items()}, "transformer_reference.safetensors", metadata={"torch": torch.__version__})
+save_file({k: v.contiguous() for k, v in out.items()}, "transformer_reference.safetensors",
+          metadata={"torch": torch.__version__})
 print("torch", torch.__version__, "loss", loss.item())

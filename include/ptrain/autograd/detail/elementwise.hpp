@@ -1,6 +1,7 @@
 #pragma once
 // The three shapes of elementwise op: one whose backward reads its output (relu, sigmoid), one whose
-// backward reads its input (gelu), and a diagonal linear one whose backward applies the forward map to the gradient (scale, dropout).
+// backward reads its input (gelu), and a diagonal linear one whose backward applies the forward map
+// to the gradient (scale, dropout).
 #include <cstdint>
 #include <utility>
 

@@ -78,9 +78,9 @@ Tensor<T, D> combine_masks(const Tensor<T, D>& a, const Tensor<T, D>& b) {
   if (!b.defined()) return a;
   const Shape shape = kernels::broadcast_shapes(a.shape(), b.shape(), "combine_masks");
   Tensor<T, D> out(shape);
-  kernels::broadcast_map2(kernels::executor_for<D>{}, a.data(), kernels::BroadcastIndex(a.shape(), shape, "combine_masks"),
-                          b.data(), kernels::BroadcastIndex(b.shape(), shape, "combine_masks"), out.data(),
-                          out.numel(), kernels::Add{});
+  const kernels::BroadcastIndex at_a(a.shape(), shape, "combine_masks"), at_b(b.shape(), shape, "combine_masks");
+  kernels::broadcast_map2(kernels::executor_for<D>{}, a.data(), at_a, b.data(), at_b, out.data(), out.numel(),
+                          kernels::Add{});
   return out;
 }
 

@@ -45,14 +45,15 @@ struct RowPositions {
 };
 inline RowPositions row_positions(std::span<const std::int64_t> indices, std::int64_t rows,
                                   std::optional<std::int64_t> padding_row) {
-  RowPositions out{std::vector<std::int64_t>(static_cast<std::size_t>(rows + 1), 0), {}};
+  const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  RowPositions out{std::vector<std::int64_t>(at(rows + 1), 0), {}};
   for (auto index : indices)
-    if (index != padding_row) ++out.first[static_cast<std::size_t>(index + 1)];
-  for (std::int64_t r = 0; r < rows; ++r) out.first[static_cast<std::size_t>(r + 1)] += out.first[static_cast<std::size_t>(r)];
-  out.positions.resize(static_cast<std::size_t>(out.first.back()));
+    if (index != padding_row) ++out.first[at(index + 1)];
+  for (std::int64_t r = 0; r < rows; ++r) out.first[at(r + 1)] += out.first[at(r)];
+  out.positions.resize(at(out.first.back()));
   std::vector<std::int64_t> next(out.first.begin(), out.first.end() - 1);
   for (std::size_t p = 0; p < indices.size(); ++p)
-    if (indices[p] != padding_row) out.positions[static_cast<std::size_t>(next[static_cast<std::size_t>(indices[p])]++)] = static_cast<std::int64_t>(p);
+    if (indices[p] != padding_row) out.positions[at(next[at(indices[p])]++)] = static_cast<std::int64_t>(p);
   return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// matmul, bmm (batched, either operand transposed) and linear (y = x W^T + b) on any device, as in torch.nn.functional.linear: the GEMMs are
-// the executor's (the CPU GEMM, cuBLAS), half and bfloat16 multiplying and summing in float; the
-// bias through kernels/linear.hpp, its gradient the column sums of kernels/reduce.hpp.
+// matmul, bmm (batched, either operand transposed) and linear (y = x W^T + b, as in
+// torch.nn.functional.linear) on any device: the GEMMs are the executor's (the CPU GEMM, cuBLAS),
+// half and bfloat16 multiplying and summing in float; the bias through kernels/linear.hpp, its
+// gradient the column sums of kernels/reduce.hpp.
 #include <cstdint>
 #include <utility>
 #include <vector>
