@@ -112,6 +112,10 @@ BOOST_AUTO_TEST_CASE(attention_masks_mean_what_they_say) {
   BOOST_TEST(m[1] == -inf);
   BOOST_TEST(m[4] == 0.0);
   BOOST_TEST(m[5] == -inf);
+  // a boolean mask (true: attend) as torch's SDPA reads it: the same as the padding above
+  AttentionOptions<double, Cpu> boolean;
+  boolean.attn_mask = additive_mask<double>({true, true, true, false}, Shape{4});
+  BOOST_TEST(test::relative_difference(scaled_dot_product_attention(q, k, v, boolean).value(), shorter) <= 1e-14);
   // dropout_p = 1 drops every weight
   AttentionOptions<double, Cpu> all_dropped;
   all_dropped.dropout_p = 1.0;

@@ -6,7 +6,8 @@
 // Masks are additive, of type T: 0 where a query may attend to a key, -inf where it may not (the
 // float masks PyTorch accepts; causal_mask is nn.Transformer.generate_square_subsequent_mask). A
 // query row masked everywhere gets zero weights, as PyTorch's scaled_dot_product_attention has done
-// since 2.5 (its `_safe_softmax`), not softmax's NaN; its gradient is zero too.
+// since 2.5 (its `_safe_softmax`), not softmax's NaN; its gradient is zero too. Boolean masks become
+// additive through additive_mask (true: attend) and key_padding_mask (true: padding).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -59,16 +60,27 @@ Tensor<T, D> causal_mask(std::int64_t queries, std::int64_t keys) {
   return on_device<D>(mask);
 }
 
+// The additive form of a boolean mask of the given shape, row-major: 0 where `attend` is true,
+// -inf where it is false (torch's scaled_dot_product_attention reads a boolean attn_mask so).
+template <class T, Device D = Cpu>
+Tensor<T, D> additive_mask(const std::vector<bool>& attend, const Shape& shape) {
+  check(static_cast<std::int64_t>(attend.size()) == shape.numel(), "additive_mask: ", attend.size(),
+        " flags for shape ", shape);
+  Tensor<T> mask(shape);
+  for (std::size_t i = 0; i < attend.size(); ++i)
+    mask[static_cast<std::int64_t>(i)] = attend[i] ? T(0) : static_cast<T>(-std::numeric_limits<float>::infinity());
+  return on_device<D>(mask);
+}
+
 // [batch, 1, 1, keys] from nn.MultiheadAttention's boolean key_padding_mask [batch, keys] (true:
 // padding, not attended to), row-major: broadcasts against scores [batch, heads, queries, keys].
 template <class T, Device D = Cpu>
 Tensor<T, D> key_padding_mask(const std::vector<bool>& padded, std::int64_t batch, std::int64_t keys) {
   check(batch >= 0 && keys >= 0 && static_cast<std::int64_t>(padded.size()) == batch * keys, "key_padding_mask: ",
         padded.size(), " flags for ", batch, " x ", keys);
-  Tensor<T> mask({batch, 1, 1, keys});
-  for (std::size_t i = 0; i < padded.size(); ++i)
-    mask[static_cast<std::int64_t>(i)] = padded[i] ? static_cast<T>(-std::numeric_limits<float>::infinity()) : T(0);
-  return on_device<D>(mask);
+  std::vector<bool> attend(padded.size());
+  for (std::size_t i = 0; i < padded.size(); ++i) attend[i] = !padded[i];
+  return additive_mask<T, D>(attend, Shape{batch, 1, 1, keys});
 }
 
 // a + b broadcast (both additive masks; either may be undefined).
