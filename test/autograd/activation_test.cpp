@@ -46,6 +46,22 @@ BOOST_AUTO_TEST_CASE(sigmoid_gradient) {
   BOOST_TEST(r.ok, r.report);
 }
 
+BOOST_AUTO_TEST_CASE(gelu_matches_both_of_pytorchs_forms) {
+  Var<double> x(Tensor<double>::from({7}, {-3, -1, -0.5, 0, 0.25, 1, 2.5}));
+  // torch.nn.functional.gelu(x) and gelu(x, approximate='tanh')
+  check_close(gelu(x).value(), {-0.00404969409489031, -0.15865525393145707, -0.15426876936299344, 0.0,
+                                0.14967658142073093, 0.8413447460685429, 2.4844758366855597},
+              1e-15);
+  check_close(gelu(x, true).value(), {-0.0036373920817729943, -0.15880800939172324, -0.15428599017485606, 0.0,
+                                      0.149675350701685, 0.8411919906082768, 2.484915733910001},
+              1e-15);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(gelu_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  for (bool tanh_form : {false, true})
+    test::check_op<D>([tanh_form](const auto& v) { return gelu(v[0], tanh_form); }, {random_tensor({3, 5}, 2, -3, 3)});
+}
+
 BOOST_AUTO_TEST_CASE(softmax_matches_pytorch_along_each_dimension) {
   Var<double> x(pattern({2, 3, 4}, 7, 11, 0.3));
   // torch.softmax(x, 0) and torch.softmax(x, 1)

@@ -86,6 +86,37 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(linear_matches_finite_differences_and_the_cpu, D, 
                     [](const auto& v) { return linear(v[0], v[1], v[2]); }, inputs);
 }
 
+// a [2, 3, m, k] (or its transpose) times b: each matrix against matmul of the host transposes.
+BOOST_AUTO_TEST_CASE(bmm_multiplies_each_matrix_with_the_asked_transposes) {
+  const std::int64_t m = 3, k = 4, n = 2;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const Tensor<double> a = random_tensor(ta ? Shape{2, 3, k, m} : Shape{2, 3, m, k}, 11);
+      const Tensor<double> b = random_tensor(tb ? Shape{2, 3, n, k} : Shape{2, 3, k, n}, 12);
+      const Tensor<double> y = bmm(Var<double>(a), Var<double>(b), ta, tb).value();
+      BOOST_REQUIRE(y.shape() == (Shape{2, 3, m, n}));
+      for (std::int64_t batch = 0; batch < 6; ++batch)
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double want = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+              want += a[batch * m * k + (ta ? p * m + i : i * k + p)] * b[batch * k * n + (tb ? j * k + p : p * n + j)];
+            BOOST_TEST(std::abs(y[batch * m * n + i * n + j] - want) <= 1e-12);
+          }
+    }
+  BOOST_TEST(test::error_message([] {
+               (void)bmm(Var<double>(random_tensor({2, 3, 4}, 1)), Var<double>(random_tensor({2, 5, 2}, 2)));
+             }).find("bmm: [2, 3, 4] and [2, 5, 2] do not multiply (4 against 5)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(bmm_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      test::check_op<D>([ta, tb](const auto& v) { return bmm(v[0], v[1], ta, tb); },
+                        {random_tensor(ta ? Shape{3, 4, 2} : Shape{3, 2, 4}, 13),
+                         random_tensor(tb ? Shape{3, 5, 4} : Shape{3, 4, 5}, 14)});
+}
+
 template <class T>
 void check_mlp_matches_cpu(double tol) {
   const auto weights = test::mlp_weights<T>(6, 8, 5, 21);

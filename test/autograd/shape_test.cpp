@@ -159,6 +159,25 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(reshape_and_flatten_are_views_with_the_cpu_gradien
   BOOST_TEST(reshape(x, Shape{6, 4}).value().shares_storage_with(x.value()));
 }
 
+BOOST_AUTO_TEST_CASE(permute_reorders_dimensions_as_torch) {
+  Tensor<double> x({2, 3, 4});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<double>(i);
+  const Tensor<double> y = permute(Var<double>(x), {2, 0, 1}).value();
+  BOOST_REQUIRE(y.shape() == (Shape{4, 2, 3}));
+  for (std::int64_t a = 0; a < 2; ++a)
+    for (std::int64_t b = 0; b < 3; ++b)
+      for (std::int64_t c = 0; c < 4; ++c) BOOST_TEST(y[(c * 2 + a) * 3 + b] == x[(a * 3 + b) * 4 + c]);
+  const Tensor<double> t = transpose(Var<double>(x), 0, -1).value();
+  BOOST_REQUIRE(t.shape() == (Shape{4, 3, 2}));
+  BOOST_TEST(t[(1 * 3 + 2) * 2 + 1] == x[(1 * 3 + 2) * 4 + 1]);
+  BOOST_TEST(test::error_message([&] { (void)permute(Var<double>(x), {0, 0, 1}); })
+                 .find("permute: dimension 0 appears twice") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(permute_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  test::check_op<D>([](const auto& v) { return permute(v[0], {1, 3, 0, 2}); }, {random_tensor({2, 3, 2, 4}, 5)});
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(concat_matches_the_cpu_along_each_dimension, D, test::Devices) {
   // Along dim 0 each input's gradient is a view of the output's; along the others, a copy.
   test::check_op<D>([](const auto& v) { return concat({v[0], v[1], v[2]}, 0); },

@@ -17,6 +17,7 @@
 #include "checks/data_parallel.cuh"
 #include "checks/mixed_precision.cuh"
 #include "checks/autograd_more.cuh"
+#include "checks/transformer.cuh"
 
 using namespace ptrain;
 using namespace ptrain::device_checks;
@@ -45,6 +46,7 @@ int main() {
     check_data_parallel();
     check_mixed_precision();
     check_autograd_more();
+    check_transformer();
     bool threw = false;
     try {
       Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});

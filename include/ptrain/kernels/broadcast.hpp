@@ -25,10 +25,32 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-class BroadcastIndex {
+// Flat element i of a tensor of extents to_ read at sum_d coordinate_d * strides_[d] of another:
+// the index arithmetic of broadcasting (a stride 0 where an extent is 1) and of permuted copies
+// (indexed/elementwise.hpp PermuteIndex).
+class StridedIndex {
+ public:
+  PTRAIN_HOST_DEVICE std::int64_t operator()(std::int64_t i) const {
+    std::int64_t at = 0;
+    for (int d = rank_ - 1; d >= 0 && i > 0; --d) {
+      at += (i % to_[d]) * strides_[d];
+      i /= to_[d];
+    }
+    return at;
+  }
+
+ protected:
+  explicit StridedIndex(int rank) : rank_(rank) {}
+  int rank_;
+  std::int64_t to_[Shape::max_rank] = {};
+  std::int64_t strides_[Shape::max_rank] = {};
+};
+
+// The flat index into `from` of flat element i of `to`.
+class BroadcastIndex : public StridedIndex {
  public:
   // Shapes are aligned at their last dimension; each extent of `from` is 1 or equal to `to`'s.
-  BroadcastIndex(const Shape& from, const Shape& to, const char* op) : rank_(to.rank()) {
+  BroadcastIndex(const Shape& from, const Shape& to, const char* op) : StridedIndex(to.rank()) {
     check(from.rank() <= to.rank(), op, ": shape ", from, " does not broadcast to ", to, " (more dimensions)");
     for (int d = 0; d < rank_; ++d) to_[d] = to[d];
     std::int64_t stride = 1;
@@ -39,20 +61,6 @@ class BroadcastIndex {
       stride *= f;
     }
   }
-  // The flat index into `from` of flat element i of `to`.
-  PTRAIN_HOST_DEVICE std::int64_t operator()(std::int64_t i) const {
-    std::int64_t at = 0;
-    for (int d = rank_ - 1; d >= 0 && i > 0; --d) {
-      at += (i % to_[d]) * strides_[d];
-      i /= to_[d];
-    }
-    return at;
-  }
-
- private:
-  int rank_;
-  std::int64_t to_[Shape::max_rank] = {};
-  std::int64_t strides_[Shape::max_rank] = {};
 };
 
 // The other direction: element j of `from` meets `count()` elements of `to`; the k-th of them is

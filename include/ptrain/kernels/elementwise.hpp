@@ -85,5 +85,8 @@ void copy_rows(const Ex& ex, const T* src, std::int64_t src_stride, T* dst, std:
 using indexed::broadcast_map2;
 // out[i] = f(g[i], a[at_a(i)], b[at_b(i)]): the gradients of a broadcast binary op.
 using indexed::broadcast_map3;
+// y = x.permute(dims) copied (no tuned CPU kernel either).
+using indexed::permute;
+using indexed::PermuteIndex;
 
 }  // namespace ptrain::kernels

@@ -59,6 +59,46 @@ struct SigmoidBackward {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
+// GELU as torch.nn.functional.gelu, computed in the accumulate type: x * Phi(x) with the normal
+// CDF through erf (approximate='none'), or 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+// (approximate='tanh').
+struct Gelu {
+  bool tanh_form;
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T x) const {
+    using A = accumulate_t<T>;
+    using std::erf, std::tanh;
+    const A a = static_cast<A>(x);
+    if (tanh_form)
+      return static_cast<T>(A(0.5) * a * (A(1) + tanh(A(0.7978845608028654) * (a + A(0.044715) * a * a * a))));
+    return static_cast<T>(A(0.5) * a * (A(1) + erf(a * A(0.7071067811865476))));
+  }
+};
+// Gradient of gelu from its input x and the incoming gradient g.
+struct GeluBackward {
+  bool tanh_form;
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T x, T g) const {
+    using A = accumulate_t<T>;
+    using std::erf, std::exp, std::tanh;
+    const A a = static_cast<A>(x);
+    if (tanh_form) {
+      const A k = A(0.7978845608028654), c = A(0.044715);
+      const A t = tanh(k * (a + c * a * a * a));
+      return static_cast<T>(static_cast<A>(g) *
+                            (A(0.5) * (A(1) + t) + A(0.5) * a * (A(1) - t * t) * k * (A(1) + A(3) * c * a * a)));
+    }
+    const A cdf = A(0.5) * (A(1) + erf(a * A(0.7071067811865476)));
+    const A pdf = exp(A(-0.5) * a * a) * A(0.3989422804014327);
+    return static_cast<T>(static_cast<A>(g) * (cdf + a * pdf));
+  }
+};
 // Binary cross-entropy of a logit x against a target t with positive-class weight pw:
 // (1 - t) x + (1 + (pw - 1) t) softplus(-x), and its derivatives in x and in t. softplus(-x) =
 // log(1 + e^-x) is computed as log1p(e^-|x|) + max(-x, 0): no overflow, no loss of small values.

@@ -1,7 +1,7 @@
 #pragma once
 // The dispatch points of softmax and log_softmax (autograd/ops/activation.hpp), the executor
 // first: CpuExecutor reaches kernels/cpu/softmax.hpp, any other executor the row reductions of
-// kernels/indexed/softmax.hpp.
+// kernels/indexed/softmax.hpp. The masked softmax of attention has only the indexed algorithm.
 #include "ptrain/kernels/cpu/softmax.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
@@ -26,5 +26,8 @@ template <class Ex, class T>
 void softmax_backward(const Ex& ex, const T* y, const T* gy, T* gx, const ReductionLayout& l, bool take_log) {
   indexed::softmax_backward(ex, y, gy, gx, l, take_log);
 }
+
+// y = softmax(x + mask) over rows of length n, a row masked everywhere giving zeros.
+using indexed::masked_softmax_forward;
 
 }  // namespace ptrain::kernels

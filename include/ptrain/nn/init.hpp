@@ -61,6 +61,12 @@ void kaiming_uniform(Tensor<T>& weight, double a, Rng& rng = global_rng()) {
   const double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in(weight)));
   uniform(weight, -bound, bound, rng);
 }
+// xavier_uniform_: bound = sqrt(6 / (fan_in + fan_out)) (nn.MultiheadAttention's in_proj_weight).
+template <class T>
+void xavier_uniform(Tensor<T>& weight, Rng& rng = global_rng()) {
+  const double bound = std::sqrt(6.0 / static_cast<double>(fan_in(weight) + fan_out(weight)));
+  uniform(weight, -bound, bound, rng);
+}
 // kaiming_normal_(mode='fan_out', nonlinearity='relu'): what torchvision's ResNet uses.
 template <class T>
 void kaiming_normal_fan_out(Tensor<T>& weight, Rng& rng = global_rng()) {

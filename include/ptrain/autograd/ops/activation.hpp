@@ -1,5 +1,6 @@
 #pragma once
-// Activations on any device: relu, sigmoid (backward reads the output), softmax and log_softmax
+// Activations on any device: relu, sigmoid (backward reads the output), gelu (erf and tanh forms,
+// backward reads the input), softmax and log_softmax
 // (over any dimension, numerically stable). Kernels through kernels/elementwise.hpp and
 // kernels/softmax.hpp.
 #include <utility>
@@ -22,6 +23,12 @@ Var<T, D> relu(const Var<T, D>& x) {
 template <class T, Device D>
 Var<T, D> sigmoid(const Var<T, D>& x) {
   return detail::map_backward_from_output(x, kernels::Sigmoid{}, kernels::SigmoidBackward{}, "sigmoid");
+}
+
+// torch.nn.functional.gelu(x, approximate='none' or 'tanh'): tanh_form picks the second.
+template <class T, Device D>
+Var<T, D> gelu(const Var<T, D>& x, bool tanh_form = false) {
+  return detail::map_backward_from_input(x, kernels::Gelu{tanh_form}, kernels::GeluBackward{tanh_form}, "gelu");
 }
 
 namespace detail {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "ptrain/autograd/detail/class_layout.hpp"
+#include "ptrain/autograd/detail/indices.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/broadcast.hpp"
@@ -59,13 +60,6 @@ inline kernels::BroadcastIndex checked_bce_with_logits_weight_at(const Shape& lo
   return kernels::BroadcastIndex(weighted ? pos_weight : Shape{}, logits, op);
 }
 
-// targets copied to device D, where the kernels read them.
-template <Device D>
-Tensor<std::int64_t, D> targets_on(std::span<const std::int64_t> targets) {
-  Tensor<std::int64_t, D> out(Shape{static_cast<std::int64_t>(targets.size())});
-  D::copy_from_host(out.data(), targets.data(), targets.size());
-  return out;
-}
 }  // namespace detail
 
 // torch.nn.functional.cross_entropy(logits, targets, label_smoothing=eps), reduction mean:
@@ -78,7 +72,7 @@ template <class T, Device D>
 Var<T, D> cross_entropy(const Var<T, D>& logits, std::span<const std::int64_t> targets, double label_smoothing = 0.0,
                         double grad_scale = 1.0) {
   const auto layout = detail::cross_entropy_layout(logits.shape(), targets, label_smoothing);
-  const Tensor<std::int64_t, D> kept_targets = detail::targets_on<D>(targets);
+  const Tensor<std::int64_t, D> kept_targets = detail::indices_on<D>(targets);
   Tensor<accumulate_t<T>, D> lse(Shape{layout.outer * layout.inner});
   Tensor<T, D> y(Shape{});
   kernels::cross_entropy_forward(kernels::executor_for<D>{}, logits.value().data(), kept_targets.data(), lse.data(),
@@ -98,7 +92,7 @@ Var<T, D> cross_entropy(const Var<T, D>& logits, std::span<const std::int64_t> t
 template <class T, Device D>
 Var<T, D> nll_loss(const Var<T, D>& log_probs, std::span<const std::int64_t> targets) {
   const auto layout = detail::nll_loss_layout(log_probs.shape(), targets);
-  const Tensor<std::int64_t, D> kept_targets = detail::targets_on<D>(targets);
+  const Tensor<std::int64_t, D> kept_targets = detail::indices_on<D>(targets);
   Tensor<T, D> y(Shape{});
   kernels::nll_loss_forward(kernels::executor_for<D>{}, log_probs.value().data(), kept_targets.data(), layout,
                             y.data());

@@ -1,8 +1,9 @@
 #pragma once
-// Shape ops on any device: reshape and flatten (views that share the input's storage) and concat
-// (torch.cat; its row copies through kernels/elementwise.hpp).
+// Shape ops on any device: reshape and flatten (views that share the input's storage), permute and
+// transpose (contiguous copies) and concat (torch.cat; its row copies through kernels/elementwise.hpp).
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,58 @@ Var<T, D> flatten(const Var<T, D>& x, int start_dim = 1) {
   for (int i = start; i < in.rank(); ++i) merged *= in[i];
   out.push_back(merged);
   return detail::reshape_view(x, x.value().reshape(out), "flatten");
+}
+
+namespace detail {
+// dims checked to be a permutation of x's dimensions (negative ones count from the back).
+inline std::vector<int> permutation(const Shape& x, std::span<const int> dims, const char* op) {
+  check(static_cast<int>(dims.size()) == x.rank(), op, ": ", dims.size(), " dimensions given for shape ", x);
+  std::vector<int> out;
+  std::vector<bool> seen(static_cast<std::size_t>(x.rank()), false);
+  for (int d : dims) {
+    const int w = wrap_dim(d, x, op);
+    check(!seen[static_cast<std::size_t>(w)], op, ": dimension ", d, " appears twice for shape ", x);
+    seen[static_cast<std::size_t>(w)] = true;
+    out.push_back(w);
+  }
+  return out;
+}
+}  // namespace detail
+
+// x with its dimensions reordered, as torch.permute(x, dims) followed by .contiguous(): dimension
+// d of the result is dimension dims[d] of x. Backward permutes the gradient back.
+template <class T, Device D>
+Var<T, D> permute(const Var<T, D>& x, std::span<const int> dims) {
+  const auto perm = detail::permutation(x.shape(), dims, "permute");
+  Shape out_shape;
+  std::vector<int> inverse(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    out_shape.push_back(x.size(perm[d]));
+    inverse[static_cast<std::size_t>(perm[d])] = static_cast<int>(d);
+  }
+  Tensor<T, D> y(out_shape);
+  kernels::permute(kernels::executor_for<D>{}, x.value().data(), kernels::PermuteIndex(x.shape(), perm), y.data(),
+                   y.numel());
+  const kernels::PermuteIndex back(out_shape, inverse);
+  return make_var<T, D>(std::move(y), {x}, "permute", [back](Node<T, D>& self) {
+    Tensor<T, D> gx(self.inputs[0]->value.shape());
+    kernels::permute(kernels::executor_for<D>{}, self.grad.data(), back, gx.data(), gx.numel());
+    self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+template <class T, Device D>
+Var<T, D> permute(const Var<T, D>& x, std::initializer_list<int> dims) {
+  return permute(x, std::span<const int>(dims.begin(), dims.size()));
+}
+
+// x with dimensions d0 and d1 swapped, as torch.transpose(x, d0, d1).contiguous().
+template <class T, Device D>
+Var<T, D> transpose(const Var<T, D>& x, int d0, int d1) {
+  std::vector<int> dims(static_cast<std::size_t>(x.shape().rank()));
+  for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int>(d);
+  std::swap(dims[static_cast<std::size_t>(detail::wrap_dim(d0, x.shape(), "transpose"))],
+            dims[static_cast<std::size_t>(detail::wrap_dim(d1, x.shape(), "transpose"))]);
+  return permute(x, std::span<const int>(dims));
 }
 
 // The inputs joined along dim, as torch.cat: all have the same rank and the same extents

@@ -1,6 +1,7 @@
 #pragma once
 // Executor-generic elementwise work (see kernels/executor.hpp): map / map2 / map_indexed over the
-// functors of kernels/functors.hpp, broadcast bias adds, concat's row copies, fill and scalar casts.
+// functors of kernels/functors.hpp, broadcast bias adds, concat's row copies, permuted copies, fill
+// and scalar casts.
 // The functors see accumulate_t<T> values: half and bfloat16 are widened on load, rounded on store.
 #include <cstdint>
 #include <span>
@@ -99,6 +100,31 @@ struct CopyRows {
     const std::int64_t r = i / cols, c = i - r * cols;
     dst[r * dst_stride + c] = src[r * src_stride + c];
   }
+};
+
+// Where flat element i of a permuted tensor (y = x.permute(dims)) sits in x: y's extents and, for
+// each of y's dimensions, the stride of the x dimension it came from.
+class PermuteIndex : public StridedIndex {
+ public:
+  PermuteIndex(const Shape& x, std::span<const int> dims) : StridedIndex(x.rank()) {
+    std::int64_t strides[Shape::max_rank] = {};
+    std::int64_t stride = 1;
+    for (int d = rank_ - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= x[d];
+    }
+    for (int d = 0; d < rank_; ++d) {
+      to_[d] = x[dims[static_cast<std::size_t>(d)]];
+      strides_[d] = strides[dims[static_cast<std::size_t>(d)]];
+    }
+  }
+};
+template <class T>
+struct PermutedCopy {
+  const T* x;
+  PermuteIndex at;
+  T* y;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const { y[i] = x[at(i)]; }
 };
 
 template <class T>
@@ -212,6 +238,13 @@ void concat_backward(const Ex& ex, const T* gy, std::span<const std::int64_t> bl
     if (gxs[i]) indexed::copy_rows(ex, gy + offset, row, gxs[i], blocks[i], outer, blocks[i]);
     offset += blocks[i];
   }
+}
+
+// y = x.permute(dims) as a contiguous copy, n elements (autograd/ops/shape.hpp permute).
+template <class Ex, class T>
+void permute(const Ex& ex, const T* x, const PermuteIndex& at, T* y, std::int64_t n) {
+  check(n >= 0, "permute: negative element count ", n);
+  ex.indexed(n, PermutedCopy<T>{x, at, y});
 }
 
 // p[i] = value for i < n.

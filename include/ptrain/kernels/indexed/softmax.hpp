@@ -2,12 +2,15 @@
 // Executor-generic softmax and log-softmax along n of a tensor seen as [outer, n, inner]
 // (kernels/cpu/softmax.hpp's algorithm for a GPU): one row reduction per position keeps a running
 // (max, sum of exp) pair, then an indexed kernel writes each element from its row's log-sum-exp.
+// masked_softmax_forward does the same over the last dimension of x + mask (mask broadcast, -inf
+// where a position takes no part), a row with no position left giving zeros.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
+#include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
@@ -86,6 +89,58 @@ void softmax_forward(const Ex& ex, const T* x, T* y, const ReductionLayout& l, b
   auto lse = ex.template buffer<accumulate_t<T>>(rows);
   reduce_rows(ex, rows, l.n, RowLogSumExp<T>{x, l, lse.data()}, rows_contiguous(l));
   ex.indexed(l.numel(), SoftmaxFromLse<T>{x, lse.data(), y, l, take_log});
+}
+
+// lse[row] = log sum_j exp(x + mask) over the rows of length n; -inf terms are left out of the
+// fold (MaxSumExp's empty fold), so a fully masked row ends at -inf, not at NaN.
+template <class T>
+struct MaskedRowLogSumExp {
+  using A = accumulate_t<T>;
+  using accumulator = MaxSumExp<A>;
+  const T* x;
+  const T* mask;
+  BroadcastIndex mask_at;
+  std::int64_t n;
+  A* lse;
+  PTRAIN_HOST_DEVICE accumulator identity() const { return accumulator::empty(); }
+  PTRAIN_HOST_DEVICE accumulator term(std::int64_t row, std::int64_t j) const {
+    const std::int64_t i = row * n + j;
+    const A z = to_accumulate(x[i]) + to_accumulate(mask[mask_at(i)]);
+    return z == -std::numeric_limits<A>::infinity() ? accumulator::empty() : accumulator::of(z);
+  }
+  PTRAIN_HOST_DEVICE accumulator combine(accumulator a, accumulator b) const { return accumulator::combine(a, b); }
+  PTRAIN_HOST_DEVICE void finish(std::int64_t row, accumulator total) const {
+    lse[row] = total.sum == A(0) ? -std::numeric_limits<A>::infinity() : total.log_sum_exp();
+  }
+};
+// y = exp(x + mask - lse), 0 in a row with no unmasked position.
+template <class T>
+struct MaskedSoftmaxFromLse {
+  using A = accumulate_t<T>;
+  const T* x;
+  const T* mask;
+  BroadcastIndex mask_at;
+  const A* lse;
+  std::int64_t n;
+  T* y;
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    using std::exp;
+    const A row_lse = lse[i / n];
+    y[i] = from_accumulate<T>(row_lse == -std::numeric_limits<A>::infinity()
+                                  ? A(0)
+                                  : exp(to_accumulate(x[i]) + to_accumulate(mask[mask_at(i)]) - row_lse));
+  }
+};
+
+// y = softmax(x + mask) along the last dimension, x [rows, n], mask broadcast to x's shape by
+// mask_at: kernels::masked_softmax_forward. Backward is softmax_backward of y.
+template <class T, class Ex>
+void masked_softmax_forward(const Ex& ex, const T* x, const T* mask, const BroadcastIndex& mask_at, T* y,
+                            std::int64_t rows, std::int64_t n) {
+  if (rows * n == 0) return;
+  auto lse = ex.template buffer<accumulate_t<T>>(rows);
+  reduce_rows(ex, rows, n, MaskedRowLogSumExp<T>{x, mask, mask_at, n, lse.data()}, true);
+  ex.indexed(rows * n, MaskedSoftmaxFromLse<T>{x, mask, mask_at, lse.data(), n, y});
 }
 
 // sums[row] = sum_j g (log_softmax) or sum_j g * y (softmax).
