@@ -2,7 +2,7 @@
 // holding two small valid PNGs, a.png and b.png; the first rows are loaded as examples.
 #include <algorithm>
 
-#include "fuzz_input.hpp"
+#include "image_input.hpp"
 #include "ptrain/data/image_csv.hpp"
 
 namespace {

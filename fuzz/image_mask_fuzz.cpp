@@ -1,7 +1,7 @@
 // An image and its segmentation mask. The input is one options byte (bit 0: binary 0/255 mask,
 // else class indices; bits 1..7: the number of classes, 0 for unchecked), the image's length as
 // 2 bytes little-endian, the image's bytes, then the mask's bytes (PNG or JPEG each).
-#include "fuzz_input.hpp"
+#include "image_input.hpp"
 #include "ptrain/data/image_mask.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,5 +1,5 @@
 // The libjpeg-turbo wrapper, in memory, then converted to each colour mode.
-#include "fuzz_input.hpp"
+#include "image_input.hpp"
 #include "ptrain/io/image.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

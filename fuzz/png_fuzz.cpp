@@ -1,6 +1,6 @@
 // The libpng wrapper, in memory: decoded to RGB(A) and with palette indices kept (class masks),
 // then converted to each colour mode.
-#include "fuzz_input.hpp"
+#include "image_input.hpp"
 #include "ptrain/io/image.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,6 +1,7 @@
 // Replays fuzz inputs without libFuzzer: every file of the directories (or files) named on the
 // command line goes through the target's LLVMFuzzerTestOneInput. An exception other than
-// ptrain::Error, a crash or a sanitizer report fails the run, naming the input.
+// ptrain::Error, a crash, a sanitizer report, or the process's peak memory passing 1 GiB (the
+// cost of a corrupt size trusted) fails the run, naming the input.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -10,9 +11,23 @@
 #include <iterator>
 #include <vector>
 
+#include <sys/resource.h>
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);  // optional, as in libFuzzer
+
+namespace {
+constexpr long max_resident_mib = 1024;
+
+long peak_resident_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   std::vector<std::filesystem::path> inputs;
   for (int a = 1; a < argc; ++a) {
     const std::filesystem::path arg = argv[a];
@@ -35,6 +50,11 @@ int main(int argc, char** argv) {
       return 1;
     } catch (...) {
       std::fprintf(stderr, "FAILED: %s: escaped with an exception not derived from std::exception\n", input.c_str());
+      return 1;
+    }
+    if (peak_resident_mib() > max_resident_mib) {
+      std::fprintf(stderr, "FAILED: %s: the process held %ld MiB, more than %ld\n", input.c_str(), peak_resident_mib(),
+                   max_resident_mib);
       return 1;
     }
   }

@@ -8,7 +8,7 @@
 # found interesting between runs) plus fuzz/crashes/<TARGET>, and ends with one line
 #   fuzz-summary target=T seconds=S execs=N findings=F artifacts=<crash inputs or ->
 # A finding (crash, sanitizer report, exception other than ptrain::Error, hang over 10 s, more than
-# 2 GB of memory) stops the run; its input is saved under build-fuzz/artifacts/<TARGET>/. Minimize
+# 1 GiB of memory, as the replay driver) stops the run; its input is saved under build-fuzz/artifacts/<TARGET>/. Minimize
 # it (<binary> -minimize_crash=1 -runs=10000 <input>), fix the parser, and commit the input under
 # fuzz/crashes/<TARGET>/: ctest's fuzz_replay_<TARGET> replays it from then on.
 # Exits non-zero when a run had findings.
@@ -40,7 +40,7 @@ fi
 mkdir -p build-fuzz/corpus/$target build-fuzz/artifacts/$target fuzz/crashes/$target
 binary=build-fuzz/${target}_fuzz
 # Rebuilt when the target, the shared header or any ptrain header is newer than the binary.
-if [ ! -x "$binary" ] || [ -n "$(find "$source" fuzz/fuzz_input.hpp include -newer "$binary" -print -quit)" ]; then
+if [ ! -x "$binary" ] || [ -n "$(find "$source" fuzz/*.hpp include -newer "$binary" -print -quit)" ]; then
   echo "fuzz.sh: building $binary"
   $clang -std=c++20 -O1 -g -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -55,7 +55,7 @@ log=build-fuzz/$target.log
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 set +e
-"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=1024 -print_final_stats=1 \
   -artifact_prefix=build-fuzz/artifacts/$target/ "${dict[@]}" \
   build-fuzz/corpus/$target fuzz/crashes/$target 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
