@@ -7,6 +7,7 @@
 # working copy of the committed seeds (build-fuzz/corpus/<TARGET>, which keeps what the fuzzer
 # found interesting between runs) plus fuzz/crashes/<TARGET>, and ends with one line
 #   fuzz-summary target=T seconds=S execs=N findings=F artifacts=<crash inputs or ->
+# (S: the seconds it ran, fewer than asked when a finding stopped it)
 # A finding (crash, sanitizer report, exception other than ptrain::Error, hang over 10 s, more than
 # 1 GiB of memory, as the replay driver) stops the run; its input is saved under build-fuzz/artifacts/<TARGET>/. Minimize
 # it (<binary> -minimize_crash=1 -runs=10000 <input>), fix the parser, and commit the input under
@@ -55,15 +56,17 @@ log=build-fuzz/$target.log
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 set +e
+start=$SECONDS
 "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=1024 -print_final_stats=1 \
   -artifact_prefix=build-fuzz/artifacts/$target/ "${dict[@]}" \
   build-fuzz/corpus/$target fuzz/crashes/$target 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+ran=$((SECONDS - start))
 set -e
 
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 artifacts=$(sed -n "s/.*Test unit written to \(.*\)/\1/p" "$log" | tr '\n' ' ')
 findings=$(sed -n "s/.*Test unit written to \(.*\)/\1/p" "$log" | wc -l)
 if [ "$status" -ne 0 ] && [ "$findings" -eq 0 ]; then findings=1; fi  # died without saving an input
-echo "fuzz-summary target=$target seconds=$seconds execs=${execs:-unknown} findings=$findings artifacts=${artifacts:--}"
+echo "fuzz-summary target=$target seconds=$ran execs=${execs:-unknown} findings=$findings artifacts=${artifacts:--}"
 exit $((findings > 0))
