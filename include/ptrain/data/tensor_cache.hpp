@@ -192,8 +192,8 @@ class TensorCache {
           " extents of the ", what, " shape");
     double numel = 1;
     for (std::uint32_t d = 0; d < rank; ++d) {
-      check(extents[d] >= 0 && extents[d] <= (std::int64_t{1} << 32), in.name(), ": offset ", offset + 8 * d,
-            ": expected a ", what, " extent in 0..2^32, found ", extents[d]);
+      check(extents[d] >= 1 && extents[d] <= (std::int64_t{1} << 32), in.name(), ": offset ", offset + 8 * d,
+            ": expected a ", what, " extent in 1..2^32, found ", extents[d]);
       numel *= static_cast<double>(extents[d]);
     }
     check(numel <= 0x1p40, in.name(), ": offset ", offset, ": expected a ", what, " shape of at most 2^40 elements");
