@@ -230,8 +230,8 @@ BOOST_AUTO_TEST_CASE(bad_headers_are_reported) {
 BOOST_AUTO_TEST_CASE(json_strings_and_escapes) {
   const auto v = io::detail::parse_json(R"( {"a\"b": ["\u00e9\ud83d\ude00\n", 12, -1.5e3, true, null]} )", "test");
   BOOST_REQUIRE(v.members.size() == 1u);
-  BOOST_TEST(v.members[0].first == "a\"b");
-  const auto& items = v.members[0].second.items;
+  BOOST_TEST(v.members[0].key == "a\"b");
+  const auto& items = v.members[0].value.items;
   BOOST_REQUIRE(items.size() == 5u);
   BOOST_TEST(items[0].text == "\xc3\xa9\xf0\x9f\x98\x80\n");
   BOOST_TEST(items[1].text == "12");

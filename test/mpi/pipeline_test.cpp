@@ -2,7 +2,8 @@
 // grid of N/2 data-parallel replicas x 2 stages; both schedules, with and without activation
 // checkpointing, end with the serial run's weights. 1F1B holds at most S - stage micro-batches of
 // activations where GPipe holds M; a Segmentation task's losses and weights equal the serial run's;
-// bad grids and too-short models fail on every rank.
+// bad grids and too-short models fail on every rank; ranks whose loaders give different numbers of
+// batches train the fewest, or fail naming the ranks and their counts.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -25,6 +26,7 @@
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"
+#include "../common/list_loader.hpp"
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
@@ -182,6 +184,13 @@ SegmentationRun pipelined_segmentation(MpiComm& world, const MaskBatches& data) 
   return run;
 }
 
+// The first `count` batches of `data`: every rank reads the same batches, some ranks more of them.
+test::ListLoader<float> loader_of(const Batches& data, int count) {
+  test::ListLoader<float> loader;
+  for (int b = 0; b < count; ++b) loader.batches.push_back({data.inputs[b], data.targets[b]});
+  return loader;
+}
+
 bool says(const Error& e, const std::string& part) {
   const bool found = std::string(e.what()).find(part) != std::string::npos;
   if (!found) BOOST_TEST_MESSAGE("message was: " << e.what());
@@ -274,6 +283,51 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_holds_at_most_s_micro_batches_where_gpipe_holds
   BOOST_TEST(gpipe.peak_activation_bytes > 0);
   BOOST_TEST(static_cast<double>(gpipe.peak_activation_bytes) >=
              8.0 / in_flight / 2 * static_cast<double>(one_f_one_b.peak_activation_bytes));
+}
+
+// Rank r's loader has 1 + min(r, 1) batches: without an agreement the last stages would wait for
+// a second batch's messages the first stage never sends. Every rank trains 1 batch per epoch, and
+// two epochs end with the weights of the serial run's two steps on that batch.
+BOOST_AUTO_TEST_CASE(ranks_with_different_batch_counts_train_the_fewest) {
+  MpiComm world(test::session());
+  const auto data = make_batches();
+  auto serial_net = make_net();
+  Trainer<Sequential<float>> serial(serial_net, make_sgd(*serial_net), quiet);
+  auto one_batch = loader_of(data, 1);
+  serial.fit(one_batch, 2);
+
+  auto net = make_net();
+  using P = Pipeline<4>;
+  Trainer<Sequential<float>, P> trainer(net, make_sgd(*net), quiet, P(world, {.print_plan = false}));
+  auto loader = loader_of(data, 1 + std::min(world.rank(), 1));
+  trainer.fit(loader, 2);
+  BOOST_TEST(trainer.global_step() == 2);
+  check_stage(weights_of(trainer.local_model()), weights_of(*serial_net), "uneven loaders");
+}
+
+// Counts that cannot be reconciled end every rank with one message naming the ranks and their
+// counts: a rank without a batch, or any difference under UnevenInputs::fail.
+BOOST_AUTO_TEST_CASE(unreconcilable_batch_counts_name_the_ranks_and_their_counts) {
+  MpiComm world(test::session());
+  const auto data = make_batches();
+  const auto expect_failure = [&](UnevenInputs policy, int count, const std::string& expected) {
+    auto net = make_net();
+    using P = Pipeline<4>;
+    Trainer<Sequential<float>, P> trainer(net, make_sgd(*net), quiet,
+                                          P(world, {.print_plan = false, .uneven_inputs = policy}));
+    auto loader = loader_of(data, count);
+    BOOST_CHECK_EXCEPTION(trainer.fit(loader, 1), Error, [&](const Error& e) { return says(e, expected); });
+    BOOST_TEST(trainer.global_step() == 0);
+  };
+  const int last = world.size() - 1;
+  std::string others = last == 1 ? "rank 0" : "ranks 0";
+  for (int r = 1; r < last; ++r) others += ", " + std::to_string(r);
+  expect_failure(UnevenInputs::shortest, world.rank() == last ? 0 : 2,
+                 "Pipeline: the ranks' loaders give different numbers of batches in epoch 1: 2 on " + others +
+                     "; 0 on rank " + std::to_string(last) + ". A rank without a batch");
+  expect_failure(UnevenInputs::fail, world.rank() == last ? 3 : 2,
+                 "in epoch 1: 3 on rank " + std::to_string(last) + "; 2 on " + others +
+                     " (PipelineOptions::uneven_inputs is UnevenInputs::fail");
 }
 
 BOOST_AUTO_TEST_CASE(fewer_layers_than_stages_fails_on_every_rank) {

@@ -2,7 +2,7 @@
 // AnyComm: any Communicator behind one type, for the policies whose type must not name the
 // communicator (Pipeline<4> takes an MpiComm, a SelfComm or an NcclComm alike). It carries what a
 // pipeline needs: rank, size, split, point-to-point messages in the communicator's memory
-// (memory_name()), and a sum over host doubles.
+// (memory_name()), and a sum and an allgather over host doubles.
 #include <memory>
 #include <span>
 #include <utility>
@@ -74,6 +74,7 @@ class AnyComm {
     return self_->irecv(buffer, source, tag);
   }
   void allreduce_sum(std::span<double> buffer) { self_->allreduce_sum(buffer); }
+  void allgather(std::span<const double> in, std::span<double> out) { self_->allgather(in, out); }
   void barrier() { self_->barrier(); }
 
  private:
@@ -86,6 +87,7 @@ class AnyComm {
     virtual AnyRequest isend(SendBuffer buffer, int dest, int tag) = 0;
     virtual AnyRequest irecv(RecvBuffer buffer, int source, int tag) = 0;
     virtual void allreduce_sum(std::span<double> buffer) = 0;
+    virtual void allgather(std::span<const double> in, std::span<double> out) = 0;
     virtual void barrier() = 0;
   };
   // Stored is C (owned) or C* (borrowed).
@@ -110,6 +112,7 @@ class AnyComm {
       return std::visit([&](auto s) { return AnyRequest(comm().irecv(s, source, tag)); }, buffer);
     }
     void allreduce_sum(std::span<double> buffer) override { host_allreduce_sum(comm(), buffer); }
+    void allgather(std::span<const double> in, std::span<double> out) override { host_allgather(comm(), in, out); }
     void barrier() override { comm().barrier(); }
     Stored stored;
   };

@@ -15,6 +15,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(__CUDACC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define PTRAIN_HALF_X86 1
 #endif
@@ -62,7 +63,12 @@ namespace detail {
 // halves at a time, rounding to nearest even like Eigen's scalar code; AVX2 does the same
 // integer rounding for bfloat16.
 inline bool cpu_has_f16c() {
+#if defined(__clang__) && __clang_major__ < 16  // whose __builtin_cpu_supports does not know "f16c"
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  static const bool has = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
+#else
   static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
   return has;
 }
 

@@ -72,12 +72,13 @@ inline std::vector<std::int64_t> read_idx_header(ByteReader& in, unsigned dims) 
 inline std::vector<unsigned char> read_idx_payload(ByteReader& in, std::uint64_t count, const char* what,
                                                    const std::string& layout) {
   std::vector<unsigned char> bytes;
-  // Grow with the data actually read, so a corrupt header claiming terabytes fails as truncated.
-  constexpr std::uint64_t chunk = 16u << 20;
+  // Grow with the data actually read (doubling from 64 KiB up to 16 MiB a read), so a corrupt
+  // header claiming terabytes fails as truncated, after an allocation the size of the file.
+  constexpr std::uint64_t first_chunk = 64u << 10, largest_chunk = 16u << 20;
   const std::uint64_t start = in.offset();
   std::uint64_t done = 0;
   while (done < count) {
-    const std::uint64_t want = std::min(chunk, count - done);
+    const std::uint64_t want = std::min({std::max(first_chunk, std::min(done, largest_chunk)), count - done});
     bytes.resize(static_cast<std::size_t>(done + want));
     const std::size_t got = in.read(bytes.data() + done, static_cast<std::size_t>(want));
     done += got;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -90,8 +91,9 @@ class ImageCsv {
       check(error == std::errc() && end == label.data() + label.size() && value >= 0, where, ": column '",
             options_.label_column, "' holds '", label, "': expected a non-negative integer class");
       const std::filesystem::path file = image_dir / (fields[image_col] + options_.extension);
-      check(std::filesystem::is_regular_file(file), where, ": image '", fields[image_col], "' is missing: expected ",
-            file.string());
+      std::error_code unreadable;  // a name too long for the file system: an Error here, not a filesystem_error
+      check(std::filesystem::is_regular_file(file, unreadable), where, ": image '", fields[image_col],
+            "' is missing: expected ", file.string(), unreadable ? " (" + unreadable.message() + ")" : std::string());
       files_.push_back(file);
       targets_.push_back(value);
     }

@@ -9,6 +9,7 @@
 // each the input as float32 and the target as int64 (or the target map, M dims, as int64).
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -115,11 +116,16 @@ class TensorCache {
     const std::uint64_t header = in.offset();
     const double expected_bytes = static_cast<double>(header) + static_cast<double>(count_) * record_bytes();
     const std::uint64_t size = std::filesystem::file_size(path);
+    const auto whole = [](double bytes) {  // not a cast to uint64: a damaged header can claim more than 2^64
+      char text[48];
+      std::snprintf(text, sizeof text, "%.0f", bytes);
+      return std::string(text);
+    };
     check(static_cast<double>(size) == expected_bytes, in.name(), ": ",
           static_cast<double>(size) < expected_bytes ? "truncated" : "longer than its header says", ": expected ",
-          static_cast<std::uint64_t>(expected_bytes), " bytes (a ", header, "-byte header and ", count_,
+          whole(expected_bytes), " bytes (a ", header, "-byte header and ", count_,
           " examples of input ", input_shape_, " float32 and ",
-          map_shape_.rank() ? "target map " + map_shape_.str() : std::string("one"), " int64 target, ", record_bytes(),
+          map_shape_.rank() ? "target map " + map_shape_.str() : std::string("one"), " int64 target, ", whole(record_bytes()),
           " bytes each), found ", size);
     Shape all{count_};
     for (auto e : input_shape_) all.push_back(e);
@@ -186,8 +192,8 @@ class TensorCache {
           " extents of the ", what, " shape");
     double numel = 1;
     for (std::uint32_t d = 0; d < rank; ++d) {
-      check(extents[d] >= 0 && extents[d] <= (std::int64_t{1} << 32), in.name(), ": offset ", offset + 8 * d,
-            ": expected a ", what, " extent in 0..2^32, found ", extents[d]);
+      check(extents[d] >= 1 && extents[d] <= (std::int64_t{1} << 32), in.name(), ": offset ", offset + 8 * d,
+            ": expected a ", what, " extent in 1..2^32, found ", extents[d]);
       numel *= static_cast<double>(extents[d]);
     }
     check(numel <= 0x1p40, in.name(), ": offset ", offset, ": expected a ", what, " shape of at most 2^40 elements");

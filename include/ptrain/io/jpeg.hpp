@@ -34,7 +34,7 @@ struct JpegContext {
 // A sequential Huffman-coded JPEG spends at least 2 bits on each 8x8 block of each component (a DC
 // code and an end-of-block code): at most 256 pixels, 256 bytes of each component, per byte of
 // file. Progressive and arithmetic-coded ones can code runs of empty blocks in fewer bits, so only
-// max_image_pixels bounds them.
+// the pixel limit (image_pixel_limit) bounds them.
 inline constexpr double sequential_jpeg_pixels_per_byte = 256;
 
 [[noreturn]] inline void jpeg_on_error(j_common_ptr cinfo) {

@@ -2,6 +2,7 @@
 // Decoded images as 8-bit pixels (height x width x channels, interleaved), conversions between
 // gray and RGB, and the CHW float tensors in [0, 1] that models take. No codec needed here.
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +39,23 @@ struct Image {
 // refused before any pixel is allocated; the codecs also check the claim against the file's size
 // where the format bounds how much a byte can expand.
 inline constexpr std::int64_t max_image_pixels = 2 * 89'478'485;
+
+namespace detail {
+inline std::atomic<std::int64_t>& pixel_limit() {
+  static std::atomic<std::int64_t> limit{max_image_pixels};
+  return limit;
+}
+}  // namespace detail
+
+// The limit in force: max_image_pixels unless lowered, as PIL's Image.MAX_IMAGE_PIXELS can be, by a
+// service decoding untrusted files or a fuzzer. Only the limit bounds an arithmetic-coded or
+// progressive JPEG: a flat 12-Mpixel arithmetic-coded one takes 125 bytes.
+inline std::int64_t image_pixel_limit() { return detail::pixel_limit().load(); }
+inline void set_image_pixel_limit(std::int64_t pixels) {
+  check(pixels > 0 && pixels <= max_image_pixels, "set_image_pixel_limit: expected 1 to io::max_image_pixels (",
+        max_image_pixels, ") pixels, got ", pixels);
+  detail::pixel_limit() = pixels;
+}
 
 // What to decode into: the channels as stored, or converted as PIL's convert("L") / ("RGB").
 enum class ColorMode { unchanged, gray, rgb };
@@ -88,9 +106,13 @@ inline std::string image_claim(std::int64_t width, std::int64_t height, std::int
 inline std::string image_size_problem(std::int64_t width, std::int64_t height, std::int64_t channels,
                                       double data_bytes, std::size_t file_bytes, double expansion,
                                       const char* expansion_reason) {
-  if (static_cast<double>(width) * static_cast<double>(height) > static_cast<double>(max_image_pixels))
-    return image_claim(width, height, channels) + ", more than io::max_image_pixels (" +
-           std::to_string(max_image_pixels) + ", PIL's DecompressionBombError limit)";
+  const std::int64_t limit = image_pixel_limit();
+  if (static_cast<double>(width) * static_cast<double>(height) > static_cast<double>(limit))
+    return image_claim(width, height, channels) +
+           (limit == max_image_pixels ? ", more than io::max_image_pixels (" + std::to_string(limit) +
+                                            ", PIL's DecompressionBombError limit)"
+                                      : ", more than the " + std::to_string(limit) +
+                                            " of io::set_image_pixel_limit");
   const double most = static_cast<double>(file_bytes) * expansion;
   if (expansion > 0 && data_bytes > most) {
     char numbers[128];

@@ -65,6 +65,10 @@ inline bool png_decode(PngContext& ctx, bool palette_indices, Image& image) {
   }
   if (!info) png_error(png, "out of memory");
   png_set_read_fn(png, &ctx, png_read_memory);
+  // Only IHDR, PLTE, tRNS, IDAT and IEND matter here; every other chunk is skipped unread. libpng
+  // reads a metadata chunk (zTXt, iCCP, ...) into a buffer of the length it claims, so a corrupt
+  // length made a 69-byte PNG allocate and clear 1 GiB before it was found truncated.
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, nullptr, -1);
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int bit_depth = png_get_bit_depth(png, info);

@@ -163,16 +163,9 @@ class DataParallel {
   // Trainer point: before each training epoch, the number of batches every rank trains, agreed
   // from each rank's own count so that no rank waits in an allreduce the others never start.
   std::int64_t agree_steps(std::int64_t local_steps) {
-    std::vector<double> counts(static_cast<std::size_t>(comm_->size()));
-    const double mine = static_cast<double>(local_steps);
-    host_allgather(*comm_, std::span<const double>(&mine, 1), std::span<double>(counts));
-    const std::vector<std::int64_t> steps(counts.begin(), counts.end());
-    const detail::StepAgreement agreed = detail::agree_on_steps(steps, options_.uneven_inputs, epochs_agreed_++);
-    if (!agreed.warning.empty() && is_main() && !warned_uneven_) {
-      log_line(agreed.warning + " (said once)", stderr);
-      warned_uneven_ = true;
-    }
-    return agreed.steps;
+    return steps_agreement_.agree(
+        local_steps, comm_->size(),
+        [&](std::span<const double> mine, std::span<double> all) { host_allgather(*comm_, mine, all); }, is_main());
   }
 
   // Trainer point: an epoch's sums (loss, samples, the task's metric state) over every rank.
@@ -196,9 +189,8 @@ class DataParallel {
   std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
-  int epochs_agreed_ = 0;
+  detail::StepAgreement steps_agreement_{"DataParallel", options_.uneven_inputs};
   std::int64_t steps_ = 0;
-  bool warned_uneven_ = false;
 };
 
 }  // namespace ptrain

@@ -42,6 +42,7 @@
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
+#include "ptrain/parallel/detail/uneven_inputs.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/task.hpp"
@@ -53,6 +54,9 @@ struct PipelineOptions {
   std::vector<std::size_t> cut_points;  // first layer of stages 1..S-1; empty: balance parameters
   bool checkpoint = false;              // keep only each micro-batch's input; recompute in backward
   bool print_plan = true;               // rank 0 prints the grid and the split at setup
+  // What the ranks do when their loaders give different numbers of batches in an epoch
+  // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
+  UnevenInputs uneven_inputs = UnevenInputs::shortest;
 };
 
 // What the last step measured on this stage.
@@ -83,7 +87,8 @@ class Pipeline {
         world_rank_(world.rank()),
         grid_(make_grid(world.size(), options_.stages)),
         up_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))),
-        down_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))) {}
+        down_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))),
+        world_(std::move(world)) {}
 
   int stage() const { return grid_.stage_of(world_rank_); }
   int stages() const { return grid_.stages; }
@@ -162,6 +167,15 @@ class Pipeline {
     run.forward(0, false);
     run.finish();
     return run.totals;
+  }
+
+  // Trainer point: before each training epoch, the number of batches every rank of the world
+  // trains, agreed from each rank's own count: a stage with a batch more than its neighbours would
+  // wait for messages they never send.
+  std::int64_t agree_steps(std::int64_t local_steps) {
+    return steps_agreement_.agree(
+        local_steps, world_.size(), [&](std::span<const double> mine, std::span<double> all) { world_.allgather(mine, all); },
+        is_main());
   }
 
   // Trainer point: only the last stage computes the loss and the metrics; their sums come to every stage.
@@ -416,6 +430,8 @@ class Pipeline {
   int world_rank_ = 0;
   PipelineGrid grid_;
   AnyComm up_, down_;  // this replica's stages, ranked by stage: activations up, gradients down
+  AnyComm world_;
+  detail::StepAgreement steps_agreement_{"Pipeline", options_.uneven_inputs};
   std::vector<detail::StageRange> ranges_;
   std::shared_ptr<void> stage_module_;
   PipelineStepStats stats_;

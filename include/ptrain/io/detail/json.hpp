@@ -12,19 +12,28 @@
 
 namespace ptrain::io::detail {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Null;
   bool boolean = false;
   std::string text;  // a string's contents (UTF-8), a number's literal
   std::vector<JsonValue> items;
-  std::vector<std::pair<std::string, JsonValue>> members;  // in the order written
+  // In the order written. A struct, not std::pair<std::string, JsonValue>: a pair of an
+  // incomplete type may not be instantiated (clang and libstdc++ refuse it).
+  std::vector<JsonMember> members;
 
   static const char* kind_name(Kind k) {
     constexpr const char* names[] = {"null", "a boolean", "a number", "a string", "an array", "an object"};
     return names[static_cast<int>(k)];
   }
   const char* kind_name() const { return kind_name(kind); }
+};
+
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 class JsonParser {
@@ -82,7 +91,7 @@ class JsonParser {
         if (!keys.insert(key).second) error("key \"", key, "\" appears twice");
         skip_space();
         expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.members.push_back({std::move(key), value(depth + 1)});
         skip_space();
         if (peek() == '}') return ++pos_, v;
         expect(',');

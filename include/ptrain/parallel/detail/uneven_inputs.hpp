@@ -7,6 +7,7 @@
 // batch while others have some cannot be reconciled either way.
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/log.hpp"
 
 namespace ptrain {
 
@@ -38,30 +40,53 @@ inline std::string describe_step_counts(std::span<const std::int64_t> counts) {
   return text;
 }
 
-struct StepAgreement {
-  std::int64_t steps = 0;
-  std::string warning;  // non-empty when the ranks differed and the extra batches are left out
-};
+// One policy's agreement on the step count, epoch after epoch. `policy` names it in messages
+// ("DataParallel", "Pipeline"; its options struct is <policy>Options).
+class StepAgreement {
+ public:
+  StepAgreement(const char* policy, UnevenInputs uneven_inputs) : policy_(policy), uneven_inputs_(uneven_inputs) {}
 
-// counts: every rank's number of batches this epoch, in rank order (the same on every rank, so
-// every rank returns, or throws, the same).
-inline StepAgreement agree_on_steps(std::span<const std::int64_t> counts, UnevenInputs policy, int epoch) {
-  std::int64_t fewest = counts.empty() ? 0 : counts[0], most = fewest;
-  for (std::int64_t c : counts) {
-    fewest = std::min(fewest, c);
-    most = std::max(most, c);
+  // Every rank's local_steps gathered by allgather(std::span<const double> mine, std::span<double> all),
+  // then agreed as below.
+  template <class Allgather>
+  std::int64_t agree(std::int64_t local_steps, int world_size, Allgather&& allgather, bool is_main) {
+    std::vector<double> gathered(static_cast<std::size_t>(world_size));
+    const double mine = static_cast<double>(local_steps);
+    allgather(std::span<const double>(&mine, 1), std::span<double>(gathered));
+    const std::vector<std::int64_t> counts(gathered.begin(), gathered.end());
+    return agree(counts, is_main);
   }
-  if (fewest == most) return {fewest, {}};
-  const std::string counted = "the ranks' loaders give different numbers of batches in epoch " +
-                              std::to_string(epoch + 1) + ": " + describe_step_counts(counts);
-  check(fewest > 0, "DataParallel: ", counted,
-        ". A rank without a batch cannot train in step with the others; give every rank data (DistributedSampler "
-        "splits a dataset evenly)");
-  check(policy != UnevenInputs::fail, "DataParallel: ", counted,
-        " (DataParallelOptions::uneven_inputs is UnevenInputs::fail; UnevenInputs::shortest trains the fewest)");
-  return {fewest, "DataParallel: " + counted + "; every rank trains " + std::to_string(fewest) +
-                      " (the fewest) and leaves the rest out"};
-}
+
+  // counts: every rank's number of batches this epoch, in rank order (the same on every rank, so
+  // every rank returns, or throws, the same). The main rank says once that batches are left out.
+  std::int64_t agree(std::span<const std::int64_t> counts, bool is_main) {
+    const int epoch = ++epochs_;
+    std::int64_t fewest = counts.empty() ? 0 : counts[0], most = fewest;
+    for (std::int64_t c : counts) {
+      fewest = std::min(fewest, c);
+      most = std::max(most, c);
+    }
+    if (fewest == most) return fewest;
+    const std::string counted = policy_ + ": the ranks' loaders give different numbers of batches in epoch " +
+                                std::to_string(epoch) + ": " + describe_step_counts(counts);
+    check(fewest > 0, counted,
+          ". A rank without a batch cannot train in step with the others; give every rank data (DistributedSampler "
+          "splits a dataset evenly)");
+    check(uneven_inputs_ != UnevenInputs::fail, counted, " (", policy_,
+          "Options::uneven_inputs is UnevenInputs::fail; UnevenInputs::shortest trains the fewest)");
+    if (is_main && !warned_)
+      log_line(counted + "; every rank trains " + std::to_string(fewest) + " (the fewest) and leaves the rest out (said once)",
+               stderr);
+    warned_ = true;
+    return fewest;
+  }
+
+ private:
+  std::string policy_;
+  UnevenInputs uneven_inputs_;
+  int epochs_ = 0;
+  bool warned_ = false;
+};
 
 }  // namespace detail
 }  // namespace ptrain
