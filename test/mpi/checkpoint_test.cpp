@@ -26,6 +26,7 @@
 #include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/blobs.hpp"
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
@@ -37,17 +38,7 @@ constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
 constexpr std::int64_t global_batch = 12, batches_per_epoch = 6, stop_step = 9;
 using DP = DataParallel<MpiAllreduce>;
 
-TensorDataset blobs() {
-  Rng rng(3);
-  const std::int64_t n = global_batch * batches_per_epoch;
-  Tensor<float> x({n, 4});
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < n; ++i) {
-    y.push_back(static_cast<std::int64_t>(rng.below(3)));
-    for (int j = 0; j < 4; ++j) x[4 * i + j] = static_cast<float>(rng.normal(j == 0 ? double(y.back()) : 0, 1));
-  }
-  return {x, y};
-}
+TensorDataset blobs() { return test::class_blobs(global_batch * batches_per_epoch, 3); }
 
 std::shared_ptr<Sequential<float>> make_net(std::uint64_t seed) {
   manual_seed(seed);

@@ -26,6 +26,8 @@
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/blobs.hpp"
+
 using namespace ptrain;
 
 int main(int argc, char** argv) {
@@ -40,14 +42,7 @@ int main(int argc, char** argv) {
     MpiComm world(session);
     std::filesystem::create_directories(dir);
     std::ofstream(dir / ("pid-" + std::to_string(world.rank()))) << ::getpid() << '\n';
-    Rng rng(3);
-    Tensor<float> x({48, 4});
-    std::vector<std::int64_t> y;
-    for (std::int64_t i = 0; i < 48; ++i) {
-      y.push_back(static_cast<std::int64_t>(rng.below(3)));
-      for (int j = 0; j < 4; ++j) x[4 * i + j] = static_cast<float>(rng.normal(j == 0 ? double(y.back()) : 0, 1));
-    }
-    const TensorDataset data(x, y);
+    const TensorDataset data = test::class_blobs(48, 3);
     DataLoader loader(data, DistributedSampler(data.size(), world.size(), world.rank(), true, 5),
                       LoaderOptions{.batch_size = 24 / world.size()});
     manual_seed(1);

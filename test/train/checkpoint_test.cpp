@@ -26,6 +26,7 @@
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/blobs.hpp"
 #include "../common/child_process.hpp"
 #include "../common/files.hpp"
 
@@ -38,17 +39,7 @@ constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
 constexpr std::int64_t batch = 8, batches_per_epoch = 6;
 
 // Two blobs, shuffled each epoch by the loader (so resuming mid-epoch must find the same order).
-TensorDataset blobs() {
-  Rng rng(3);
-  const std::int64_t n = batch * batches_per_epoch;
-  Tensor<float> x({n, 4});
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < n; ++i) {
-    y.push_back(static_cast<std::int64_t>(rng.below(2)));
-    for (int j = 0; j < 4; ++j) x[4 * i + j] = static_cast<float>(rng.normal(j == 0 ? (y.back() ? 1.5 : -1.5) : 0, 1));
-  }
-  return {x, y};
-}
+TensorDataset blobs() { return test::class_blobs(batch * batches_per_epoch, 2); }
 
 // With dropout, so the RNG's state is part of what must resume.
 template <class T>
