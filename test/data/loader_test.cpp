@@ -195,25 +195,23 @@ BOOST_AUTO_TEST_CASE(batch_content_does_not_depend_on_workers_or_timing) {
 // (augmentation included) as the whole epoch's, and the next epoch begins at 0 again.
 BOOST_AUTO_TEST_CASE(an_epoch_begins_at_the_batch_asked_for) {
   const auto transform = Compose{RandomCrop(4, 2), RandomHorizontalFlip()};
+  // Two epochs' batches (their inputs) and their indices in the epoch.
+  const auto two_epochs = [](auto& loader) {
+    std::pair<std::vector<std::vector<float>>, std::vector<std::int64_t>> out;
+    for (int e = 0; e < 2; ++e)
+      for (const auto& b : one_epoch(loader)) {
+        out.first.push_back(b.inputs.to_vector());
+        out.second.push_back(b.index);
+      }
+    return out;
+  };
   for (int workers : {0, 2}) {
     const LoaderOptions options{.batch_size = 6, .shuffle = true, .seed = 2, .num_workers = workers};
     DataLoader whole(ramp_dataset(40, 2, 4, 4), options, transform);
-    std::vector<std::vector<float>> reference;
-    std::vector<std::int64_t> reference_index;
-    for (int e = 0; e < 2; ++e)
-      for (const auto& b : one_epoch(whole)) {
-        reference.push_back(b.inputs.to_vector());
-        reference_index.push_back(b.index);
-      }
+    auto [reference, reference_index] = two_epochs(whole);
     DataLoader resumed(ramp_dataset(40, 2, 4, 4), options, transform);
     resumed.set_first_batch(3);
-    std::vector<std::vector<float>> got;
-    std::vector<std::int64_t> got_index;
-    for (int e = 0; e < 2; ++e)
-      for (const auto& b : one_epoch(resumed)) {
-        got.push_back(b.inputs.to_vector());
-        got_index.push_back(b.index);
-      }
+    const auto [got, got_index] = two_epochs(resumed);
     reference.erase(reference.begin(), reference.begin() + 3);
     reference_index.erase(reference_index.begin(), reference_index.begin() + 3);
     BOOST_TEST((got == reference), "workers " << workers);
