@@ -17,6 +17,9 @@
 //   is_main()                           whether this process prints and writes logs
 //   agree_steps(local_steps) -> int64   before each training epoch: how many batches every rank
 //                                       trains (DataParallel: the ranks' loaders may differ)
+//   checkpoint_part() -> CheckpointPart when a checkpoint is saved or loaded: the pipeline stage,
+//                                       the data-parallel replica (train/checkpoint.hpp)
+//   checkpoint_state(), load_checkpoint_state(state)  a policy's own saved state (MixedPrecision)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
