@@ -160,7 +160,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
         ptrain::num_threads(), D::name, world.size() > 1 ? ", gradients as " : "",
         world.size() > 1 ? cli.str("--compression").c_str() : "");
   examples::fit_with_checkpoints(cli, trainer, [&] {
-    return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, static_cast<int>(cli.integer("--epochs")));
+    const int epochs = static_cast<int>(cli.integer("--epochs"));
+    return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
   });
 
   if (parts.val.size() == 0) return std::nan("");

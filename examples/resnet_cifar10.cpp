@@ -74,7 +74,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
                 ptrain::num_threads(), Net::device_type::name);
   trainer.checkpoint_scheduler(schedule);
-  const auto results = examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
+  const auto results =
+      examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
   return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
 

@@ -92,7 +92,9 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     if (main) ptrain::log_line(line + text);
   });
   trainer.checkpoint_scheduler(schedule);
-  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs); });
+  examples::fit_with_checkpoints(cli, trainer, [&] {
+    return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
+  });
   const double min_iou = cli.real("--min-iou");
   if (main && min_iou > 0) std::printf("final validation IoU %.4f (required: %.4f)\n", last_iou, min_iou);
   return last_iou;

@@ -159,8 +159,9 @@ BOOST_AUTO_TEST_CASE(the_last_n_and_the_best_are_kept) {
   std::vector<std::string> kept;
   for (const auto& [step, path] : checkpoint::list(dir)) kept.push_back(path.filename().string());
   // Steps 4, 6 (epoch 1), 8, 12 (epoch 2), 16, 18 (epoch 3): the last two, and the best epoch's.
-  const std::size_t best = std::min_element(results.begin(), results.end(),
-                                            [](auto& a, auto& b) { return a.train_loss < b.train_loss; }) - results.begin();
+  const auto lowest = std::min_element(results.begin(), results.end(),
+                                       [](auto& a, auto& b) { return a.train_loss < b.train_loss; });
+  const auto best = static_cast<std::size_t>(lowest - results.begin());
   std::vector<std::string> expected;
   if (best < 2) expected.push_back("step-" + std::to_string(6 * (best + 1)));
   expected.push_back("step-16");
@@ -257,7 +258,8 @@ BOOST_AUTO_TEST_CASE(another_model_or_a_corrupt_manifest_is_refused_and_nothing_
   test::write_bytes(manifest, std::vector<char>(text.begin(), text.end()));
   const std::string corrupt = test::error_of([&] { trainer.resume_latest(dir); });
   BOOST_TEST(test::contains(corrupt, manifest.string() + ": 'parts' is 'x', expected an integer >= 1"), corrupt);
-  test::write_bytes(manifest, std::vector<char>(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(text.find("parts"))));
+  const auto before_parts = static_cast<std::ptrdiff_t>(text.find("parts"));
+  test::write_bytes(manifest, std::vector<char>(text.begin(), text.begin() + before_parts));
   const std::string truncated = test::error_of([&] { trainer.resume_latest(dir); });
   BOOST_TEST(test::contains(truncated, manifest.string() + ": the manifest has no '"), truncated);
   test::write_bytes(manifest, good);

@@ -59,7 +59,8 @@ constexpr Dtype dtype_of() {
   else if constexpr (std::is_same_v<T, float>) return Dtype::F32;
   else if constexpr (std::is_same_v<T, double>) return Dtype::F64;
   else {
-    static_assert(std::is_same_v<T, std::int64_t>, "dtype_of<T>: safetensors stores half, bfloat16, float, double or int64");
+    static_assert(std::is_same_v<T, std::int64_t>,
+                  "dtype_of<T>: safetensors stores half, bfloat16, float, double or int64");
     return Dtype::I64;
   }
 }

@@ -357,7 +357,8 @@ class Trainer {
     }
     if (set_scheduler_step_ && m.scheduler_step >= 0) set_scheduler_step_(m.scheduler_step);
     const int rank = part.rank(), world = part.ranks();
-    const checkpoint::RankState own = checkpoint::read_rank_state(directory / checkpoint::rank_file(rank % m.world_size));
+    const checkpoint::RankState own =
+        checkpoint::read_rank_state(directory / checkpoint::rank_file(rank % m.world_size));
     global_rng().engine() = own.rng;
     step_ = m.step;
     best_ = m.best;
@@ -528,7 +529,9 @@ class Trainer {
   void checkpoint_optimizer(const std::shared_ptr<Opt>& optimizer) {
     if constexpr (requires { optimizer->state(); optimizer->load_state(optimizer->state()); }) {
       using State = decltype(optimizer->state());
-      save_optimizer_ = [optimizer](const std::filesystem::path& path) { checkpoint::save_state(path, optimizer->state()); };
+      save_optimizer_ = [optimizer](const std::filesystem::path& path) {
+        checkpoint::save_state(path, optimizer->state());
+      };
       load_optimizer_ = [optimizer](const std::filesystem::path& path) {
         optimizer->load_state(checkpoint::read_state<typename State::value_type>(path));
       };
@@ -605,7 +608,8 @@ class Trainer {
       }
     };
     if (main) attempt([&] { checkpoint::begin_staging(dir, step_); });
-    check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ", error.empty() ? "the main rank failed" : error);
+    check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
+          error.empty() ? "the main rank failed" : error);
     const auto staging = checkpoint::staging_directory(dir, step_);
     const CheckpointPart part = checkpoint_part();
     bool policies = false;
