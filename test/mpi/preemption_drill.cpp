@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     Trainer<Sequential<float>, DataParallel<MpiAllreduce>> trainer(
         model, sgd, {.progress_bar = false, .print_epochs = false}, DataParallel<MpiAllreduce>(world));
     // Slow steps: the signal comes while training, not after it.
-    trainer.on_step_end([](std::int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    trainer.on_step_end([](std::int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
     trainer.save_checkpoints({.directory = dir / "checkpoints", .every_epochs = 20});
     if (resume) check(trainer.resume_latest(dir / "checkpoints"), "no checkpoint to resume under ", dir.string());
     const auto results = trainer.fit(loader, epochs);

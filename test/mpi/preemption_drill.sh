@@ -5,7 +5,7 @@
 # bit for bit.
 set -u
 mpiexec=$1 np_flag=$2 np=$3 program=$4 dir=$5
-epochs=150
+epochs=300
 fail() { echo "preemption_drill: $*" >&2; exit 1; }
 rm -rf "$dir"
 mkdir -p "$dir"
