@@ -82,7 +82,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
                 static_cast<long long>(val_set.size()), size, size, batch, world.size(), ptrain::num_threads(),
                 Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
-  trainer.fit(train_loader, epochs);
+  trainer.checkpoint_scheduler(schedule);
+  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, epochs); });
   return top1;
 }
 

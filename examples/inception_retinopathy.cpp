@@ -159,7 +159,10 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
         static_cast<long long>(trained), static_cast<long long>(model->parameter_count()), batch, world.size(),
         ptrain::num_threads(), D::name, world.size() > 1 ? ", gradients as " : "",
         world.size() > 1 ? cli.str("--compression").c_str() : "");
-  trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, static_cast<int>(cli.integer("--epochs")));
+  examples::fit_with_checkpoints(cli, trainer, [&] {
+    const int epochs = static_cast<int>(cli.integer("--epochs"));
+    return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
+  });
 
   if (parts.val.size() == 0) return std::nan("");
   ptrain::ConfusionMatrix confusion(classes);

@@ -73,7 +73,9 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 cli.str("--model").c_str(), static_cast<long long>(model->parameter_count()),
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
                 ptrain::num_threads(), Net::device_type::name);
-  const auto results = trainer.fit(train_loader, &test_loader, epochs);
+  trainer.checkpoint_scheduler(schedule);
+  const auto results =
+      examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
   return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
 

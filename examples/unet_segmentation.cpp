@@ -93,7 +93,10 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     std::snprintf(text, sizeof text, " %.1f img/s %.1fs lr %.3g", r.images_per_second, r.seconds, r.lr);
     if (main) ptrain::log_line(line + text);
   });
-  trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
+  trainer.checkpoint_scheduler(schedule);
+  examples::fit_with_checkpoints(cli, trainer, [&] {
+    return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
+  });
   const double min_iou = cli.real("--min-iou");
   if (main && min_iou > 0) std::printf("final validation IoU %.4f (required: %.4f)\n", last_iou, min_iou);
   return last_iou;

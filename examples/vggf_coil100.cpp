@@ -51,7 +51,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 ptrain::num_threads(), Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   }
-  const auto results = trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep")));
+  const auto results = examples::fit_with_checkpoints(
+      cli, trainer, [&] { return trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep"))); });
   return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
 

@@ -62,6 +62,11 @@ class Cli {
     return declare({flag, help, default_value, Kind::output, {}, 0, 0, 0, 0});
   }
 
+  // A flag without a value: given, it is on (flag(name) is true); --resume.
+  Cli& switch_option(const std::string& flag, const std::string& help) {
+    return declare({flag, help, "", Kind::on_off, {}, 0, 0, 0, 0});
+  }
+
   // short_flag is another name of flag (a project's own spelling, e.g. -iu for --init-url).
   Cli& alias(const std::string& short_flag, const std::string& flag) {
     aliases_[short_flag] = flag;
@@ -76,6 +81,10 @@ class Cli {
       const std::string& arg = aliases_.count(args[i]) ? aliases_.at(args[i]) : args[i];
       if (arg == "--help" || arg == "-h") return Parsed::help;
       if (!values_.count(arg)) throw Error("unknown option '" + arg + "' (--help lists them)");
+      if (is_switch(arg)) {
+        given_[arg] = true;
+        continue;
+      }
       if (i + 1 >= args.size()) throw Error("option '" + arg + "' needs a value");
       values_[arg] = args[++i];
       given_[arg] = true;
@@ -100,9 +109,10 @@ class Cli {
   std::string str(const std::string& flag) const { return values_.at(flag); }
   long integer(const std::string& flag) const { return integers_.at(flag); }
   double real(const std::string& flag) const { return reals_.at(flag); }
+  bool flag(const std::string& name) const { return given_.count(name) && given_.at(name); }
 
  private:
-  enum class Kind { text, integer, real, choice, output };
+  enum class Kind { text, integer, real, choice, output, on_off };
   struct Option {
     std::string flag, help, default_value;
     Kind kind = Kind::text;
@@ -117,6 +127,12 @@ class Cli {
     return *this;
   }
 
+  bool is_switch(const std::string& flag) const {
+    for (const Option& o : options_)
+      if (o.flag == flag) return o.kind == Kind::on_off;
+    return false;
+  }
+
   void check(const Option& o) {
     const std::string& value = values_.at(o.flag);
     const auto refuse = [&](const std::string& expected) {
@@ -124,6 +140,7 @@ class Cli {
     };
     switch (o.kind) {
       case Kind::text:
+      case Kind::on_off:
         break;
       case Kind::integer: {
         long number = 0;
@@ -190,6 +207,10 @@ class Cli {
       if (o.kind == Kind::choice) accepts = "; one of " + join(o.values);
       if (o.kind == Kind::integer || o.kind == Kind::real)
         accepts = std::string("; ") + (o.kind == Kind::integer ? "an integer " : "a number ") + range(o);
+      if (o.kind == Kind::on_off) {
+        std::fprintf(out, "  %-16s %s\n", o.flag.c_str(), o.help.c_str());
+        continue;
+      }
       std::fprintf(out, "  %-16s %s (default: %s%s)\n", o.flag.c_str(), o.help.c_str(),
                    o.default_value.empty() ? "none" : o.default_value.c_str(), accepts.c_str());
     }

@@ -1,9 +1,9 @@
 #pragma once
 // The main() every example shares. An example declares its own flags and hands run_example its
 // training function; run_example adds the strategy's flags (common/strategy.hpp), --device and
-// the floor on the example's final validation metric and the flags of a launch without mpiexec
-// (common/launch.hpp), parses, starts MPI through run_main (an exception on any rank ends every
-// rank with its message) and calls
+// the floor on the example's final validation metric, the flags of a launch without mpiexec
+// (common/launch.hpp) and of checkpoints (common/checkpoints.hpp), parses, starts MPI through
+// run_main (an exception on any rank ends every rank with its message) and calls
 //   train(device, world, shard, policies...)
 // with a value of the device the model trains on and the policies with_strategy chooses: over MPI
 // on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
@@ -21,6 +21,7 @@
 #include <ptrain/parallel/nccl_allreduce.hpp>
 #endif
 
+#include "checkpoints.hpp"
 #include "cli.hpp"
 #include "device.hpp"
 #include "launch.hpp"
@@ -64,6 +65,7 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
   cli.option("--tensorboard", "", "TensorBoard run directory rank 0 writes scalars into, per step and epoch (empty: none)")
       .output_option("--timeline", "",
                      "Chrome trace JSON (chrome://tracing, ui.perfetto.dev) of every rank's steps (empty: none)");
+  add_checkpoint_options(cli);
   cli.real_option(metric.flag, "0",
                   "exit with code 1 when the final " + metric.name + " (" + (metric.unit == "%" ? "percent" : "0 to 1") +
                       ") is below this",
@@ -89,7 +91,9 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
         return static_cast<double>(train(ptrain::Cpu{}, world, shard, policies...));
       });
     };
-    return meets_floor(cli, metric, final_metric(), world.rank() == 0) ? 0 : 1;
+    const double value = final_metric();
+    if (preempted_run()) return 0;  // saved; --resume goes on
+    return meets_floor(cli, metric, value, world.rank() == 0) ? 0 : 1;
   }, ptrain::MpiThreading::funneled, std::move(url));
 }
 

@@ -191,6 +191,37 @@ BOOST_AUTO_TEST_CASE(batch_content_does_not_depend_on_workers_or_timing) {
   BOOST_TEST((reference[0] != reference[10]));
 }
 
+// A run resumed mid-epoch: set_first_batch(b) gives batches b.. of that epoch, the same content
+// (augmentation included) as the whole epoch's, and the next epoch begins at 0 again.
+BOOST_AUTO_TEST_CASE(an_epoch_begins_at_the_batch_asked_for) {
+  const auto transform = Compose{RandomCrop(4, 2), RandomHorizontalFlip()};
+  // Two epochs' batches (their inputs) and their indices in the epoch.
+  const auto two_epochs = [](auto& loader) {
+    std::pair<std::vector<std::vector<float>>, std::vector<std::int64_t>> out;
+    for (int e = 0; e < 2; ++e)
+      for (const auto& b : one_epoch(loader)) {
+        out.first.push_back(b.inputs.to_vector());
+        out.second.push_back(b.index);
+      }
+    return out;
+  };
+  for (int workers : {0, 2}) {
+    const LoaderOptions options{.batch_size = 6, .shuffle = true, .seed = 2, .num_workers = workers};
+    DataLoader whole(ramp_dataset(40, 2, 4, 4), options, transform);
+    auto [reference, reference_index] = two_epochs(whole);
+    DataLoader resumed(ramp_dataset(40, 2, 4, 4), options, transform);
+    resumed.set_first_batch(3);
+    const auto [got, got_index] = two_epochs(resumed);
+    reference.erase(reference.begin(), reference.begin() + 3);
+    reference_index.erase(reference_index.begin(), reference_index.begin() + 3);
+    BOOST_TEST((got == reference), "workers " << workers);
+    BOOST_TEST(got_index == reference_index, boost::test_tools::per_element());
+  }
+  DataLoader past_the_end(ramp_dataset(40), {.batch_size = 6});
+  past_the_end.set_first_batch(8);
+  BOOST_CHECK_THROW(past_the_end.start_epoch(), Error);
+}
+
 BOOST_AUTO_TEST_CASE(transform_output_shape_sets_the_batch_shape) {
   DataLoader loader(ramp_dataset(5, 1, 6, 6), {.batch_size = 2}, RandomCrop(4, 3, 0));
   for (const auto& b : loader) BOOST_TEST(b.inputs.shape() == (Shape{b.size(), 1, 4, 3}));

@@ -76,6 +76,17 @@ BOOST_AUTO_TEST_CASE(unknown_flags_and_missing_values_are_named) {
   BOOST_TEST(refusal({"--epochs"}) == "option '--epochs' needs a value");
 }
 
+BOOST_AUTO_TEST_CASE(a_switch_takes_no_value) {
+  Cli off = training_flags(), on = training_flags();
+  off.switch_option("--resume", "continue");
+  on.switch_option("--resume", "continue");
+  BOOST_TEST((off.read({"--epochs", "3"}) == Cli::Parsed::run));
+  BOOST_TEST(!off.flag("--resume"));
+  BOOST_TEST((on.read({"--resume", "--epochs", "3"}) == Cli::Parsed::run));
+  BOOST_TEST(on.flag("--resume"));
+  BOOST_TEST(on.integer("--epochs") == 3);
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_default_is_refused_too) {
   Cli cli("program", "a test");
   cli.integer_option("--batch", 0, "a count whose default is wrong");

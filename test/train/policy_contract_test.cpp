@@ -149,6 +149,21 @@ static_assert(!TrainerPolicy<PartitionReturnsAnotherDevice, Net>);
 static_assert(!TrainerPolicy<LossScaleNeedsAnArgument, Net>);
 static_assert(NamesStepDecided<StepDecidedWithoutFlag> && !TrainerPolicy<StepDecidedWithoutFlag, Net>);
 
+// The checkpoint points: a part is a CheckpointPart, and a policy's state is saved and loaded
+// both or neither.
+struct CheckpointPartAsInt {
+  int checkpoint_part();
+};
+struct StateWithoutLoad {
+  OptimizerState<float> checkpoint_state();
+};
+struct StateBothWays {
+  OptimizerState<float> checkpoint_state();
+  void load_checkpoint_state(const OptimizerState<float>&);
+};
+static_assert(!TrainerPolicy<CheckpointPartAsInt, Net> && !TrainerPolicy<StateWithoutLoad, Net>);
+static_assert(TrainerPolicy<StateBothWays, Net> && CheckpointStatePoint<StateBothWays>);
+
 struct Batch {
   Tensor<float> inputs;
   std::vector<std::int64_t> targets;

@@ -94,6 +94,12 @@ class DataLoader {
   std::int64_t epoch() const { return epoch_; }
   // Numbers the next epoch started e (to resume a run); epochs otherwise count up from 0.
   void set_epoch(std::int64_t e) { next_epoch_ = e; }
+  // The next epoch started begins at batch b, its first b batches left out unread (a run resumed
+  // in the middle of an epoch); later epochs begin at 0.
+  void set_first_batch(std::int64_t b) {
+    check(b >= 0, "DataLoader: set_first_batch(", b, "): expected a batch index >= 0");
+    first_batch_ = b;
+  }
 
   // Abandons the epoch in progress, if any, and starts the next one.
   void start_epoch() {
@@ -105,12 +111,15 @@ class DataLoader {
     check(static_cast<std::int64_t>(state->order.size()) == sampler_size_, "DataLoader: the sampler gave ",
           state->order.size(), " indices for epoch ", epoch_, ", expected its size() ", sampler_size_);
     state->num_batches = size();
+    check(first_batch_ <= state->num_batches, "DataLoader: epoch ", epoch_, " has ", state->num_batches,
+          " batches; cannot begin at batch ", first_batch_);
+    state->claimed = state->consumed = std::exchange(first_batch_, 0);
     state->capacity = std::max(options_.prefetch, options_.num_workers);
     state->slots.resize(static_cast<std::size_t>(state->capacity));
     state_ = std::move(state);
     // stop() joins the workers before the state goes, so they may hold it by reference.
     EpochState* running = state_.get();
-    const auto workers = std::min<std::int64_t>(options_.num_workers, running->num_batches);
+    const auto workers = std::min<std::int64_t>(options_.num_workers, running->num_batches - running->consumed);
     for (std::int64_t w = 0; w < workers; ++w)
       running->workers.emplace_back([this, running] { work(*running); });
   }
@@ -335,6 +344,7 @@ class DataLoader {
   std::function<std::vector<std::int64_t>(std::int64_t)> sampler_;
   std::int64_t epoch_ = -1;
   std::int64_t next_epoch_ = 0;
+  std::int64_t first_batch_ = 0;
   std::unique_ptr<EpochState> state_;
   Tensor<float> scratch_;  // num_workers == 0: the transform's copy, reused across batches
 };

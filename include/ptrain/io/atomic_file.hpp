@@ -23,6 +23,16 @@
 
 namespace ptrain::io {
 
+// A rename or a new entry is durable once its directory is: fsync the directory. File systems
+// that cannot (EINVAL) have nothing more to do. context starts the error message (the target).
+inline void sync_directory(const std::filesystem::path& dir, const std::string& context = "") {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  check(fd >= 0, context, "cannot open the directory ", dir.string(), " to fsync it: ", std::strerror(errno));
+  const int synced = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+  ::close(fd);
+  check(synced == 0, context, "fsync of the directory ", dir.string(), " failed: ", std::strerror(synced));
+}
+
 namespace detail {
 
 // <target>.tmp.<pid>.<n>: unique among the processes and threads writing one target.
@@ -61,21 +71,10 @@ class AtomicFile {
       fail_with_errno("cannot rename " + temporary_.string() + " into place");
     committed_ = true;
     record_.release();
-    sync_directory();
+    sync_directory(target_.has_parent_path() ? target_.parent_path() : ".", target_.string() + ": ");
   }
 
  private:
-  // The rename is durable once the directory entry is: fsync the directory too. File systems that
-  // cannot (EINVAL) have nothing more to do.
-  void sync_directory() const {
-    const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : ".";
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) fail_with_errno("cannot open its directory " + dir.string() + " to fsync it");
-    const int synced = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
-    ::close(fd);
-    if (synced != 0) fail_with_errno("fsync of its directory " + dir.string() + " failed", synced);
-  }
-
   [[noreturn]] void fail_with_errno(const std::string& what, int error = errno) const {
     fail(target_.string(), ": ", what, ": ", std::strerror(error));
   }

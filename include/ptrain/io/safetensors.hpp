@@ -51,6 +51,20 @@ inline std::optional<Dtype> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+// The dtype that holds T's values exactly: what a checkpoint stores them as.
+template <class T>
+constexpr Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, half>) return Dtype::F16;
+  else if constexpr (std::is_same_v<T, bfloat16>) return Dtype::BF16;
+  else if constexpr (std::is_same_v<T, float>) return Dtype::F32;
+  else if constexpr (std::is_same_v<T, double>) return Dtype::F64;
+  else {
+    static_assert(std::is_same_v<T, std::int64_t>,
+                  "dtype_of<T>: safetensors stores half, bfloat16, float, double or int64");
+    return Dtype::I64;
+  }
+}
+
 // One tensor of a file: its byte range [begin, end) counts from the end of the header.
 struct TensorInfo {
   std::string name;

@@ -33,6 +33,7 @@ concept MomentumOptimizer = Optimizer<O> && requires(O& o, const O& c, double m)
 // "3.exp_avg". The tensors returned by state() are the live buffers, not copies.
 template <class T>
 struct OptimizerState {
+  using value_type = T;
   std::vector<std::pair<std::string, double>> scalars;
   std::vector<std::pair<std::string, Tensor<T>>> tensors;
 };

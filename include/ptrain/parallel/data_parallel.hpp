@@ -26,6 +26,7 @@
 #include "ptrain/comm/host_values.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/parallel/backends.hpp"
+#include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/detail/gradient_buckets.hpp"
 #include "ptrain/parallel/detail/same_model.hpp"
@@ -172,6 +173,9 @@ class DataParallel {
   void reduce(std::span<double> sums) { host_allreduce_sum(*comm_, sums); }
 
   bool is_main() const { return comm_->rank() == 0; }
+
+  // Trainer point: every replica holds the same weights and optimizer state; the first saves them.
+  CheckpointPart checkpoint_part() const { return {.replica = comm_->rank(), .replicas = comm_->size()}; }
 
  private:
   // Every rank started the same collectives since the last check (a communicator that logs them:

@@ -42,6 +42,7 @@
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
+#include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/detail/uneven_inputs.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
 #include "ptrain/train/epoch_totals.hpp"
@@ -182,6 +183,9 @@ class Pipeline {
   void reduce(std::span<double> sums) { up_.allreduce_sum(sums); }
 
   bool is_main() const { return world_rank_ == 0; }
+
+  // Trainer point: each stage saves its own layers, part `stage` of the pipeline's stages.
+  CheckpointPart checkpoint_part() const { return {.index = stage(), .count = stages()}; }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -70,6 +70,18 @@ class LossScaler {
   // Steps since the last overflow or growth (Apex's _unskipped).
   int clean_steps() const { return clean_steps_; }
 
+  // Resumes a saved run: the scale and the clean steps since the last change, as scale() and
+  // clean_steps() gave them.
+  void restore(double scale, int clean_steps) {
+    check(std::isfinite(scale) && scale >= options_.min_loss_scale && scale <= options_.max_loss_scale,
+          "LossScaler: a saved loss scale of ", scale, " is outside [min_loss_scale, max_loss_scale] = [",
+          options_.min_loss_scale, ", ", options_.max_loss_scale, "]");
+    check(clean_steps >= 0 && clean_steps < options_.scale_window, "LossScaler: saved clean steps ", clean_steps,
+          " outside [0, scale_window ", options_.scale_window, ")");
+    scale_ = scale;
+    clean_steps_ = clean_steps;
+  }
+
   // Records one step: overflow means its gradients held an inf or NaN (and the step was skipped).
   void update(bool overflow) {
     if (!options_.dynamic) return;

@@ -3,11 +3,13 @@
 // built in half or bfloat16 and computes in it (products and sums in float, see kernels/); the
 // optimizer steps fp32 master copies of its parameters; each step the 16-bit gradients are
 // copied to the masters and unscaled, and the masters are copied back rounded.
+#include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
@@ -15,6 +17,7 @@
 #include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/optim.hpp"
+#include "ptrain/optim/optimizer.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 
@@ -119,6 +122,40 @@ class MixedPrecision {
     for (auto& master : masters_) master.zero_grad();
     log_line(std::string("Gradient overflow. Skipping step, loss scale ") +
              (scaler_.dynamic() ? "reduced to " : "stays ") + python_float(scaler_.scale()));
+  }
+
+  // Trainer points (checkpoints): the fp32 masters ("master.<index>", the model's parameter order)
+  // and the loss scaler; a load checks every master's shape before changing anything.
+  OptimizerState<float> checkpoint_state() const {
+    OptimizerState<float> s;
+    s.scalars = {{"loss_scale", scaler_.scale()}, {"clean_steps", static_cast<double>(scaler_.clean_steps())}};
+    for (std::size_t i = 0; i < masters_.size(); ++i)
+      s.tensors.emplace_back("master." + std::to_string(i), on_host(masters_[i].value()));
+    return s;
+  }
+  void load_checkpoint_state(const OptimizerState<float>& s) {
+    const std::string who = std::string("MixedPrecision<") + Precision::name + ">: checkpoint state";
+    std::vector<const Tensor<float>*> saved(masters_.size(), nullptr);
+    for (const auto& [key, t] : s.tensors) {
+      std::size_t i = masters_.size();
+      if (key.rfind("master.", 0) == 0) {
+        const auto [end, error] = std::from_chars(key.data() + 7, key.data() + key.size(), i);
+        if (error != std::errc{} || end != key.data() + key.size()) i = masters_.size();
+      }
+      const bool named = i < masters_.size();
+      check(named, who, ": unexpected tensor '", key, "' (expected master.0 .. master.", masters_.size() - 1, ")");
+      check(t.shape() == masters_[i].shape(), who, ": ", key, " has shape ", t.shape(), ", the parameter has ",
+            masters_[i].shape());
+      saved[i] = &t;
+    }
+    for (std::size_t i = 0; i < saved.size(); ++i) check(saved[i] != nullptr, who, ": master.", i, " is missing");
+    double scale = scaler_.scale(), clean = 0;
+    for (const auto& [key, value] : s.scalars) {
+      check(key == "loss_scale" || key == "clean_steps", who, ": unknown scalar '", key, "'");
+      (key == "loss_scale" ? scale : clean) = value;
+    }
+    scaler_.restore(scale, static_cast<int>(clean));
+    for (std::size_t i = 0; i < saved.size(); ++i) masters_[i].value().copy_from(on_device<D>(*saved[i]));
   }
 
   // The stepped masters, rounded, become the model's weights.

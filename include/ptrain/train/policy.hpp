@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "ptrain/nn/module.hpp"
+#include "ptrain/optim/optimizer.hpp"
+#include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
 #include "ptrain/tensor/tensor.hpp"
 #include "ptrain/train/classification.hpp"
@@ -28,7 +30,8 @@ namespace detail::policy_probe {
 // it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
 struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
-      evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps;
+      evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps,
+      checkpoint_part, checkpoint_state, load_checkpoint_state;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -85,11 +88,20 @@ concept NamesAgreeSteps =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::agree_steps; };
 
 template <class P>
+concept NamesCheckpointPart =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::checkpoint_part; };
+template <class P>
+concept NamesCheckpointState =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::checkpoint_state; };
+template <class P>
+concept NamesLoadCheckpointState =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::load_checkpoint_state; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesStepDecided<P> ||
-                         NamesAfterOptimizerStep<P> ||
-                         NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P>;
+                         NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P> ||
+                         NamesCheckpointPart<P> || NamesCheckpointState<P> || NamesLoadCheckpointState<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -127,6 +139,18 @@ concept IsMainPoint = requires(P& p) {
 template <class P>
 concept AgreeStepsPoint = requires(P& p, std::int64_t local_steps) {
   { p.agree_steps(local_steps) } -> std::convertible_to<std::int64_t>;
+};
+
+// Checkpoints (train/checkpoint.hpp): the part of the model this rank saves, and a policy's own
+// state (MixedPrecision's fp32 masters and loss scale), saved and restored together.
+template <class P>
+concept CheckpointPartPoint = requires(P& p) {
+  { p.checkpoint_part() } -> std::convertible_to<CheckpointPart>;
+};
+template <class P>
+concept CheckpointStatePoint = requires(P& p, const OptimizerState<float>& state) {
+  { p.checkpoint_state() } -> std::convertible_to<OptimizerState<float>>;
+  p.load_checkpoint_state(state);
 };
 
 // ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
@@ -191,7 +215,9 @@ concept TrainerPolicy =
     (!NamesBeforeOptimizerStep<P> || BeforeOptimizerStepPoint<P, Model>) &&
     (!NamesStepDecided<P> || StepDecidedPoint<P>) &&
     (!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>) && (!NamesIsMain<P> || IsMainPoint<P>) &&
-    (!NamesAgreeSteps<P> || AgreeStepsPoint<P>) && ImplementsTaskPoints<P, Model, TaskType>;
+    (!NamesAgreeSteps<P> || AgreeStepsPoint<P>) && (!NamesCheckpointPart<P> || CheckpointPartPoint<P>) &&
+    (NamesCheckpointState<P> == NamesLoadCheckpointState<P>) && (!NamesCheckpointState<P> || CheckpointStatePoint<P>) &&
+    ImplementsTaskPoints<P, Model, TaskType>;
 
 // The Trainer instantiates this per policy: each broken rule is its own sentence, and the
 // compiler's "in instantiation of PolicyContract<P, Model>" names the policy.
@@ -203,8 +229,9 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(NamesSomePoint<P>,
                 "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
-                "evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps); "
-                "implement at least one, spelt as listed; see docs/policies.md");
+                "evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, "
+                "agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state); implement at least one, "
+                "spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
                 "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");
@@ -242,6 +269,16 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "Trainer policy: agree_steps must be callable as `std::int64_t agree_steps(std::int64_t "
                 "local_steps)` (this rank's batches in the epoch; returns how many every rank trains); fix its "
                 "parameters or return type; see docs/policies.md");
+  static_assert(!NamesCheckpointPart<P> || CheckpointPartPoint<P>,
+                "Trainer policy: checkpoint_part must be callable as `CheckpointPart checkpoint_part()` "
+                "(ptrain/parallel/checkpoint_part.hpp); fix its parameters or return type; see docs/policies.md");
+  static_assert(NamesCheckpointState<P> == NamesLoadCheckpointState<P>,
+                "Trainer policy: checkpoint_state and load_checkpoint_state come together (what one saves the other "
+                "restores); implement both or neither; see docs/policies.md");
+  static_assert(!NamesCheckpointState<P> || CheckpointStatePoint<P>,
+                "Trainer policy: the checkpoint state points must be callable as `OptimizerState<float> "
+                "checkpoint_state()` and `void load_checkpoint_state(const OptimizerState<float>& state)`; fix their "
+                "parameters or return types; see docs/policies.md");
   static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
 };
 

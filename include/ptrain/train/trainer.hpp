@@ -20,6 +20,9 @@
 //   is_main()                           whether this process prints and writes logs
 //   agree_steps(local_steps) -> int64   before each training epoch: how many batches every rank
 //                                       trains (DataParallel: the ranks' loaders may differ)
+//   checkpoint_part() -> CheckpointPart when a checkpoint is saved or loaded: the pipeline stage,
+//                                       the data-parallel replica (train/checkpoint.hpp)
+//   checkpoint_state(), load_checkpoint_state(state)  a policy's own saved state (MixedPrecision)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
@@ -37,6 +40,8 @@
 #include <cmath>
 #include <concepts>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,12 +59,15 @@
 #include "ptrain/io/tensorboard.hpp"
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/nn/module.hpp"
+#include "ptrain/nn/state_dict.hpp"
 #include "ptrain/optim/optimizer.hpp"
+#include "ptrain/train/checkpoint.hpp"
 #include "ptrain/train/classification.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 #include "ptrain/train/non_finite.hpp"
 #include "ptrain/train/policy.hpp"
+#include "ptrain/train/preemption.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/task.hpp"
 
@@ -150,6 +158,7 @@ class Trainer {
           options_.accumulation_steps);
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
+    checkpoint_optimizer(optimizer);
     bool data_parallel = false;
     for_each_policy([&]<class P>(P& p) {
       if constexpr (PipelineGridPoint<P>) {
@@ -266,20 +275,29 @@ class Trainer {
     model_->train();
     loader.set_epoch(epoch);
     epoch_ = epoch + 1;
-    batch_in_epoch_ = 0;
-    EpochTotals totals;
+    // 0, or (the first epoch after load_checkpoint) the batches of it already trained: left out.
+    const std::int64_t first = std::exchange(resume_.batch, 0);
+    std::int64_t skip = first;
+    if constexpr (requires { loader.set_first_batch(first); }) {
+      loader.set_first_batch(first);
+      skip = 0;
+    }
+    batch_in_epoch_ = first;
+    EpochTotals totals = first > 0 ? std::exchange(resume_.totals, EpochTotals{}) : EpochTotals{};
     const std::int64_t steps = agreed_steps(static_cast<std::int64_t>(loader.size()));
     ProgressBar bar("epoch " + std::to_string(epoch + 1), steps, options_.progress_bar && is_main() && is_terminal());
-    std::int64_t done = 0;
+    std::int64_t done = first;
     Timeline* const timeline = active_timeline();  // fit's, while it runs
     double data_from = timeline ? timeline->now() : 0;
     for (const auto& batch : loader) {
+      if (skip > 0 && skip--) continue;  // a loader that cannot begin mid-epoch: read and left out
       if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
       if (timeline) timeline->add(SpanKind::data, -1, data_from, timeline->now());
       const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
       if (timeline) data_from = timeline->now();
       totals += b;
       bar.update(++done, b.loss());
+      if (checkpoint_after_step(epoch, done, totals)) break;
     }
     bar.finish();
     epoch_ = 0;
@@ -303,9 +321,13 @@ class Trainer {
   std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs) {
     std::vector<EpochResult> results;
     const ActiveTimeline active(timeline_.get());  // the spans of the steps and the policies go here
-    for (int epoch = 0; epoch < epochs; ++epoch) {
+    preempted_ = false;
+    std::optional<PreemptionWatch> watch;
+    if (checkpoints_ && checkpoints_->save_on_preemption) watch.emplace();
+    for (int epoch = static_cast<int>(std::exchange(resume_.epoch, 0)); epoch < epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
       const EpochTotals t = train_epoch(train, epoch);
+      if (preempted_) break;
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       EpochResult r;
       r.epoch = epoch + 1;
@@ -323,12 +345,81 @@ class Trainer {
       if (timeline_) write_timeline();
       results.push_back(r);
       for (auto& callback : epoch_callbacks_) callback(r);
+      checkpoint_after_epoch(r, epochs);
     }
     return results;
   }
   template <class TrainLoader>
   std::vector<EpochResult> fit(TrainLoader& train, int epochs) {
     return fit(train, static_cast<TrainLoader*>(nullptr), epochs);
+  }
+
+  // ---- Checkpoints (train/checkpoint.hpp) ----
+  // fit saves a checkpoint under options.directory every N steps and epochs, and when SIGTERM or
+  // SIGUSR1 reaches any rank (then fit returns early and preempted() is true). Every rank takes
+  // part; the directory must be one every rank sees (a shared file system across nodes).
+  void save_checkpoints(CheckpointOptions options) {
+    check(!options.directory.empty(), "Trainer::save_checkpoints: CheckpointOptions::directory is empty");
+    check(options.keep_last >= 1 && options.every_steps >= 0 && options.every_epochs >= 0,
+          "Trainer::save_checkpoints: keep_last must be >= 1 and every_steps, every_epochs >= 0");
+    checkpoints_ = std::move(options);
+  }
+  // A learning-rate Scheduler (optim/scheduler.hpp) whose step count is saved and restored.
+  template <class S>
+  void checkpoint_scheduler(S& scheduler) {
+    scheduler_step_ = [&scheduler] { return scheduler.step_count(); };
+    set_scheduler_step_ = [&scheduler](std::int64_t step) { scheduler.set_step_count(step); };
+  }
+  // Whether the last fit stopped early for a preemption signal (after saving a checkpoint).
+  bool preempted() const { return preempted_; }
+
+  // Loads a checkpoint directory (<dir>/step-N): weights, optimizer, policies, scheduler, RNG, and
+  // the position fit continues from (--epochs stays the total). An error names the file and what
+  // does not match; the checkpoint on disk is only read.
+  void load_checkpoint(const std::filesystem::path& directory) {
+    const auto manifest_path = directory / checkpoint::manifest_name;
+    const checkpoint::Manifest m = checkpoint::Manifest::read(manifest_path);
+    const CheckpointPart part = checkpoint_part();
+    check(m.parts == part.count, manifest_path.string(), ": the checkpoint holds the model in ", m.parts,
+          " part(s) (pipeline stages), this run has ", part.count);
+    load_state_dict(*local_, directory / checkpoint::part_file("model", part));
+    const auto tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+    check(m.model_tensors == tensors, manifest_path.string(), ": the checkpoint's model has ", m.model_tensors,
+          " parameters and buffers, this one ", tensors);
+    check(m.optimizer == bool(load_optimizer_), manifest_path.string(), ": the checkpoint ",
+          m.optimizer ? "holds" : "has no", " optimizer state, and this Trainer's optimizer ",
+          load_optimizer_ ? "has state to load" : "has no state()/load_state()");
+    if (load_optimizer_) load_optimizer_(directory / checkpoint::part_file("optimizer", part));
+    if (m.policies) {
+      auto state = checkpoint::read_state<float>(directory / checkpoint::part_file("policies", part));
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (CheckpointStatePoint<P>) p.load_checkpoint_state(state);
+      });
+    }
+    if (set_scheduler_step_ && m.scheduler_step >= 0) set_scheduler_step_(m.scheduler_step);
+    const int rank = part.rank(), world = part.ranks();
+    const checkpoint::RankState own =
+        checkpoint::read_rank_state(directory / checkpoint::rank_file(rank % m.world_size));
+    global_rng().engine() = own.rng;
+    step_ = m.step;
+    best_ = m.best;
+    resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
+    if (is_main()) {
+      log_line("Trainer: resuming from " + directory.string() + " at epoch " + std::to_string(m.epoch + 1) + ", batch " +
+               std::to_string(m.batch_in_epoch) + ", step " + std::to_string(m.step));
+      if (world != m.world_size)
+        log_line("Trainer: the checkpoint was written by " + std::to_string(m.world_size) + " rank(s), this run has " +
+                     std::to_string(world) + ": the data order changes (each rank's shard of every epoch, the rest of "
+                     "this one included), each rank takes rank (r mod " + std::to_string(m.world_size) +
+                     ")'s RNG, and this epoch's loss counts only the batches after the resume",
+                 stderr);
+    }
+  }
+  // The newest checkpoint under directory, loaded; false when there is none (a first run).
+  bool resume_latest(const std::filesystem::path& directory) {
+    const auto latest = checkpoint::latest(directory);
+    if (latest) load_checkpoint(*latest);
+    return latest.has_value();
   }
 
   bool is_main() {
@@ -550,6 +641,151 @@ class Trainer {
     }
     return text;
   }
+
+  // ---- Checkpoints ----
+  template <class Opt>
+  void checkpoint_optimizer(const std::shared_ptr<Opt>& optimizer) {
+    if constexpr (requires { optimizer->state(); optimizer->load_state(optimizer->state()); }) {
+      using State = decltype(optimizer->state());
+      save_optimizer_ = [optimizer](const std::filesystem::path& path) {
+        checkpoint::save_state(path, optimizer->state());
+      };
+      load_optimizer_ = [optimizer](const std::filesystem::path& path) {
+        optimizer->load_state(checkpoint::read_state<typename State::value_type>(path));
+      };
+    }
+  }
+
+  // Whether any rank says yes: the policies' reduce over one value (every rank calls it).
+  bool any_rank(bool yes) {
+    double flag = yes ? 1 : 0;
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ReducePoint<P>) p.reduce(std::span<double>(&flag, 1));
+    });
+    return flag > 0;
+  }
+
+  CheckpointPart checkpoint_part() {
+    CheckpointPart part;
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (CheckpointPartPoint<P>) {
+        const CheckpointPart mine = p.checkpoint_part();
+        if (mine.count > 1) part.index = mine.index, part.count = mine.count;
+        if (mine.replicas > 1) part.replica = mine.replica, part.replicas = mine.replicas;
+      }
+    });
+    return part;
+  }
+
+  // After each batch of train_epoch: a checkpoint every every_steps steps, and on a preemption
+  // signal, which every rank learns of at the same step. True: the epoch stops here (preempted).
+  bool checkpoint_after_step(int epoch, std::int64_t done, const EpochTotals& totals) {
+    if (!checkpoints_ || micro_step_ != 0) return false;
+    const bool preempt = checkpoints_->save_on_preemption && any_rank(PreemptionWatch::signal() != 0);
+    if (preempt || (checkpoints_->every_steps > 0 && step_ % checkpoints_->every_steps == 0)) {
+      const auto saved = save_checkpoint_at(epoch, done, totals, std::nan(""));
+      if (preempt && is_main()) {
+        const int signal = PreemptionWatch::signal();
+        log_line(std::string("Trainer: preempted (") + (signal ? signal_name(signal) : "a signal on another rank") +
+                 "): saved " + saved.string() + " at step " + std::to_string(step_) + "; resume from it");
+        if (requeue_slurm_job()) log_line("Trainer: requeued Slurm job " + std::string(std::getenv("SLURM_JOB_ID")));
+      }
+    }
+    preempted_ = preempt;
+    return preempt;
+  }
+
+  void checkpoint_after_epoch(const EpochResult& r, int epochs) {
+    if (!checkpoints_ || checkpoints_->every_epochs == 0 || micro_step_ != 0) return;
+    if (r.epoch % checkpoints_->every_epochs != 0 && r.epoch != epochs) return;
+    double metric = std::nan("");
+    if (const std::string& name = checkpoints_->best_metric; !name.empty()) {
+      const bool val = name.rfind("val_", 0) == 0;
+      check(val || name.rfind("train_", 0) == 0, "CheckpointOptions::best_metric '", name,
+            "': expected val_loss, train_loss or val_/train_ and one of the task's metrics");
+      const std::string metric_name = name.substr(val ? 4 : 6);
+      const MetricValues& values = val ? r.val : r.train;
+      metric = metric_name == "loss" ? (val ? r.val_loss : r.train_loss) : values.at(metric_name);
+      const bool better = checkpoints_->best_is == BestIs::lower ? metric < best_ : metric > best_;
+      if (std::isnan(best_) || better) best_ = metric;
+    }
+    save_checkpoint_at(r.epoch, 0, EpochTotals{}, metric);
+  }
+
+  std::filesystem::path save_checkpoint_at(std::int64_t epoch, std::int64_t batch, const EpochTotals& totals,
+                                           double metric) {
+    check(checkpoints_.has_value(), "Trainer::save_checkpoint: call save_checkpoints(options) first");
+    const std::filesystem::path& dir = checkpoints_->directory;
+    const bool main = is_main();
+    std::string error;
+    const auto attempt = [&](auto&& write) {
+      try {
+        write();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    };
+    if (main) attempt([&] { checkpoint::begin_staging(dir, step_); });
+    check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
+          error.empty() ? "the main rank failed" : error);
+    const auto staging = checkpoint::staging_directory(dir, step_);
+    const CheckpointPart part = checkpoint_part();
+    bool policies = false;
+    attempt([&] {
+      if (part.writes()) {
+        save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
+        if (save_optimizer_) save_optimizer_(staging / checkpoint::part_file("optimizer", part));
+        OptimizerState<float> state;
+        for_each_policy([&]<class P>(P& p) {
+          if constexpr (CheckpointStatePoint<P>) {
+            const OptimizerState<float> mine = p.checkpoint_state();
+            state.scalars.insert(state.scalars.end(), mine.scalars.begin(), mine.scalars.end());
+            state.tensors.insert(state.tensors.end(), mine.tensors.begin(), mine.tensors.end());
+            policies = true;
+          }
+        });
+        if (policies) checkpoint::save_state(staging / checkpoint::part_file("policies", part), state);
+      }
+      checkpoint::save_rank_state(staging / checkpoint::rank_file(part.rank()),
+                                  {global_rng().engine(), totals});
+    });
+    check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
+          error.empty() ? "another rank failed to write its files" : error);
+    std::filesystem::path saved = checkpoint::step_directory(dir, step_);
+    if (main) attempt([&] {
+      checkpoint::Manifest m;
+      m.step = step_;
+      m.epoch = epoch;
+      m.batch_in_epoch = batch;
+      m.scheduler_step = scheduler_step_ ? scheduler_step_() : -1;
+      m.world_size = part.ranks();
+      m.parts = part.count;
+      m.model_tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+      m.optimizer = bool(save_optimizer_);
+      m.policies = policies;
+      m.metric_name = checkpoints_->best_metric;
+      m.metric = metric;
+      m.best = best_;
+      saved = checkpoint::publish(dir, step_, m);
+      checkpoint::prune(dir, checkpoints_->keep_last, checkpoints_->best_is);
+    });
+    check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
+          error.empty() ? "the main rank failed to publish it" : error);
+    return saved;
+  }
+
+  struct ResumePosition {
+    std::int64_t epoch = 0;  // where the next fit begins
+    std::int64_t batch = 0;  // and the next train_epoch
+    EpochTotals totals;                 // this rank's sums of the epoch's batches before `batch`
+  };
+  std::optional<CheckpointOptions> checkpoints_;
+  std::function<void(const std::filesystem::path&)> save_optimizer_, load_optimizer_;
+  std::function<std::int64_t()> scheduler_step_;
+  std::function<void(std::int64_t)> set_scheduler_step_;
+  ResumePosition resume_;
+  double best_ = std::nan("");  // the best value of CheckpointOptions::best_metric so far
+  bool preempted_ = false;
 
   std::shared_ptr<Model> model_;
   Module<T, D>* local_ = nullptr;

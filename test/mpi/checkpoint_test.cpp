@@ -1,0 +1,173 @@
+// Checkpoints under mpiexec -n 2 and 3: DataParallel over the world and Pipeline with one stage
+// per rank, stopped by SIGUSR1 on one rank only at 1.5 epochs (every rank saves and fit returns
+// on every rank), then resumed in fresh Trainers, end with the 2-epoch run's weights and epoch
+// losses bit for bit. A data-parallel checkpoint of 2 ranks resumes on 1, whose checkpoint
+// resumes on the whole world (2 -> 1 -> 3 under -n 3), training on to the last step.
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/data/loader.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "../common/blobs.hpp"
+#include "mpi_test_main.hpp"
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
+constexpr std::int64_t global_batch = 12, batches_per_epoch = 6, stop_step = 9;
+using DP = DataParallel<MpiAllreduce>;
+
+TensorDataset blobs() { return test::class_blobs(global_batch * batches_per_epoch, 3); }
+
+std::shared_ptr<Sequential<float>> make_net(std::uint64_t seed) {
+  manual_seed(seed);
+  return std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
+      make<Linear<float>>(4, 8), make<ReLU<float>>(), make<Linear<float>>(8, 8), make<ReLU<float>>(),
+      make<Linear<float>>(8, 3)});
+}
+
+// A directory every rank names alike (rank 0's pid), removed by rank 0 at the end of the test.
+struct SharedDir {
+  MpiComm& world;
+  fs::path path;
+  SharedDir(MpiComm& comm, const std::string& name) : world(comm) {
+    double pid = static_cast<double>(::getpid());
+    world.broadcast(std::span<double>(&pid, 1), 0);
+    path = fs::temp_directory_path() / (name + "_" + std::to_string(static_cast<long>(pid)));
+  }
+  ~SharedDir() {
+    world.barrier();
+    std::error_code ignored;
+    if (world.rank() == 0) fs::remove_all(path, ignored);
+  }
+};
+
+struct Run {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> weights;  // this rank's part
+  std::int64_t steps = 0;
+  bool preempted = false;
+};
+
+// Trains to 2 epochs with the policies (DP over comm, or a Pipeline); `signal_rank` raises SIGUSR1
+// at `stop_at` on that rank alone; `resume` first loads the latest checkpoint under dir.
+template <class... Policies>
+Run train(const fs::path& dir, int replicas, int replica, std::int64_t stop_at, int signal_rank, int my_rank,
+          bool resume, Policies... policies) {
+  auto model = make_net(resume ? 99 : 1);
+  const TensorDataset data = blobs();
+  DataLoader loader(data, DistributedSampler(data.size(), replicas, replica, true, 5),
+                    LoaderOptions{.batch_size = global_batch / replicas});
+  auto sgd = make<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  Trainer<Sequential<float>, Policies...> trainer(model, sgd, quiet, policies...);
+  trainer.on_step_end([&](std::int64_t step) {
+    if (step == stop_at && my_rank == signal_rank) std::raise(SIGUSR1);
+  });
+  trainer.save_checkpoints({.directory = dir, .keep_last = 3});
+  if (resume) BOOST_REQUIRE(trainer.resume_latest(dir));
+  Run run;
+  for (const auto& r : trainer.fit(loader, 2)) run.losses.push_back(r.train_loss);
+  for (auto& [name, p] : trainer.local_model().named_parameters()) run.weights[name] = p.value().to_vector();
+  run.steps = trainer.global_step();
+  run.preempted = trainer.preempted();
+  return run;
+}
+
+void check_same(const Run& reference, const Run& stopped, const Run& resumed) {
+  BOOST_TEST(stopped.preempted, "every rank stops when one rank gets the signal");
+  BOOST_REQUIRE_EQUAL(stopped.losses.size(), 1u);
+  BOOST_REQUIRE_EQUAL(reference.losses.size(), 2u);
+  BOOST_REQUIRE_EQUAL(resumed.losses.size(), 1u);
+  BOOST_TEST(stopped.steps == stop_step);
+  BOOST_TEST(stopped.losses[0] == reference.losses[0]);
+  BOOST_TEST(resumed.losses[0] == reference.losses[1]);
+  BOOST_TEST(!resumed.weights.empty());
+  BOOST_TEST((resumed.weights == reference.weights), "the resumed run's weights differ from the whole run's");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint_test)
+
+BOOST_AUTO_TEST_CASE(data_parallel_resumes_bit_identically_after_a_signal_to_one_rank) {
+  MpiComm world(test::session());
+  const SharedDir whole(world, "ptrain_ckpt_dp_whole"), cut(world, "ptrain_ckpt_dp_cut");
+  const int n = world.size(), r = world.rank();
+  const Run reference = train(whole.path, n, r, 0, -1, r, false, DP(world));
+  const Run stopped = train(cut.path, n, r, stop_step, n - 1, r, false, DP(world));
+  const Run resumed = train(cut.path, n, r, 0, -1, r, true, DP(world));
+  check_same(reference, stopped, resumed);
+  const fs::path saved = cut.path / ("step-" + std::to_string(stop_step));
+  BOOST_TEST(fs::exists(saved / ("rank-" + std::to_string(n - 1) + ".txt")));
+  BOOST_TEST(fs::exists(saved / "model.safetensors"));  // one part, written by replica 0
+}
+
+BOOST_AUTO_TEST_CASE(a_pipeline_resumes_bit_identically_with_one_part_per_stage) {
+  MpiComm world(test::session());
+  const SharedDir whole(world, "ptrain_ckpt_pipe_whole"), cut(world, "ptrain_ckpt_pipe_cut");
+  const int r = world.rank();
+  using P = Pipeline<4>;
+  const auto pipeline = [&] { return P(world, {.print_plan = false}); };
+  const Run reference = train(whole.path, 1, 0, 0, -1, r, false, pipeline());
+  const Run stopped = train(cut.path, 1, 0, stop_step, 0, r, false, pipeline());
+  const Run resumed = train(cut.path, 1, 0, 0, -1, r, true, pipeline());
+  check_same(reference, stopped, resumed);
+  const std::string part = "model.part-" + std::to_string(r) + "-of-" + std::to_string(world.size()) + ".safetensors";
+  BOOST_TEST(fs::exists(cut.path / ("step-" + std::to_string(stop_step)) / part), part);
+}
+
+// 2 ranks -> 1 -> the world: the data order changes (each rank's shard), so no bit-for-bit
+// comparison; the step count carries over and every rank ends with the same weights.
+BOOST_AUTO_TEST_CASE(a_data_parallel_checkpoint_resumes_on_another_world_size) {
+  MpiComm world(test::session());
+  const SharedDir dir(world, "ptrain_ckpt_worlds");
+  const int r = world.rank();
+  {
+    MpiComm pair = world.split(r < 2 ? 0 : 1, r);
+    if (r < 2) {
+      const Run two = train(dir.path, 2, r, stop_step, 0, r, false, DP(pair));
+      BOOST_TEST(two.preempted);
+      BOOST_TEST(two.steps == stop_step);
+    }
+  }
+  world.barrier();
+  if (r == 0) {
+    const Run one = train(dir.path, 1, 0, stop_step + 1, 0, r, true);
+    BOOST_TEST(one.preempted);
+    BOOST_TEST(one.steps == stop_step + 1);
+  }
+  world.barrier();
+  const Run all = train(dir.path, world.size(), r, 0, -1, r, true, DP(world));
+  BOOST_TEST(!all.preempted);
+  BOOST_TEST(all.steps == 2 * batches_per_epoch);
+  BOOST_REQUIRE_EQUAL(all.losses.size(), 1u);
+  BOOST_TEST(std::isfinite(all.losses[0]));
+  std::vector<float> mine;
+  for (const auto& [name, w] : all.weights) mine.insert(mine.end(), w.begin(), w.end());
+  std::vector<float> rank0 = mine;
+  world.broadcast(std::span<float>(rank0), 0);
+  BOOST_TEST((mine == rank0), "the ranks' weights differ after resuming on another world size");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
