@@ -157,6 +157,21 @@ def tensor_cache_seeds():
     put("tensor_cache", "huge_count.cache", cache([1 << 32, 1 << 32], [], [])[:28])
 
 
+def checkpoint_seeds():
+    manifest = ("ptrain-checkpoint 1\nstep 12\nepoch 1\nbatch_in_epoch 4\nscheduler_step 12\nworld_size 2\n"
+                "parts 1\nmodel_tensors 10\noptimizer 1\npolicies 0\nmetric_name accuracy\nmetric 0.75\n"
+                "best 0.8125\n")
+    put("checkpoint_manifest", "manifest.txt", manifest.encode())
+    put("checkpoint_manifest", "truncated.txt", manifest[:70].encode())
+    put("checkpoint_manifest", "mid_epoch.txt",
+        manifest.replace("metric_name accuracy", "metric_name -").replace("metric 0.75", "metric nan").encode())
+    # std::mt19937_64 as libstdc++ writes it: 312 words of state, then the position.
+    state = " ".join(str((6364136223846793005 * i + 1442695040888963407) % (1 << 64)) for i in range(312))
+    put("checkpoint_rank_state", "rank-0.txt", f"rng {state} 312\ntotals 3.5 12 12 9 12\n".encode())
+    put("checkpoint_rank_state", "no_totals.txt", f"rng {state} 312\n".encode())
+    put("checkpoint_rank_state", "short_state.txt", b"rng 1 2 3\ntotals 1\n")
+
+
 if __name__ == "__main__":
     idx_seeds()
     cifar_seeds()
@@ -166,3 +181,4 @@ if __name__ == "__main__":
     image_mask_seeds(pngs, jpegs)
     safetensors_seeds()
     tensor_cache_seeds()
+    checkpoint_seeds()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes one parser with libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer:
 #   scripts/fuzz.sh TARGET SECONDS    TARGET: idx, idx_gzip, cifar10, png, jpeg, image_csv,
-#                                     image_mask, safetensors, tensor_cache (fuzz/<TARGET>_fuzz.cpp)
+#                                     image_mask, safetensors, tensor_cache, checkpoint_manifest,
+#                                     checkpoint_rank_state (fuzz/<TARGET>_fuzz.cpp)
 #   scripts/fuzz.sh all SECONDS       every target in turn, SECONDS each
 # Builds build-fuzz/<TARGET>_fuzz with Debian's clang (installed when missing), starts from a
 # working copy of the committed seeds (build-fuzz/corpus/<TARGET>, which keeps what the fuzzer
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ $# -ne 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]]; then
-  sed -n '2,4p' "$0" >&2
+  sed -n '2,6p' "$0" >&2
   exit 2
 fi
 if [ "$1" = all ]; then

@@ -129,14 +129,16 @@ struct Manifest {
       check(it != fields.end(), file, ": the manifest has no '", key, "' line (truncated or corrupt?)");
       return it->second;
     };
-    const auto integer = [&](const char* key, std::int64_t min) {
+    const auto integer = [&](const char* key, std::int64_t min,
+                             std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
       const std::string& text = field(key);
       std::int64_t v = 0;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
-      check(error == std::errc{} && end == text.data() + text.size() && v >= min, file, ": '", key, "' is '", text,
-            "', expected an integer >= ", min);
+      check(error == std::errc{} && end == text.data() + text.size() && v >= min && v <= max, file, ": '", key,
+            "' is '", text, "', expected an integer from ", min, " to ", max);
       return v;
     };
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
     const auto real = [&](const char* key) {
       const auto v = parse_exact(field(key));
       check(v.has_value(), file, ": '", key, "' is '", field(key), "', expected a number or nan");
@@ -147,15 +149,16 @@ struct Manifest {
     m.epoch = integer("epoch", 0);
     m.batch_in_epoch = integer("batch_in_epoch", 0);
     m.scheduler_step = integer("scheduler_step", -1);
-    m.world_size = static_cast<int>(integer("world_size", 1));
-    m.parts = static_cast<int>(integer("parts", 1));
+    m.world_size = static_cast<int>(integer("world_size", 1, int_max));
+    m.parts = static_cast<int>(integer("parts", 1, int_max));
     m.model_tensors = integer("model_tensors", 0);
-    m.optimizer = integer("optimizer", 0) != 0;
-    m.policies = integer("policies", 0) != 0;
+    m.optimizer = integer("optimizer", 0, 1) != 0;
+    m.policies = integer("policies", 0, 1) != 0;
     m.metric_name = field("metric_name") == "-" ? "" : field("metric_name");
     m.metric = real("metric");
     m.best = real("best");
-    for (const auto& [key, value] : fields) {
+    for (const auto& entry : fields) {
+      const std::string& key = entry.first;  // a name, not a binding: clang before 16 cannot capture those
       static const char* known[] = {"step",  "epoch",       "batch_in_epoch", "scheduler_step", "world_size",
                                     "parts", "model_tensors", "optimizer",    "policies",       "metric_name",
                                     "metric", "best"};
