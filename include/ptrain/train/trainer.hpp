@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
+#include "ptrain/core/rng.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/core/timeline.hpp"
 #include "ptrain/io/atomic_file.hpp"
