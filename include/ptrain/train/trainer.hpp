@@ -52,8 +52,8 @@
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
-#include "ptrain/core/rng.hpp"
 #include "ptrain/core/log.hpp"
+#include "ptrain/core/rng.hpp"
 #include "ptrain/core/timeline.hpp"
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/csv_log.hpp"
