@@ -405,6 +405,7 @@ class Trainer {
     step_ = m.step;
     best_ = m.best;
     resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
+    if (csv_) csv_->continue_after(m.epoch);
     if (is_main()) {
       log_line("Trainer: resuming from " + directory.string() + " at epoch " + std::to_string(m.epoch + 1) + ", batch " +
                std::to_string(m.batch_in_epoch) + ", step " + std::to_string(m.step));
