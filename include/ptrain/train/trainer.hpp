@@ -384,7 +384,7 @@ class Trainer {
     check(m.parts == part.count, manifest_path.string(), ": the checkpoint holds the model in ", m.parts,
           " part(s) (pipeline stages), this run has ", part.count);
     load_state_dict(*local_, directory / checkpoint::part_file("model", part));
-    const auto tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+    const auto tensors = static_cast<std::int64_t>(detail::state_entry_count(*model_));
     check(m.model_tensors == tensors, manifest_path.string(), ": the checkpoint's model has ", m.model_tensors,
           " parameters and buffers, this one ", tensors);
     check(m.optimizer == bool(load_optimizer_), manifest_path.string(), ": the checkpoint ",
@@ -762,7 +762,7 @@ class Trainer {
       m.scheduler_step = scheduler_step_ ? scheduler_step_() : -1;
       m.world_size = part.ranks();
       m.parts = part.count;
-      m.model_tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+      m.model_tensors = static_cast<std::int64_t>(detail::state_entry_count(*model_));
       m.optimizer = bool(save_optimizer_);
       m.policies = policies;
       m.metric_name = checkpoints_->best_metric;
