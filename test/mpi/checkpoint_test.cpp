@@ -19,6 +19,7 @@
 
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/data/loader.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
@@ -43,11 +44,13 @@ using DP = DataParallel<MpiAllreduce>;
 
 TensorDataset blobs() { return test::class_blobs(global_batch * batches_per_epoch, 3); }
 
+// With batch norm: its running statistics (float in the half model) are part of what must resume.
 template <class T = float>
 std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
   manual_seed(seed);
   return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
-      make<Linear<T>>(4, 8), make<ReLU<T>>(), make<Linear<T>>(8, 8), make<ReLU<T>>(), make<Linear<T>>(8, 3)});
+      make<Linear<T>>(4, 8), make<BatchNorm2d<T>>(8), make<ReLU<T>>(), make<Linear<T>>(8, 8), make<ReLU<T>>(),
+      make<Linear<T>>(8, 3)});
 }
 
 // A directory every rank names alike (rank 0's pid), removed by rank 0 at the end of the test.
@@ -68,7 +71,7 @@ struct SharedDir {
 
 struct Run {
   std::vector<double> losses;
-  std::map<std::string, std::vector<float>> weights;  // this rank's part
+  std::map<std::string, std::vector<float>> weights;  // this rank's part, parameters and buffers
   std::int64_t steps = 0;
   std::vector<double> loss_scales;  // MixedPrecision's, after each step of this fit
   bool preempted = false;
@@ -96,6 +99,9 @@ Run train(const fs::path& dir, int replicas, int replica, std::int64_t stop_at, 
     for (const auto& r : trainer.fit(loader, 2)) run.losses.push_back(r.train_loss);
     for (auto& [name, p] : trainer.local_model().named_parameters())
       for (const T v : p.value().to_vector()) run.weights[name].push_back(static_cast<float>(v));
+    for (auto& [name, b] : trainer.local_model().named_buffers())
+      for (const T v : b->to_vector()) run.weights[name].push_back(static_cast<float>(v));
+    for (auto& [name, b] : trainer.local_model().named_float_buffers()) run.weights[name] = b->to_vector();
     run.steps = trainer.global_step();
     run.preempted = trainer.preempted();
   };
