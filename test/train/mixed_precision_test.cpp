@@ -61,6 +61,18 @@ std::vector<std::int64_t> some_targets(std::int64_t n) {
   return t;
 }
 
+// The reference's weights rounded to T, in both models: the two runs start from the same values.
+template <class T>
+void start_alike(Module<float>& reference, Module<T>& model) {
+  auto ref_params = reference.parameters();
+  auto params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor<T> rounded = tensor_cast<T>(ref_params[i].value());
+    params[i].value().copy_from(rounded);
+    ref_params[i].value().copy_from(tensor_cast<float>(rounded));
+  }
+}
+
 // One step of SmallCnn in the 16-bit type under MixedPrecision and in float, from the same
 // (16-bit) weights and images, through DataLoader and Trainer. Measure: per weight tensor,
 // |w_amp - w_fp32| / |w_fp32 - w_0| (L2 norms), the error relative to the step taken. ReLU and
@@ -73,13 +85,9 @@ void check_one_step_matches_fp32(double tolerance, double flip_tolerance) {
   manual_seed(11);
   auto reference = make<SmallCnn<float>>();
   auto model = make<SmallCnn<T>>();
+  start_alike(*reference, *model);
   auto ref_params = reference->parameters();
   auto params = model->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor<T> rounded = tensor_cast<T>(ref_params[i].value());
-    params[i].value().copy_from(rounded);
-    ref_params[i].value().copy_from(tensor_cast<float>(rounded));
-  }
   const std::int64_t batch = 32;
   const TensorDataset data(representable<T>({batch, 1, 28, 28}, 3), some_targets(batch));
   DataLoader ref_loader(data, LoaderOptions{.batch_size = batch});
@@ -156,13 +164,7 @@ BOOST_AUTO_TEST_SUITE(mixed_precision_test)
 BOOST_AUTO_TEST_CASE(fp16_with_batch_norm_tracks_the_fp32_run) {
   auto reference = batch_norm_cnn<float>();
   auto model = batch_norm_cnn<half>();
-  auto ref_params = reference->parameters();
-  auto params = model->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor<half> rounded = tensor_cast<half>(ref_params[i].value());
-    params[i].value().copy_from(rounded);
-    ref_params[i].value().copy_from(tensor_cast<float>(rounded));
-  }
+  start_alike(*reference, *model);
   std::vector<std::int64_t> targets;
   for (std::int64_t i = 0; i < 48; ++i) targets.push_back((i * 5) % 3);
   const TensorDataset data(representable<half>({48, 1, 8, 8}, 31, -1, 3), targets);
