@@ -12,6 +12,10 @@
 // rank's time; the implementations take turns within each repeat. PTRAIN_BENCH_PIECE_BYTES sets
 // MpiComm's allreduce piece size (default 2 MiB). One line per figure:
 //   bench=allreduce impl=... ranks=... tensors=... elements=... bytes=... median_ms=... ratio_to_raw=...
+// Then the Trainer's preemption check (train/preemption.hpp), which every step of a fit that saves
+// checkpoints runs: the signal flag read and the ranks' agreement on it, one allreduce of one
+// double (DataParallel's reduce); 1000 checks per run, the median per check:
+//   bench=preemption_check ranks=... us_per_check=...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -127,6 +131,15 @@ int main(int argc, char** argv) {
                      }});
     time_cases(cases, raw, 3, repeats);
 
+    constexpr int checks = 1000;
+    std::vector<Case> preemption{{"preemption_check", sizeof(double), [] {}, [&] {
+                                    for (int i = 0; i < checks; ++i) {
+                                      double flag = ptrain::PreemptionWatch::signal() != 0 ? 1 : 0;
+                                      ptrain::host_allreduce_sum(world, std::span<double>(&flag, 1));
+                                    }
+                                  }}};
+    time_cases(preemption, raw, 3, repeats);
+
     if (session.rank() == 0) {
       const double yardstick = median(cases.front().seconds);
       for (const Case& c : cases) {
@@ -138,6 +151,10 @@ int main(int argc, char** argv) {
                       c.impl.c_str(), world.size(), sizes.size(), n, c.bytes, seconds * 1e3, seconds / yardstick);
         ptrain::log_line(line);
       }
+      char line[128];
+      std::snprintf(line, sizeof line, "bench=preemption_check ranks=%d us_per_check=%.3f", world.size(),
+                    median(preemption.front().seconds) / checks * 1e6);
+      ptrain::log_line(line);
     }
   });
 }

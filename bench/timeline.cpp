@@ -4,7 +4,12 @@
 // epoch, as fit does), taking turns epoch by epoch: PTRAIN_BENCH_REPEATS (default 7) epochs of 20
 // steps each after one warm-up; medians of the step time. Then what the timeline costs when off:
 // nanoseconds per TimelineSpan over a null timeline (the check every would-be span makes), times
-// the spans of a step.
+// the spans of a step. Last, the preemption check (TrainerOptions' checkpoints with
+// save_on_preemption, on by default): a third Trainer that saves checkpoints only on a signal
+// (every_epochs = 0, so none is written) takes its turn with the other two; it reads the signal
+// flag and agrees on it through DataParallel's reduce after every step. On one process that
+// reduce is a no-op; under mpiexec it is an MPI_Allreduce of one double (bench/allreduce.cpp's
+// bench=preemption_check gives its latency).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,6 +58,7 @@ int main() {
   ptrain::SelfComm self;
   using DP = ptrain::DataParallel<ptrain::SelfAllreduce>;
   using Net = ptrain::SmallCnn<float>;
+  const auto checkpoints = std::filesystem::temp_directory_path() / "ptrain_bench_preemption";
   const auto make = [&](std::string timeline) {
     ptrain::manual_seed(3);
     auto net = std::make_shared<Net>();
@@ -61,7 +67,8 @@ int main() {
         net, sgd, ptrain::TrainerOptions{.progress_bar = false, .print_epochs = false, .timeline = timeline},
         DP(self, {.bucket_bytes = std::size_t{1} << 16}));
   };
-  auto off = make(""), on = make(trace.string());
+  auto off = make(""), on = make(trace.string()), watched = make("");
+  watched->save_checkpoints({.directory = checkpoints, .every_epochs = 0, .save_on_preemption = true});
   const auto epoch = [&](auto& trainer) {
     const auto start = Clock::now();
     trainer->fit(loader, 1);
@@ -69,14 +76,21 @@ int main() {
   };
   epoch(off);
   epoch(on);
-  std::vector<double> t_off, t_on;
+  epoch(watched);
+  std::vector<double> t_off, t_on, t_watched;
   for (int r = 0; r < repeats; ++r) {
     t_off.push_back(epoch(off));
     t_on.push_back(epoch(on));
+    t_watched.push_back(epoch(watched));
   }
   const double m_off = median(t_off), m_on = median(t_on);
   std::printf("bench=timeline model=small_cnn batch=64 threads=%d step_ms_off=%.3f step_ms_on=%.3f on_over_off=%.4f\n",
               ptrain::num_threads(), m_off * 1e3, m_on * 1e3, m_on / m_off);
+
+  const double m_watched = median(t_watched);
+  std::printf("bench=preemption_check model=small_cnn batch=64 ranks=1 step_ms_off=%.3f step_ms_watched=%.3f "
+              "watched_over_off=%.4f\n",
+              m_off * 1e3, m_watched * 1e3, m_watched / m_off);
 
   // Off: the null check of each would-be span.
   constexpr long spans = 100'000'000;
@@ -89,4 +103,5 @@ int main() {
   std::printf("bench=timeline_off ns_per_span=%.3f spans_per_step_about=%d share_of_step=%.2e\n", ns, 16,
               16 * ns * 1e-9 / m_off);
   std::filesystem::remove(trace);
+  std::filesystem::remove_all(checkpoints);
 }

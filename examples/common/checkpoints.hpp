@@ -2,7 +2,8 @@
 // The examples' checkpoints (ptrain/train/checkpoint.hpp): --checkpoint-dir DIR saves one at
 // every epoch's end (and every --checkpoint-every steps), and on SIGTERM or SIGUSR1 to any rank,
 // after which every rank exits 0 (under Slurm the job is requeued); --resume continues from the
-// newest checkpoint under DIR, --epochs staying the total. A checkpoint of another model or a
+// newest checkpoint under DIR, --epochs staying the total, and continues the --csv log (the
+// Trainer keeps its rows up to the checkpoint's epoch). A checkpoint of another model or a
 // corrupt manifest ends the run with the file and the mismatch named, and nothing on disk changes.
 #include <cstdio>
 #include <string>

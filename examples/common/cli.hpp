@@ -57,7 +57,8 @@ class Cli {
   // A file the run writes. Where the flag is left at a default naming a file that exists (the
   // last run's log), a fresh name is taken, NAME_2.EXT, NAME_3.EXT, ... (PyTorch Lightning's
   // version_N directories keep earlier runs the same way); a name given on the command line is
-  // the user's choice and is overwritten. Empty: no file.
+  // the user's choice and is overwritten. With --resume the run continues the last run's file:
+  // the newest of NAME.EXT, NAME_2.EXT, ... that exists. Empty: no file.
   Cli& output_option(const std::string& flag, const std::string& default_value, const std::string& help) {
     return declare({flag, help, default_value, Kind::output, {}, 0, 0, 0, 0});
   }
@@ -170,17 +171,27 @@ class Cli {
         break;
       }
       case Kind::output:
-        if (!given_[o.flag] && !value.empty() && std::filesystem::exists(value)) values_[o.flag] = unused_name(value);
+        if (!given_[o.flag] && !value.empty() && std::filesystem::exists(value))
+          values_[o.flag] = flag("--resume") ? newest_name(value) : unused_name(value);
         break;
     }
   }
 
+  // NAME_<version>.EXT
+  static std::filesystem::path version_of(const std::filesystem::path& taken, int version) {
+    std::filesystem::path named = taken;
+    named.replace_filename(taken.stem().string() + "_" + std::to_string(version) + taken.extension().string());
+    return named;
+  }
   static std::string unused_name(const std::filesystem::path& taken) {
-    for (int version = 2;; ++version) {
-      std::filesystem::path fresh = taken;
-      fresh.replace_filename(taken.stem().string() + "_" + std::to_string(version) + taken.extension().string());
-      if (!std::filesystem::exists(fresh)) return fresh.string();
-    }
+    for (int version = 2;; ++version)
+      if (!std::filesystem::exists(version_of(taken, version))) return version_of(taken, version).string();
+  }
+  // The last name unused_name skips: the newest run's file.
+  static std::string newest_name(const std::filesystem::path& taken) {
+    std::filesystem::path newest = taken;
+    for (int version = 2; std::filesystem::exists(version_of(taken, version)); ++version) newest = version_of(taken, version);
+    return newest.string();
   }
 
   static std::string range(const Option& o) {

@@ -241,6 +241,43 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(batch_norm_matches_finite_differences, D, test::De
   }
 }
 
+// A 16-bit model's batch norm keeps its running statistics in float (BatchNorm2d): from half x
+// they move exactly as the float op's do from the same values, where 16-bit ones drift by their
+// rounding; the output and gradients match the float op's within half's precision.
+BOOST_AUTO_TEST_CASE_TEMPLATE(half_input_with_float_running_statistics_tracks_the_float_op, D, test::Devices) {
+  const std::int64_t C = 3;
+  const auto to_half = [](const Tensor<double>& t) { return on_device<D>(tensor_cast<half>(t)); };
+  const auto widened = [](const Tensor<double>& t) { return on_device<D>(tensor_cast<float>(tensor_cast<half>(t))); };
+  Tensor<float, D> kept_mean = on_device<D>(Tensor<float>::zeros({C})), kept_var = on_device<D>(Tensor<float>::ones({C}));
+  Tensor<float, D> float_mean = kept_mean.clone(), float_var = kept_var.clone();
+  Tensor<half, D> rounded_mean = on_device<D>(Tensor<half>::zeros({C})), rounded_var = on_device<D>(Tensor<half>::ones({C}));
+  const Tensor<double> wd = random_tensor({C}, 90, 0.5, 2), bd = random_tensor({C}, 91);
+  Var<half, D> w(to_half(wd), true), b(to_half(bd), true);
+  Var<float, D> wf(widened(wd), true), bf(widened(bd), true);
+  for (int step = 0; step < 40; ++step) {
+    const Tensor<double> xd = random_tensor({8, C, 4, 4}, 100 + step, -2, 3);
+    Var<half, D> x(to_half(xd), true);
+    Var<float, D> xf(widened(xd), true);
+    const Var<half, D> y = batch_norm(x, w, b, kept_mean, kept_var, true);
+    const Var<float, D> yf = batch_norm(xf, wf, bf, float_mean, float_var, true);
+    batch_norm(x, w, b, rounded_mean, rounded_var, true);
+    if (step + 1 < 40) continue;
+    const Tensor<double> gy = random_tensor({8, C, 4, 4}, 99);
+    backward(y, to_half(gy));
+    backward(yf, widened(gy));
+    const auto as_float = [](const auto& t) { return tensor_cast<float>(t.template to<Cpu>()); };
+    BOOST_TEST(relative_difference(as_float(y.value()), as_float(yf.value())) <= 2e-3);
+    BOOST_TEST(relative_difference(as_float(x.grad()), as_float(xf.grad())) <= 2e-3);
+    BOOST_TEST(relative_difference(as_float(w.grad()), as_float(wf.grad())) <= 2e-3);
+    BOOST_TEST(relative_difference(as_float(b.grad()), as_float(bf.grad())) <= 2e-3);
+  }
+  const auto host = [](const Tensor<float, D>& t) { return t.template to<Cpu>(); };
+  BOOST_TEST(relative_difference(host(kept_mean), host(float_mean)) <= 1e-7);
+  BOOST_TEST(relative_difference(host(kept_var), host(float_var)) <= 1e-7);
+  const auto widen = [](const Tensor<half, D>& t) { return tensor_cast<float>(t.template to<Cpu>()); };
+  BOOST_TEST(relative_difference(widen(rounded_var), host(float_var)) > 1e-4, "16-bit statistics do not drift here");
+}
+
 BOOST_AUTO_TEST_CASE(batch_norm_checks_its_arguments_as_the_cpu_op) {
   const Emulated x(random_tensor({1, 2}, 80).to<HostEmulated>());
   Tensor<double, HostEmulated> mean = Tensor<double>::zeros({2}).to<HostEmulated>();

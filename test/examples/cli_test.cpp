@@ -113,4 +113,22 @@ BOOST_AUTO_TEST_CASE(a_default_output_never_overwrites_an_earlier_run) {
   BOOST_TEST(chosen({"--csv", ""}) == "");
 }
 
+// A resumed run continues the newest run's log: NAME.csv, or the highest NAME_N.csv there is.
+BOOST_AUTO_TEST_CASE(a_resumed_run_continues_the_newest_default_output) {
+  const fs::path dir = ptrain::test::temp_dir("cli_resume_test");
+  const std::string log = (dir / "run.csv").string();
+  const auto chosen = [&](const std::vector<std::string>& args) {
+    Cli cli("program", "a test");
+    cli.output_option("--csv", log, "per-epoch log").switch_option("--resume", "continue");
+    cli.read(args);
+    return cli.str("--csv");
+  };
+  BOOST_TEST(chosen({"--resume"}) == log);
+  ptrain::test::write_bytes(log, std::vector<char>{'a'});
+  BOOST_TEST(chosen({"--resume"}) == log);
+  ptrain::test::write_bytes(dir / "run_2.csv", std::vector<char>{'b'});
+  BOOST_TEST(chosen({"--resume"}) == (dir / "run_2.csv").string());
+  BOOST_TEST(chosen({}) == (dir / "run_3.csv").string());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,7 +4,8 @@
 #      kept); the newest is removed, as if the run had been stopped during its last epoch;
 #   2. PROGRAM ARGS --checkpoint-dir DIR --resume continues from the one before to ARGS' --epochs
 #      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed and ending
-#      with its total run time;
+#      with its total run time; its CSV log (--csv DIR/log.csv) continues the first run's, the last
+#      epoch's row replaced, so that it lists the same epochs once each;
 #   3. the same with --model resnet50 (another model) and 4. with a corrupt manifest must fail,
 #      naming the file and the mismatch, and leave DIR as it was.
 set -u
@@ -13,23 +14,27 @@ shift
 fail() { echo "resume_smoke: $*" >&2; exit 1; }
 newest() { for d in "$dir"/step-*; do echo "${d##*/step-} $d"; done | sort -n | tail -n 1 | cut -d' ' -f2-; }
 rm -rf "$dir"
-"$@" --checkpoint-dir "$dir" || fail "the first run failed"
+log=$dir/log.csv
+"$@" --checkpoint-dir "$dir" --csv "$log" || fail "the first run failed"
 [ "$(ls -d "$dir"/step-* | wc -l)" -eq 2 ] || fail "expected the last 2 checkpoints under $dir"
+epochs=$(cut -d, -f1 "$log")
+[ "$(echo "$epochs" | wc -l)" -ge 3 ] || fail "$log: expected a header and a row per epoch, got: $epochs"
 rm -r "$(newest)"
-out=$("$@" --checkpoint-dir "$dir" --resume 2>&1) || { echo "$out"; fail "the resumed run failed"; }
+out=$("$@" --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) || { echo "$out"; fail "the resumed run failed"; }
 echo "$out"
 echo "$out" | grep -q "Trainer: resuming from $dir/step-" || fail "the resumed run did not say where it resumed"
 echo "$out" | grep -qE "^total run time [0-9]+\.[0-9] s$" || fail "the run did not end with its total run time"
+[ "$(cut -d, -f1 "$log")" = "$epochs" ] || fail "$log: the resumed run's log lists the epochs $(cut -d, -f1 "$log" | tr '\n' ' '), the first run's $(echo "$epochs" | tr '\n' ' ')"
 
 before=$(find "$dir" -type f -exec cksum {} + | sort)
-out=$("$@" --model resnet50 --checkpoint-dir "$dir" --resume 2>&1) && fail "resuming another model's checkpoint succeeded"
+out=$("$@" --model resnet50 --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) && fail "resuming another model's checkpoint succeeded"
 echo "$out"
 echo "$out" | grep -q "model.safetensors: the state dict does not match the model" ||
   fail "another model's checkpoint: the error does not name the weights file and the mismatch"
 latest=$(newest)
 cp "$latest/manifest.txt" "$dir/manifest.good"
 printf 'ptrain-checkpoint 1\nstep 5\n' >"$latest/manifest.txt"
-out=$("$@" --checkpoint-dir "$dir" --resume 2>&1) && fail "resuming from a corrupt manifest succeeded"
+out=$("$@" --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) && fail "resuming from a corrupt manifest succeeded"
 echo "$out"
 echo "$out" | grep -q "$latest/manifest.txt: the manifest has no 'epoch' line" ||
   fail "a corrupt manifest: the error does not name the file and the missing field"

@@ -1,13 +1,15 @@
-// Checkpoints under mpiexec -n 2 and 3: DataParallel over the world and Pipeline with one stage
-// per rank, stopped by SIGUSR1 on one rank only at 1.5 epochs (every rank saves and fit returns
-// on every rank), then resumed in fresh Trainers, end with the 2-epoch run's weights and epoch
-// losses bit for bit. A data-parallel checkpoint of 2 ranks resumes on 1, whose checkpoint
-// resumes on the whole world (2 -> 1 -> 3 under -n 3), training on to the last step.
+// Checkpoints under mpiexec -n 2, 3 and 4: DataParallel over the world, Pipeline with one stage
+// per rank, a data x pipeline grid (2 x 2 under -n 4) and MixedPrecision<Fp16> beside
+// DataParallel, stopped by SIGUSR1 on one rank only at 1.5 epochs (every rank saves and fit
+// returns on every rank), then resumed in fresh Trainers, end with the 2-epoch run's weights,
+// epoch losses (and loss scale) bit for bit. A data-parallel checkpoint of 2 ranks resumes on 1,
+// whose checkpoint resumes on the whole world (2 -> 1 -> 3 under -n 3), training on to the last step.
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/data/loader.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
@@ -24,6 +27,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/blobs.hpp"
@@ -40,11 +44,13 @@ using DP = DataParallel<MpiAllreduce>;
 
 TensorDataset blobs() { return test::class_blobs(global_batch * batches_per_epoch, 3); }
 
-std::shared_ptr<Sequential<float>> make_net(std::uint64_t seed) {
+// With batch norm: its running statistics (float in the half model) are part of what must resume.
+template <class T = float>
+std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
   manual_seed(seed);
-  return std::make_shared<Sequential<float>>(std::initializer_list<std::shared_ptr<Module<float>>>{
-      make<Linear<float>>(4, 8), make<ReLU<float>>(), make<Linear<float>>(8, 8), make<ReLU<float>>(),
-      make<Linear<float>>(8, 3)});
+  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
+      make<Linear<T>>(4, 8), make<BatchNorm2d<T>>(8), make<ReLU<T>>(), make<Linear<T>>(8, 8), make<ReLU<T>>(),
+      make<Linear<T>>(8, 3)});
 }
 
 // A directory every rank names alike (rank 0's pid), removed by rank 0 at the end of the test.
@@ -65,32 +71,51 @@ struct SharedDir {
 
 struct Run {
   std::vector<double> losses;
-  std::map<std::string, std::vector<float>> weights;  // this rank's part
+  std::map<std::string, std::vector<float>> weights;  // this rank's part, parameters and buffers
   std::int64_t steps = 0;
+  std::vector<double> loss_scales;  // MixedPrecision's, after each step of this fit
   bool preempted = false;
 };
 
 // Trains to 2 epochs with the policies (DP over comm, or a Pipeline); `signal_rank` raises SIGUSR1
-// at `stop_at` on that rank alone; `resume` first loads the latest checkpoint under dir.
-template <class... Policies>
+// at `stop_at` on that rank alone; `resume` first loads the latest checkpoint under dir. T = half
+// adds MixedPrecision<Fp16> after the policies, its scale starting high enough to overflow and
+// moving every few steps, so that a resume must restore the scaler's state to stay bit-identical.
+template <class T = float, class... Policies>
 Run train(const fs::path& dir, int replicas, int replica, std::int64_t stop_at, int signal_rank, int my_rank,
           bool resume, Policies... policies) {
-  auto model = make_net(resume ? 99 : 1);
+  auto model = make_net<T>(resume ? 99 : 1);
   const TensorDataset data = blobs();
   DataLoader loader(data, DistributedSampler(data.size(), replicas, replica, true, 5),
                     LoaderOptions{.batch_size = global_batch / replicas});
-  auto sgd = make<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
-  Trainer<Sequential<float>, Policies...> trainer(model, sgd, quiet, policies...);
-  trainer.on_step_end([&](std::int64_t step) {
-    if (step == stop_at && my_rank == signal_rank) std::raise(SIGUSR1);
-  });
-  trainer.save_checkpoints({.directory = dir, .keep_last = 3});
-  if (resume) BOOST_REQUIRE(trainer.resume_latest(dir));
   Run run;
-  for (const auto& r : trainer.fit(loader, 2)) run.losses.push_back(r.train_loss);
-  for (auto& [name, p] : trainer.local_model().named_parameters()) run.weights[name] = p.value().to_vector();
-  run.steps = trainer.global_step();
-  run.preempted = trainer.preempted();
+  const auto fit = [&](auto& trainer, auto after_step) {
+    trainer.on_step_end([&](std::int64_t step) {
+      after_step(trainer);
+      if (step == stop_at && my_rank == signal_rank) std::raise(SIGUSR1);
+    });
+    trainer.save_checkpoints({.directory = dir, .keep_last = 3});
+    if (resume) BOOST_REQUIRE(trainer.resume_latest(dir));
+    for (const auto& r : trainer.fit(loader, 2)) run.losses.push_back(r.train_loss);
+    for (auto& [name, p] : trainer.local_model().named_parameters())
+      for (const T v : p.value().to_vector()) run.weights[name].push_back(static_cast<float>(v));
+    for (auto& [name, b] : trainer.local_model().named_buffers())
+      for (const T v : b->to_vector()) run.weights[name].push_back(static_cast<float>(v));
+    for (auto& [name, b] : trainer.local_model().named_float_buffers()) run.weights[name] = b->to_vector();
+    run.steps = trainer.global_step();
+    run.preempted = trainer.preempted();
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    auto sgd = make<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+    Trainer<Sequential<T>, Policies...> trainer(model, sgd, quiet, policies...);
+    fit(trainer, [](auto&) {});
+  } else {
+    using Amp = MixedPrecision<Fp16>;
+    Amp amp(*model, {.initial_scale = 1 << 18, .scale_window = 3});
+    auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+    Trainer<Sequential<T>, Policies..., Amp> trainer(model, sgd, quiet, policies..., amp);
+    fit(trainer, [&](auto& t) { run.loss_scales.push_back(t.template policy<Amp>().loss_scale()); });
+  }
   return run;
 }
 
@@ -102,7 +127,7 @@ void check_same(const Run& reference, const Run& stopped, const Run& resumed) {
   BOOST_TEST(stopped.steps == stop_step);
   BOOST_TEST(stopped.losses[0] == reference.losses[0]);
   BOOST_TEST(resumed.losses[0] == reference.losses[1]);
-  BOOST_TEST(!resumed.weights.empty());
+  BOOST_TEST(resumed.weights.size() == reference.weights.size());
   BOOST_TEST((resumed.weights == reference.weights), "the resumed run's weights differ from the whole run's");
 }
 
@@ -118,6 +143,7 @@ BOOST_AUTO_TEST_CASE(data_parallel_resumes_bit_identically_after_a_signal_to_one
   const Run stopped = train(cut.path, n, r, stop_step, n - 1, r, false, DP(world));
   const Run resumed = train(cut.path, n, r, 0, -1, r, true, DP(world));
   check_same(reference, stopped, resumed);
+  BOOST_TEST(!resumed.weights.empty());
   const fs::path saved = cut.path / ("step-" + std::to_string(stop_step));
   BOOST_TEST(fs::exists(saved / ("rank-" + std::to_string(n - 1) + ".txt")));
   BOOST_TEST(fs::exists(saved / "model.safetensors"));  // one part, written by replica 0
@@ -135,6 +161,40 @@ BOOST_AUTO_TEST_CASE(a_pipeline_resumes_bit_identically_with_one_part_per_stage)
   check_same(reference, stopped, resumed);
   const std::string part = "model.part-" + std::to_string(r) + "-of-" + std::to_string(world.size()) + ".safetensors";
   BOOST_TEST(fs::exists(cut.path / ("step-" + std::to_string(stop_step)) / part), part);
+}
+
+// stages x replicas: 2 x 2 under -n 4 (and 2 x 1 under -n 2, 3 x 1 under -n 3); the last rank
+// of the world gets the signal.
+BOOST_AUTO_TEST_CASE(a_data_by_pipeline_grid_resumes_bit_identically) {
+  MpiComm world(test::session());
+  const SharedDir whole(world, "ptrain_ckpt_grid_whole"), cut(world, "ptrain_ckpt_grid_cut");
+  const int n = world.size(), r = world.rank(), stages = n % 2 == 0 ? 2 : n;
+  using P = Pipeline<2>;
+  const auto pipeline = [&] { return P(world, {.stages = stages, .print_plan = false}); };
+  const PipelineGrid grid{.stages = stages, .replicas = n / stages};
+  const int replicas = grid.replicas, replica = grid.replica_of(r);
+  const Run reference = train(whole.path, replicas, replica, 0, -1, r, false, DP(world), pipeline());
+  const Run stopped = train(cut.path, replicas, replica, stop_step, n - 1, r, false, DP(world), pipeline());
+  const Run resumed = train(cut.path, replicas, replica, 0, -1, r, true, DP(world), pipeline());
+  check_same(reference, stopped, resumed);
+}
+
+BOOST_AUTO_TEST_CASE(mixed_precision_beside_data_parallel_resumes_its_loss_scale_bit_identically) {
+  MpiComm world(test::session());
+  const SharedDir whole(world, "ptrain_ckpt_amp_whole"), cut(world, "ptrain_ckpt_amp_cut");
+  const int n = world.size(), r = world.rank();
+  const Run reference = train<half>(whole.path, n, r, 0, -1, r, false, DP(world));
+  const Run stopped = train<half>(cut.path, n, r, stop_step, 0, r, false, DP(world));
+  const Run resumed = train<half>(cut.path, n, r, 0, -1, r, true, DP(world));
+  check_same(reference, stopped, resumed);
+  BOOST_TEST(!resumed.weights.empty());
+  // The scale after each step: the resumed run's (steps 10 to 12) go on from where the stopped one
+  // left it, as in the whole run.
+  BOOST_REQUIRE_EQUAL(reference.loss_scales.size(), std::size_t{2 * batches_per_epoch});
+  BOOST_TEST(std::set<double>(reference.loss_scales.begin(), reference.loss_scales.end()).size() > 1,
+             "the scale never moved: the test would not see it restored");
+  const std::vector<double> rest(reference.loss_scales.begin() + stop_step, reference.loss_scales.end());
+  BOOST_TEST(resumed.loss_scales == rest, boost::test_tools::per_element());
 }
 
 // 2 ranks -> 1 -> the world: the data order changes (each rank's shard), so no bit-for-bit

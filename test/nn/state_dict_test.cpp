@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ptrain/core/rng.hpp>
@@ -199,6 +200,47 @@ BOOST_AUTO_TEST_CASE(batch_norm_counters_are_int64_and_optional) {
   io::save_safetensors(path, entries);
   BOOST_TEST(load_state_dict(*model, path).all_matched());
   BOOST_TEST(bn->num_batches_tracked[0] == 11.0f);
+}
+
+// A half model's batch norm statistics are float (BatchNorm2d): saved as F32 whatever the dtype
+// asked for (and the counter as I64), under the same names, and loaded back bit for bit.
+BOOST_AUTO_TEST_CASE(a_half_model_saves_its_float_batch_norm_statistics_as_f32) {
+  using HalfNamed = std::initializer_list<std::pair<std::string, std::shared_ptr<Module<half>>>>;
+  const auto make_model = [] {
+    return make<Sequential<half>>(HalfNamed{{"fc", make<Linear<half>>(2, 3)}, {"bn", make<BatchNorm2d<half>>(3)}});
+  };
+  auto saved = make_model();
+  auto bn = std::dynamic_pointer_cast<BatchNorm2d<half>>((*saved)[1]);
+  static_assert(std::is_same_v<decltype(bn->running_mean), Tensor<float>>);
+  BOOST_TEST(saved->named_buffers().empty());
+  BOOST_TEST(saved->named_float_buffers().size() == 3u);
+  const std::vector<float> mean{0.1f, 1.0f / 3, -2.0009765625f}, var{1.0001f, 0.5f, 3.25f};
+  for (int c = 0; c < 3; ++c) bn->running_mean[c] = mean[c], bn->running_var[c] = var[c];
+  bn->num_batches_tracked[0] = 4097.0f;  // past where half counts by one
+  const auto path = file_path("half_bn.safetensors");
+  save_state_dict(*saved, path, io::Dtype::F16);
+  const io::SafetensorsFile file(path);
+  BOOST_TEST(file.tensors().size() == 7u);
+  BOOST_TEST(file.at("fc.weight").dtype == io::Dtype::F16);
+  BOOST_TEST(file.at("bn.weight").dtype == io::Dtype::F16);
+  BOOST_TEST(file.at("bn.running_mean").dtype == io::Dtype::F32);
+  BOOST_TEST(file.at("bn.running_var").dtype == io::Dtype::F32);
+  BOOST_TEST(file.at("bn.num_batches_tracked").dtype == io::Dtype::I64);
+
+  auto loaded = make_model();
+  BOOST_TEST(load_state_dict(*loaded, path).all_matched());
+  auto loaded_bn = std::dynamic_pointer_cast<BatchNorm2d<half>>((*loaded)[1]);
+  BOOST_TEST(loaded_bn->running_mean.to_vector() == mean, boost::test_tools::per_element());
+  BOOST_TEST(loaded_bn->running_var.to_vector() == var, boost::test_tools::per_element());
+  BOOST_TEST(loaded_bn->num_batches_tracked[0] == 4097.0f);
+  const auto fc = std::dynamic_pointer_cast<Linear<half>>((*saved)[0]), loaded_fc = std::dynamic_pointer_cast<Linear<half>>((*loaded)[0]);
+  BOOST_TEST(tensor_cast<float>(loaded_fc->weight.value()).to_vector() == tensor_cast<float>(fc->weight.value()).to_vector(),
+             boost::test_tools::per_element());
+  // A mismatch among the float statistics is reported with the rest, and nothing is loaded.
+  auto wider = make<Sequential<half>>(HalfNamed{{"fc", make<Linear<half>>(2, 4)}, {"bn", make<BatchNorm2d<half>>(4)}});
+  const std::string error = error_of([&] { load_state_dict(*wider, path); });
+  BOOST_TEST(contains(error, "shape mismatch: bn.running_mean: file has [3], model expects [4]"), error);
+  BOOST_TEST(contains(error, "shape mismatch: fc.weight"), error);
 }
 
 BOOST_AUTO_TEST_CASE(a_double_model_reads_float_weights) {

@@ -6,12 +6,14 @@
 // file and the mismatch named, and nothing on disk changes.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,8 +65,29 @@ struct Run {
   bool preempted = false;
 };
 
+// The CSV log of the run checkpointing into dir (dir/log.csv), its timings (images_per_second,
+// seconds) left out: what a resumed run's log must equal.
+std::vector<std::vector<std::string>> log_without_timings(const fs::path& dir) {
+  std::ifstream in(dir / "log.csv");
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::size_t> timings;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields, kept;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
+    if (rows.empty())
+      for (std::size_t i = 0; i < fields.size(); ++i)
+        if (fields[i] == "images_per_second" || fields[i] == "seconds") timings.push_back(i);
+    for (std::size_t i = 0; i < fields.size(); ++i)
+      if (std::find(timings.begin(), timings.end(), i) == timings.end()) kept.push_back(fields[i]);
+    rows.push_back(kept);
+  }
+  return rows;
+}
+
 // A run in T (float, or half under MixedPrecision<Fp16>): `stop_at_step` > 0 raises SIGUSR1 there;
-// `resume` loads the latest checkpoint under dir first (into a model made from another seed).
+// `resume` loads the latest checkpoint under dir first (into a model made from another seed). Its
+// CSV log is dir/log.csv.
 template <class T>
 Run train(const fs::path& dir, std::int64_t stop_at_step, bool resume) {
   auto model = make_net<T>(resume ? 99 : 1);
@@ -85,14 +108,16 @@ Run train(const fs::path& dir, std::int64_t stop_at_step, bool resume) {
     run.lr = sgd->lr();
     run.preempted = trainer.preempted();
   };
+  TrainerOptions options = quiet;
+  options.csv_log = (dir / "log.csv").string();
   if constexpr (std::is_same_v<T, float>) {
     auto sgd = make<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.2, .momentum = 0.9});
-    Trainer<Sequential<T>> trainer(model, sgd, quiet);
+    Trainer<Sequential<T>> trainer(model, sgd, options);
     fit(trainer, sgd);
   } else {
     MixedPrecision<Fp16> amp(*model, {.initial_scale = 1024, .scale_window = 4});
     auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.2, .momentum = 0.9});
-    Trainer<Sequential<T>, MixedPrecision<Fp16>> trainer(model, sgd, quiet, amp);
+    Trainer<Sequential<T>, MixedPrecision<Fp16>> trainer(model, sgd, options, amp);
     fit(trainer, sgd);
   }
   return run;
@@ -103,6 +128,7 @@ void check_resume_is_bit_identical(const std::string& name) {
   const fs::path whole = test::temp_dir(name + "_whole"), cut = test::temp_dir(name + "_cut");
   const Run reference = train<T>(whole, 0, false);
   const Run stopped = train<T>(cut, batches_per_epoch * 3 / 2, false);
+  BOOST_TEST(log_without_timings(cut).size() == 2u);  // the header and epoch 1
   BOOST_TEST(stopped.preempted);
   BOOST_REQUIRE_EQUAL(stopped.losses.size(), 1u);  // epoch 2 was cut at its middle
   BOOST_TEST(fs::exists(cut / ("step-" + std::to_string(batches_per_epoch * 3 / 2)) / "manifest.txt"));
@@ -114,6 +140,10 @@ void check_resume_is_bit_identical(const std::string& name) {
   BOOST_TEST(resumed.losses[0] == reference.losses[1]);  // bit for bit, the first half's sums included
   BOOST_TEST(resumed.lr == reference.lr);
   BOOST_TEST((resumed.weights == reference.weights), "the resumed run's weights differ from the whole run's");
+  // The resumed run continued the stopped one's log: it reads as the whole run's.
+  const auto whole_log = log_without_timings(whole);
+  BOOST_REQUIRE_EQUAL(whole_log.size(), 3u);
+  BOOST_TEST((log_without_timings(cut) == whole_log), "the resumed run's CSV log differs from the whole run's");
 }
 
 // The files under dir with their sizes and contents: what must not change.

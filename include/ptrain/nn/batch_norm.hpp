@@ -11,13 +11,17 @@
 namespace ptrain {
 
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
-// buffers named as torchvision's state_dict names them. With a sync hook (set_sync, or
+// buffers named as torchvision's state_dict names them. In a half or bfloat16 model the buffers
+// are float (statistics_t<T>, Apex O2's keep_batchnorm_fp32 for them): a moving average rounded
+// to 16 bits every step drifts, and a 16-bit num_batches_tracked stops at 2048. The statistics
+// and the normalisation are computed in double and float from the 16-bit input either way. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
 // statistics of the global batch, as torch.nn.SyncBatchNorm, on any device: off the CPU
 // (autograd/ops/batch_norm.hpp) the hook sums spans in the device's memory.
 template <class T = float, class D = Cpu>
 class BatchNorm2d : public Module<T, D> {
  public:
+  using S = statistics_t<T>;  // the running statistics' type
   explicit BatchNorm2d(std::int64_t channels, double eps = 1e-5, double momentum = 0.1, bool affine = true)
       : eps_(eps), momentum_(momentum) {
     check(channels > 0, "BatchNorm2d: channels must be positive");
@@ -25,9 +29,9 @@ class BatchNorm2d : public Module<T, D> {
       weight = this->register_parameter("weight", Tensor<T>::ones({channels}));
       bias = this->register_parameter("bias", Tensor<T>::zeros({channels}));
     }
-    running_mean = this->register_buffer("running_mean", Tensor<T>::zeros({channels}));
-    running_var = this->register_buffer("running_var", Tensor<T>::ones({channels}));
-    num_batches_tracked = this->register_buffer("num_batches_tracked", Tensor<T>::zeros({}));
+    running_mean = this->register_statistics_buffer("running_mean", Tensor<S>::zeros({channels}));
+    running_var = this->register_statistics_buffer("running_var", Tensor<S>::ones({channels}));
+    num_batches_tracked = this->register_statistics_buffer("num_batches_tracked", Tensor<S>::zeros({}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
     const bool batch_statistics = this->is_training() && !frozen_;
@@ -53,7 +57,7 @@ class BatchNorm2d : public Module<T, D> {
   bool synchronised() const { return static_cast<bool>(sync_); }
 
   Var<T, D> weight, bias;
-  Tensor<T, D> running_mean, running_var, num_batches_tracked;
+  Tensor<S, D> running_mean, running_var, num_batches_tracked;
 
  private:
   double eps_, momentum_;

@@ -3,6 +3,8 @@
 // torchvision's style (`layer1.0.conv1.weight`), train/eval mode and freezing. D is the device the
 // parameters live on (Cpu unless named); layers draw their initial values on the host, from the
 // same generator whatever the device, so a model built for Cuda starts with the CPU model's weights.
+// A half or bfloat16 module keeps some buffers in float (batch norm's running statistics, as Apex
+// O2 keeps batch norm in fp32): named_float_buffers(), beside named_buffers().
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -10,9 +12,14 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/device/cpu.hpp"
 
 namespace ptrain {
+
+// The type a module of T keeps accumulated statistics in: float for half and bfloat16, T otherwise.
+template <class T>
+using statistics_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
 
 template <class T = float, class D = Cpu>
 class Module {
@@ -46,6 +53,15 @@ class Module {
     std::vector<std::pair<std::string, Tensor<T, D>*>> out;
     visit([&](const std::string& prefix, const Module& m) {
       for (auto& [name, b] : const_cast<Module&>(m).buffers_) out.emplace_back(prefix + name, &b);
+    });
+    return out;
+  }
+  // Buffers a 16-bit module keeps in float (register_statistics_buffer), in the same order; empty
+  // for a float or double module, whose statistics are among named_buffers().
+  std::vector<std::pair<std::string, Tensor<float, D>*>> named_float_buffers() {
+    std::vector<std::pair<std::string, Tensor<float, D>*>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (auto& [name, b] : const_cast<Module&>(m).float_buffers_) out.emplace_back(prefix + name, &b);
     });
     return out;
   }
@@ -93,6 +109,17 @@ class Module {
     buffers_.emplace_back(std::move(name), ptrain::on_device<D>(value));
     return buffers_.back().second;
   }
+  // A buffer of accumulated statistics, in statistics_t<T>: among named_buffers() for float and
+  // double modules, among named_float_buffers() for 16-bit ones.
+  Tensor<statistics_t<T>, D> register_statistics_buffer(std::string name, Tensor<statistics_t<T>> value) {
+    if constexpr (std::is_same_v<statistics_t<T>, T>) {
+      return register_buffer(std::move(name), std::move(value));
+    } else {
+      check(!has_name(name), "register_buffer: '", name, "' is already registered");
+      float_buffers_.emplace_back(std::move(name), ptrain::on_device<D>(value));
+      return float_buffers_.back().second;
+    }
+  }
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     check(!has_name(name), "register_module: '", name, "' is already registered");
@@ -119,12 +146,14 @@ class Module {
   bool has_name(const std::string& name) const {
     for (const auto& [n, p] : parameters_) if (n == name) return true;
     for (const auto& [n, b] : buffers_) if (n == name) return true;
+    for (const auto& [n, b] : float_buffers_) if (n == name) return true;
     for (const auto& [n, c] : children_) if (n == name) return true;
     return false;
   }
 
   std::vector<std::pair<std::string, Var<T, D>>> parameters_;
   std::vector<std::pair<std::string, Tensor<T, D>>> buffers_;
+  std::vector<std::pair<std::string, Tensor<float, D>>> float_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -1,7 +1,9 @@
 #pragma once
 // A module's parameters and buffers saved to and loaded from a safetensors file under their
 // torchvision names (`layer1.0.conv1.weight`), as torch's state_dict()/load_state_dict() do. A
-// module on a device is read back to the host to be saved, and loaded through the host.
+// module on a device is read back to the host to be saved, and loaded through the host. The
+// float buffers of a 16-bit module (batch norm's running statistics) are saved as F32 whatever
+// the dtype asked for, as an Apex O2 model's state_dict holds them, so that no save rounds them.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -35,6 +37,12 @@ std::vector<std::pair<std::string, Tensor<T, D>>> state_entries(Module<T, D>& mo
   return out;
 }
 
+// How many entries the state dict has: parameters, buffers and float buffers.
+template <class T, class D>
+std::size_t state_entry_count(Module<T, D>& module) {
+  return state_entries(module).size() + module.named_float_buffers().size();
+}
+
 inline std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -50,9 +58,23 @@ template <class T, class D>
 void save_state_dict(Module<T, D>& module, const std::filesystem::path& path, io::Dtype dtype = io::Dtype::F32,
                      std::map<std::string, std::string> metadata = {{"format", "pt"}}) {
   check(dtype != io::Dtype::I64, path.string(), ": save_state_dict stores weights as F16, BF16, F32 or F64, not I64");
-  std::vector<io::SafetensorsEntry<T>> entries;
+  const auto dtype_of = [&](const std::string& name, io::Dtype wanted) {
+    return detail::is_batch_counter(name) ? io::Dtype::I64 : wanted;
+  };
+  const auto float_buffers = module.named_float_buffers();
+  if (float_buffers.empty()) {
+    std::vector<io::SafetensorsEntry<T>> entries;
+    for (auto& [name, tensor] : detail::state_entries(module))
+      entries.push_back({name, tensor.template to<Cpu>(), dtype_of(name, dtype)});
+    io::save_safetensors(path, std::move(entries), metadata);
+    return;
+  }
+  // A 16-bit module's entries widened to float (exactly), written as dtype; its float buffers as F32.
+  const io::Dtype kept = dtype == io::Dtype::F64 ? dtype : io::Dtype::F32;
+  std::vector<io::SafetensorsEntry<float>> entries;
   for (auto& [name, tensor] : detail::state_entries(module))
-    entries.push_back({name, tensor.template to<Cpu>(), detail::is_batch_counter(name) ? io::Dtype::I64 : dtype});
+    entries.push_back({name, tensor_cast<float>(tensor.template to<Cpu>()), dtype_of(name, dtype)});
+  for (auto& [name, buffer] : float_buffers) entries.push_back({name, buffer->template to<Cpu>(), dtype_of(name, kept)});
   io::save_safetensors(path, std::move(entries), metadata);
 }
 
@@ -79,21 +101,29 @@ LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem:
                                     LoadStateDictOptions options = {}) {
   const io::SafetensorsFile file(path);
   auto entries = detail::state_entries(module);
+  const auto float_entries = module.named_float_buffers();
   LoadStateDictResult result;
-  std::vector<std::pair<Tensor<T, D>, const io::TensorInfo*>> matched;
-  for (auto& [name, target] : entries) {
+  std::unordered_set<std::string> known;
+  // The file's entry for a model's entry of that name and shape; null (and reported) otherwise.
+  const auto match = [&](const std::string& name, const Shape& shape) -> const io::TensorInfo* {
+    known.insert(name);
     const io::TensorInfo* info = file.find(name);
     if (!info) {
       if (!detail::is_batch_counter(name)) result.missing.push_back(name);
-    } else if (info->shape != target.shape()) {
-      result.mismatched.push_back(name + ": file has " + info->shape.str() + ", model expects " +
-                                  target.shape().str());
-    } else {
-      matched.emplace_back(target, info);
+      return nullptr;
     }
-  }
-  std::unordered_set<std::string> known;
-  for (const auto& [name, target] : entries) known.insert(name);
+    if (info->shape != shape) {
+      result.mismatched.push_back(name + ": file has " + info->shape.str() + ", model expects " + shape.str());
+      return nullptr;
+    }
+    return info;
+  };
+  std::vector<std::pair<Tensor<T, D>, const io::TensorInfo*>> matched;
+  for (auto& [name, target] : entries)
+    if (const io::TensorInfo* info = match(name, target.shape())) matched.emplace_back(target, info);
+  std::vector<std::pair<Tensor<float, D>*, const io::TensorInfo*>> matched_float;
+  for (auto& [name, target] : float_entries)
+    if (const io::TensorInfo* info = match(name, target->shape())) matched_float.emplace_back(target, info);
   for (const auto& info : file.tensors())
     if (!known.count(info.name) && !detail::is_batch_counter(info.name)) result.unexpected.push_back(info.name);
   std::sort(result.unexpected.begin(), result.unexpected.end());
@@ -109,7 +139,11 @@ LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem:
   // Read everything before writing anything: a read error leaves the module as it was.
   std::vector<Tensor<T>> values;
   for (const auto& [target, info] : matched) values.push_back(file.read<T>(*info));
+  std::vector<Tensor<float>> float_values;
+  for (const auto& [target, info] : matched_float) float_values.push_back(file.read<float>(*info));
   for (std::size_t i = 0; i < matched.size(); ++i) matched[i].first.copy_from(values[i].template to<D>());
+  for (std::size_t i = 0; i < matched_float.size(); ++i)
+    matched_float[i].first->copy_from(float_values[i].template to<D>());
   return result;
 }
 

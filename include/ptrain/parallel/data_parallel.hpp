@@ -120,6 +120,9 @@ class DataParallel {
     std::vector<std::string> descriptions;
     for (const auto& [name, p] : model.named_parameters()) descriptions.push_back("parameter " + name + " " + p.shape().str());
     for (const auto& [name, b] : model.named_buffers()) descriptions.push_back("buffer " + name + " " + b->shape().str());
+    if constexpr (requires { model.named_float_buffers(); })
+      for (const auto& [name, b] : model.named_float_buffers())
+        descriptions.push_back("float buffer " + name + " " + b->shape().str());
     detail::check_same_model(*comm_, descriptions, "DataParallel");
 
     for (auto& [name, p] : model.named_parameters()) comm_->broadcast(detail::elements(p.value()), 0);
@@ -187,6 +190,8 @@ class DataParallel {
   template <class Model>
   void broadcast_buffers(Model& model) {
     for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
+    if constexpr (requires { model.named_float_buffers(); })
+      for (auto& [name, b] : model.named_float_buffers()) comm_->broadcast(detail::elements(*b), 0);
   }
 
   Comm* comm_;

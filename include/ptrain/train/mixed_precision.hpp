@@ -36,8 +36,10 @@ namespace ptrain {
 // each stage checks its own gradients and the Trainer makes one stage's skip every stage's, so
 // the scale moves in step on all ranks. Outside a Trainer: ok = before_optimizer_step(model), the
 // optimizer's step if ok, step_decided(ok), after_optimizer_step(model).
-// Batch norm weights and buffers are stored in the 16-bit type (Apex O2 keeps them in fp32); their
-// statistics and updates are computed in float.
+// Batch norm's running statistics stay float in the 16-bit model (BatchNorm2d, as Apex O2's
+// keep_batchnorm_fp32), its statistics and normalisation are computed in double and float from the
+// 16-bit input; its weight and bias are 16-bit copies of fp32 masters like every parameter (O2
+// keeps them fp32 in the model: a Var graph has one type, so a float leaf cannot join a half one).
 //
 // On any device D (MixedPrecision<Fp16, Cuda>, a model of Var<half, Cuda>) the masters are
 // Var<float, D> (step them with Sgd<float, D> or Adam<float, D>); the casts and the unscaling run

@@ -347,7 +347,7 @@ class Trainer {
     check(m.parts == part.count, manifest_path.string(), ": the checkpoint holds the model in ", m.parts,
           " part(s) (pipeline stages), this run has ", part.count);
     load_state_dict(*local_, directory / checkpoint::part_file("model", part));
-    const auto tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+    const auto tensors = static_cast<std::int64_t>(detail::state_entry_count(*model_));
     check(m.model_tensors == tensors, manifest_path.string(), ": the checkpoint's model has ", m.model_tensors,
           " parameters and buffers, this one ", tensors);
     check(m.optimizer == bool(optimizer_checkpoint_), manifest_path.string(), ": the checkpoint ",
@@ -368,6 +368,7 @@ class Trainer {
     step_ = m.step;
     best_ = m.best;
     resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
+    if (logs_) logs_->continue_after(m.epoch);
     if (is_main()) detail::log_resume(directory, m, world);
   }
   // The newest checkpoint under directory, loaded; false when there is none (a first run).
@@ -604,7 +605,7 @@ class Trainer {
       m.scheduler_step = scheduler_checkpoint_.step ? scheduler_checkpoint_.step() : -1;
       m.world_size = part.ranks();
       m.parts = part.count;
-      m.model_tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
+      m.model_tensors = static_cast<std::int64_t>(detail::state_entry_count(*model_));
       m.optimizer = bool(optimizer_checkpoint_);
       m.policies = policies;
       m.metric_name = checkpoints_->best_metric;

@@ -24,9 +24,9 @@ using BatchNormSync = std::function<void(std::span<double>)>;
 
 namespace detail {
 // batch_norm's checks on its arguments, on any device (see batch_norm below); x's layout.
-template <class T, class D>
+template <class T, class D, class S>
 kernels::ChannelLayout checked_batch_norm_layout(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
-                                                 const Tensor<T, D>& running_mean, const Tensor<T, D>& running_var,
+                                                 const Tensor<S, D>& running_mean, const Tensor<S, D>& running_var,
                                                  bool training, double eps) {
   const Shape& s = x.shape();
   check(s.rank() == 2 || s.rank() == 4, "batch_norm: input must be [N, C] or [N, C, H, W], got ", s);
@@ -91,7 +91,8 @@ double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, 
 // training: normalise by the batch mean and biased variance of each channel and move the running
 // statistics towards them (running = (1 - momentum) * running + momentum * batch, the variance
 // unbiased), in place, whether or not gradients are recorded. Not training: normalise by the
-// running statistics. weight and bias (each [C]) may be undefined, as with affine=False; running
+// running statistics. Their type S may be wider than x's (float beside half, as BatchNorm2d keeps
+// them in a 16-bit model). weight and bias (each [C]) may be undefined, as with affine=False; running
 // statistics may be undefined in training (track_running_stats=False), when nothing is updated.
 // With a sync hook, training is torch.nn.SyncBatchNorm's: the statistics are those of the global
 // batch (the union of every replica's x, whose batch sizes may differ), and backward sums the
@@ -102,9 +103,9 @@ double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, 
 // gradient.
 // Evaluation never calls it. On a device the hook is given spans of doubles in D's memory (a
 // communicator moving that memory sums them: NcclComm on Cuda, a host one on Cpu and HostEmulated).
-template <class T, Device D>
-Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias, Tensor<T, D>& running_mean,
-                     Tensor<T, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+template <class T, Device D, class S>
+Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias, Tensor<S, D>& running_mean,
+                     Tensor<S, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                      const BatchNormSync& sync = {}) {
   const kernels::ChannelLayout layout =
       detail::checked_batch_norm_layout(x, weight, bias, running_mean, running_var, training, eps);

@@ -31,6 +31,11 @@ class RunLogs {
     if (!options.tensorboard.empty()) tensorboard_.emplace(options.tensorboard);
   }
 
+  // A resumed run: the CSV log keeps the rows up to the checkpoint's epoch and goes on from there.
+  void continue_after(std::int64_t epoch) {
+    if (csv_) csv_->continue_after(epoch);
+  }
+
   // Whether step() writes anything and the loss scale is recorded (the TensorBoard file's
   // scalars); without, the Trainer asks the policies for neither.
   bool writes_tensorboard() const { return tensorboard_.has_value(); }
