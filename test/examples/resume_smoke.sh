@@ -4,8 +4,8 @@
 #      kept); the newest is removed, as if the run had been stopped during its last epoch;
 #   2. PROGRAM ARGS --checkpoint-dir DIR --resume continues from the one before to ARGS' --epochs
 #      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed;
-#   3. the same with --model resnet50 (another model) and 4. with a corrupt manifest must fail,
-#      naming the file and the mismatch, and leave DIR as it was.
+#   3. the same with $OTHER_MODEL (flags making another model; default --model resnet50) and 4. with
+#      a corrupt manifest must fail, naming the file and the mismatch, and leave DIR as it was.
 set -u
 dir=$1
 shift
@@ -20,7 +20,9 @@ echo "$out"
 echo "$out" | grep -q "Trainer: resuming from $dir/step-" || fail "the resumed run did not say where it resumed"
 
 before=$(find "$dir" -type f -exec cksum {} + | sort)
-out=$("$@" --model resnet50 --checkpoint-dir "$dir" --resume 2>&1) && fail "resuming another model's checkpoint succeeded"
+# shellcheck disable=SC2086 # OTHER_MODEL is flags, split at spaces
+out=$("$@" ${OTHER_MODEL:---model resnet50} --checkpoint-dir "$dir" --resume 2>&1) &&
+  fail "resuming another model's checkpoint succeeded"
 echo "$out"
 echo "$out" | grep -q "model.safetensors: the state dict does not match the model" ||
   fail "another model's checkpoint: the error does not name the weights file and the mismatch"
