@@ -28,6 +28,7 @@ CASES = [
     " It cost $ 1 @,@ 000 @.@ 5 million ; \"it was\" worth it !? Yes:no\n",
     "Don't STOP... \"believing\"<br />Hold<BR />on<\"br />x\n",
     "ÉCOLE Straße İstanbul ΑΘΗΝΑ Москва ǅemal\u00a0tab\tand\u2003em\u3000space\r\n",
+    "ΟΔΥΣΣΕΥΣ ΣΑ ΑΣ. ΑΣ\u0301Β ΑΣ's Σ\n",
     "   \n",
     "",
 ]
