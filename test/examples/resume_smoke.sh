@@ -4,8 +4,8 @@
 #      kept); the newest is removed, as if the run had been stopped during its last epoch;
 #   2. PROGRAM ARGS --checkpoint-dir DIR --resume continues from the one before to ARGS' --epochs
 #      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed;
-#   3. the same with $OTHER_MODEL (flags making another model; default --model resnet50) and 4. with
-#      a corrupt manifest must fail, naming the file and the mismatch, and leave DIR as it was.
+#   3. the same with $OTHER_MODEL (flags that make another model, as ptrain_example_resume sets it)
+#      and 4. with a corrupt manifest must fail, naming the file and the mismatch, and leave DIR as it was.
 set -u
 dir=$1
 shift
@@ -21,7 +21,7 @@ echo "$out" | grep -q "Trainer: resuming from $dir/step-" || fail "the resumed r
 
 before=$(find "$dir" -type f -exec cksum {} + | sort)
 # shellcheck disable=SC2086 # OTHER_MODEL is flags, split at spaces
-out=$("$@" ${OTHER_MODEL:---model resnet50} --checkpoint-dir "$dir" --resume 2>&1) &&
+out=$("$@" ${OTHER_MODEL:?set OTHER_MODEL to flags that make another model} --checkpoint-dir "$dir" --resume 2>&1) &&
   fail "resuming another model's checkpoint succeeded"
 echo "$out"
 echo "$out" | grep -q "model.safetensors: the state dict does not match the model" ||
