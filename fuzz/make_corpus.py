@@ -172,6 +172,17 @@ def checkpoint_seeds():
     put("checkpoint_rank_state", "short_state.txt", b"rng 1 2 3\ntotals 1\n")
 
 
+def wikitext_seeds():
+    article = (" \n = Valkyria Chronicles III = \n \n Senjō no Valkyria 3 : <unk> Chronicles ( Japanese : 戦場のヴァルキュリア3 , "
+               "lit . Valkyria of the Battlefield 3 ) , is a tactical role @-@ playing video game . \n \n"
+               " = = Gameplay = = \n \n It 's \"ÉCOLE\" İstanbul<br />x ; y : z ! ? \n")
+    put("wikitext", "article.tokens", article.encode())
+    put("wikitext", "crlf.tokens", article.replace("\n", "\r\n").encode())
+    put("wikitext", "latin1.tokens", " = Café = \n".encode("latin-1"))
+    put("wikitext", "blank.tokens", b" \n \n\t\n")
+    put("wikitext", "one_token.tokens", b"<unk>")
+
+
 if __name__ == "__main__":
     idx_seeds()
     cifar_seeds()
@@ -182,3 +193,4 @@ if __name__ == "__main__":
     safetensors_seeds()
     tensor_cache_seeds()
     checkpoint_seeds()
+    wikitext_seeds()

@@ -31,24 +31,27 @@
 
 namespace examples {
 
-// What train returns, and the flag setting its floor.
+// What train returns, and the flag setting its floor (or, for a metric where lower is better, its
+// ceiling).
 struct FinalMetric {
-  std::string flag;  // --min-accuracy, --min-iou
+  std::string flag;  // --min-accuracy, --min-iou, --max-perplexity
   std::string name;  // as the run's last lines call it: "test accuracy", "validation IoU of the foreground"
   std::string unit;  // printed after the value: "%" for accuracies in percent
+  bool lower_is_better = false;  // perplexity: the flag is a ceiling, any positive value
 };
 
 inline FinalMetric accuracy_percent(std::string name) { return {"--min-accuracy", std::move(name), "%"}; }
+inline FinalMetric perplexity(std::string name) { return {"--max-perplexity", std::move(name), "", true}; }
 
 // True when no floor is set (0) or value reaches it; otherwise rank 0 says by how much it missed.
 // A metric that was never measured (NaN: no validation data) misses any floor.
 inline bool meets_floor(const Cli& cli, const FinalMetric& metric, double value, bool main) {
   const double floor = cli.real(metric.flag);
-  if (floor <= 0 || value >= floor) return true;
+  if (floor <= 0 || (metric.lower_is_better ? value <= floor : value >= floor)) return true;
   if (main)
-    std::fprintf(stderr, "%s: the final %s %.4g%s is below %s %.4g%s: the run did not learn enough\n",
-                 cli.program().c_str(), metric.name.c_str(), value, metric.unit.c_str(), metric.flag.c_str(), floor,
-                 metric.unit.c_str());
+    std::fprintf(stderr, "%s: the final %s %.4g%s is %s %s %.4g%s: the run did not learn enough\n",
+                 cli.program().c_str(), metric.name.c_str(), value, metric.unit.c_str(),
+                 metric.lower_is_better ? "above" : "below", metric.flag.c_str(), floor, metric.unit.c_str());
   return false;
 }
 
@@ -69,10 +72,13 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
       .output_option("--timeline", "",
                      "Chrome trace JSON (chrome://tracing, ui.perfetto.dev) of every rank's steps (empty: none)");
   add_checkpoint_options(cli);
-  cli.real_option(metric.flag, "0",
-                  "exit with code 1 when the final " + metric.name + " (" + (metric.unit == "%" ? "percent" : "0 to 1") +
-                      ") is below this",
-                  0, metric.unit == "%" ? 100 : 1);
+  if (metric.lower_is_better)
+    cli.real_option(metric.flag, "0", "exit with code 1 when the final " + metric.name + " is above this (0: no limit)");
+  else
+    cli.real_option(metric.flag, "0",
+                    "exit with code 1 when the final " + metric.name + " (" +
+                        (metric.unit == "%" ? "percent" : "0 to 1") + ") is below this",
+                    0, metric.unit == "%" ? 100 : 1);
   int code = 0;
   if (!cli.parse(argc, argv, code)) return code;
   const auto device = choose_device(cli, cli.program());

@@ -73,6 +73,8 @@
 #include "ptrain/optim/scheduler.hpp"
 #include "ptrain/optim/sgd.hpp"
 
+#include "ptrain/data/basic_english.hpp"
+#include "ptrain/data/bptt_batches.hpp"
 #include "ptrain/data/cifar10.hpp"
 #include "ptrain/data/color_transforms.hpp"
 #include "ptrain/data/dataset.hpp"
@@ -82,6 +84,8 @@
 #include "ptrain/data/sampler.hpp"
 #include "ptrain/data/tensor_cache.hpp"
 #include "ptrain/data/transforms.hpp"
+#include "ptrain/data/vocab.hpp"
+#include "ptrain/data/wikitext.hpp"
 #include "ptrain/io/pixels.hpp"
 #ifdef PTRAIN_HAS_IMAGE  // defined by ptrain::image (libpng + libjpeg-turbo)
 #include "ptrain/io/image.hpp"

@@ -6,8 +6,8 @@
 #      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed and ending
 #      with its total run time; its CSV log (--csv DIR/log.csv) continues the first run's, the last
 #      epoch's row replaced, so that it lists the same epochs once each;
-#   3. the same with --model resnet50 (another model) and 4. with a corrupt manifest must fail,
-#      naming the file and the mismatch, and leave DIR as it was.
+#   3. the same with $OTHER_MODEL (flags that make another model, as ptrain_example_resume sets it)
+#      and 4. with a corrupt manifest must fail, naming the file and the mismatch, and leave DIR as it was.
 set -u
 dir=$1
 shift
@@ -27,7 +27,9 @@ echo "$out" | grep -qE "^total run time [0-9]+\.[0-9] s$" || fail "the run did n
 [ "$(cut -d, -f1 "$log")" = "$epochs" ] || fail "$log: the resumed run's log lists the epochs $(cut -d, -f1 "$log" | tr '\n' ' '), the first run's $(echo "$epochs" | tr '\n' ' ')"
 
 before=$(find "$dir" -type f -exec cksum {} + | sort)
-out=$("$@" --model resnet50 --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) && fail "resuming another model's checkpoint succeeded"
+# shellcheck disable=SC2086 # OTHER_MODEL is flags, split at spaces
+out=$("$@" ${OTHER_MODEL:?set OTHER_MODEL to flags that make another model} --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) &&
+  fail "resuming another model's checkpoint succeeded"
 echo "$out"
 echo "$out" | grep -q "model.safetensors: the state dict does not match the model" ||
   fail "another model's checkpoint: the error does not name the weights file and the mismatch"
