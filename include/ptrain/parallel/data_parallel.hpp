@@ -83,6 +83,8 @@ class DataParallel {
   using Comm = typename BackendTag::communicator;
   using backend = BackendTag;
   using compression = CompressionTag;
+  // The Trainer takes one policy that averages gradients over the ranks (not Sharded beside this).
+  static constexpr bool averages_gradients = true;
 
   explicit DataParallel(Comm& comm, DataParallelOptions options = {}) : comm_(&comm), options_(options) {
     check(options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive");

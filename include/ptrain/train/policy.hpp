@@ -30,8 +30,8 @@ namespace detail::policy_probe {
 // it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
 struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
-      evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps,
-      checkpoint_part, checkpoint_state, load_checkpoint_state;
+      evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
+      is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -44,6 +44,11 @@ concept Probeable = std::is_class_v<P> && !std::is_final_v<P>;
 // The model part the points after partition() receive: Module<T, D> of the Trainer's model.
 template <class Model>
 using PolicyModule = Module<typename Model::scalar_type, typename Model::device_type>;
+
+// A policy that averages gradients over the ranks (DataParallel, Sharded) says so; a Trainer takes
+// one such.
+template <class P>
+concept AveragesGradients = requires { requires P::averages_gradients; };
 
 // Whether P names each point at all.
 template <class P>
@@ -69,6 +74,9 @@ concept NamesForwardBackward =
 template <class P>
 concept NamesEvaluateBatch =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::evaluate_batch; };
+template <class P>
+concept NamesOptimizerParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::optimizer_parameters; };
 template <class P>
 concept NamesBeforeOptimizerStep =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::before_optimizer_step; };
@@ -99,9 +107,9 @@ concept NamesLoadCheckpointState =
 template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
-                         NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesStepDecided<P> ||
-                         NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P> ||
-                         NamesCheckpointPart<P> || NamesCheckpointState<P> || NamesLoadCheckpointState<P>;
+                         NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
+                         NamesStepDecided<P> || NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> ||
+                         NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> || NamesLoadCheckpointState<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -124,6 +132,10 @@ template <class P>
 concept LossScalePoint = requires(P& p) {
   { p.loss_scale() } -> std::convertible_to<double>;
 };
+// Checked where the Trainer calls it, with its optimizer's parameters (a policy cannot be checked
+// against an optimizer type it does not know).
+template <class P, class Params>
+concept OptimizerParametersPoint = requires(P& p, const Params& params) { p.optimizer_parameters(params); };
 template <class P, class Model>
 concept BeforeOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) {
   { p.before_optimizer_step(model) } -> std::convertible_to<bool>;
@@ -229,9 +241,9 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(NamesSomePoint<P>,
                 "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
-                "evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, "
-                "agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state); implement at least one, "
-                "spelt as listed; see docs/policies.md");
+                "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
+                "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state); implement "
+                "at least one, spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
                 "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");

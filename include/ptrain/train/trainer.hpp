@@ -11,6 +11,8 @@
 //   forward_backward(model, inputs, targets, task, loss_scale, before_backward, upload)
 //                                       optional: replaces forward + loss + backward (pipeline)
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
+//   optimizer_parameters(params)        once, after setup: the optimizer's params() (Sharded steps
+//                                       only its part of them)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
 //                                       stages skip together): mixed precision moves its loss scale
@@ -142,6 +144,10 @@ class Trainer {
   static_assert((detail::follows_policy_contract<Policies, Model, TaskType>() && ...),
                 "Trainer<Model, Policies...>: a policy breaks the TrainerPolicy contract (the sentence above says "
                 "which point and what to change); see docs/policies.md");
+  static_assert((0 + ... + int(AveragesGradients<Policies>)) <= 1,
+                "Trainer: DataParallel and Sharded (or two of either) both average the gradients over the ranks; "
+                "give one: Sharded<Zero1> is DataParallel with the optimizer state split over the ranks; see "
+                "docs/policies.md");
 
   // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
@@ -179,6 +185,7 @@ class Trainer {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
+    offer_optimizer_parameters(*optimizer);
     if (!options_.csv_log.empty() && is_main()) {
       std::vector<std::string> header{"epoch", "train_loss"};
       for (const auto& name : task_.metric_names()) header.push_back("train_" + name);
@@ -451,6 +458,23 @@ class Trainer {
   target_type batch_targets(const Batch& batch) const {
     if constexpr (requires { task_.batch_targets(batch); }) return task_.batch_targets(batch);
     else return batch.targets;
+  }
+
+  // The optimizer's parameters, to the policies that step only a part of them (Sharded).
+  template <class Opt>
+  void offer_optimizer_parameters(Opt& optimizer) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (NamesOptimizerParameters<P>) {
+        static_assert(requires { optimizer.params(); },
+                      "Trainer: a policy (Sharded) steps only its part of the optimizer's parameters, and this "
+                      "optimizer has no params() to tell them (Sgd, Adam and AdamW have)");
+        static_assert(OptimizerParametersPoint<P, std::remove_cvref_t<decltype(optimizer.params())>>,
+                      "Trainer policy: optimizer_parameters must be callable as `void optimizer_parameters(const "
+                      "std::vector<Var<U, D>>& params)` (the optimizer's params(); U: its scalar type); see "
+                      "docs/policies.md");
+        p.optimizer_parameters(optimizer.params());
+      }
+    });
   }
 
   // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a

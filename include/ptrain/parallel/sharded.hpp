@@ -1,0 +1,133 @@
+#pragma once
+// Sharded<Stage, Compression, Backend>: data parallelism whose training state is split over the
+// ranks, as ZeRO (DeepSpeed) and FairScale's OSS do.
+//
+//   MpiComm world(session);
+//   Trainer<Net, Sharded<Zero1>> trainer(model, adam, {}, Sharded<Zero1>(world));
+//   Trainer<Net16, Sharded<Zero1>, MixedPrecision<Bf16>> amp_trainer(model16, adam_on_masters, {}, sharded, amp);
+//
+// Zero1 (optimizer state sharding): gradients are averaged over the world as DataParallel averages
+// them (the same buckets, hooks and compression); then each rank steps only the parameters it owns
+// (detail/optimizer_shards.hpp: whole parameters, balanced by size), so its optimizer makes state
+// (momentum, Adam's moments) for those alone, and the stepped parameters are all-gathered in
+// buckets. The optimizer is told nothing: the Trainer hands its parameters to the
+// optimizer_parameters point, and this policy drops the gradients of the others' parameters once
+// the step is decided (an optimizer skips a parameter without a gradient). With MixedPrecision
+// after it, the optimizer's parameters are the fp32 masters: those are gathered, then
+// MixedPrecision rounds them into the model (its masters stay whole on every rank; only the
+// optimizer's state is sharded).
+//
+// Zero2 and Zero3 are named for the stages still to come; the policy refuses them in a sentence.
+// DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/parallel/data_parallel.hpp"
+#include "ptrain/parallel/detail/optimizer_shards.hpp"
+
+namespace ptrain {
+
+struct MpiAllreduce;  // ptrain/parallel/mpi_allreduce.hpp: include it to use the default backend
+
+// Stage 1: optimizer state sharded. Stage 2 adds the gradients, stage 3 the parameters.
+struct Zero1 {
+  static constexpr int stage = 1;
+};
+struct Zero2 {
+  static constexpr int stage = 2;
+};
+struct Zero3 {
+  static constexpr int stage = 3;
+};
+
+template <class S>
+concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::same_as<S, Zero3>;
+
+template <class Stage, class CompressionTag = Fp32, class BackendTag = MpiAllreduce>
+class Sharded {
+  static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
+  static_assert(std::same_as<Stage, Zero1>,
+                "Sharded<Zero2> and Sharded<Zero3> (gradient and parameter sharding) are not implemented yet; "
+                "Sharded<Zero1> shards the optimizer state; see docs/policies.md");
+
+ public:
+  using stage = Stage;
+  using DataParallelPart = DataParallel<BackendTag, CompressionTag>;
+  using Comm = typename DataParallelPart::Comm;
+  // The Trainer takes one policy that averages gradients over the ranks.
+  static constexpr bool averages_gradients = true;
+
+  // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
+  explicit Sharded(Comm& comm, DataParallelOptions options = {}) : data_parallel_(comm, options) {}
+
+  int rank() const { return data_parallel_.rank(); }
+  int world_size() const { return data_parallel_.world_size(); }
+  const DataParallelOptions& options() const { return data_parallel_.options(); }
+  // The rank that steps the optimizer's parameter i (-1: not trainable); after optimizer_parameters.
+  int owner(std::size_t i) const { return shards().owner(i); }
+  std::size_t gather_bucket_count() const { return shards().gather_bucket_count(); }
+
+  // Trainer points shared with DataParallel: the same model everywhere, gradients averaged.
+  template <class Grid>
+    requires requires(const Grid& g) { { g.stage_of(0) } -> std::convertible_to<int>; }
+  void join_pipeline_grid(const Grid& grid) {
+    data_parallel_.join_pipeline_grid(grid);
+  }
+  template <DataParallelModel Model>
+  void setup(Model& model) {
+    data_parallel_.setup(model);
+  }
+  template <DataParallelModel Model>
+  void before_backward(Model& model, bool ends_in_step) {
+    data_parallel_.before_backward(model, ends_in_step);
+  }
+  template <DataParallelModel Model>
+  bool before_optimizer_step(Model& model) {
+    return data_parallel_.before_optimizer_step(model);
+  }
+  std::int64_t agree_steps(std::int64_t local_steps) { return data_parallel_.agree_steps(local_steps); }
+  void reduce(std::span<double> sums) { data_parallel_.reduce(sums); }
+  bool is_main() const { return data_parallel_.is_main(); }
+  CheckpointPart checkpoint_part() const { return data_parallel_.checkpoint_part(); }
+
+  // Trainer point, once after setup: the parameters the optimizer steps (the model's, or
+  // MixedPrecision's masters), in the model's parameter order.
+  template <class U, class D>
+  void optimizer_parameters(const std::vector<Var<U, D>>& params) {
+    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
+                                                                      data_parallel_.options().bucket_bytes);
+  }
+
+  // Trainer point: every rank agreed the step runs; the optimizer is to step this rank's part only.
+  void step_decided(bool stepped) {
+    stepped_ = stepped;
+    if (stepped) shards().drop_others_gradients();
+  }
+
+  // Trainer point: the parameters every other rank stepped reach this one; then the buffers, as
+  // DataParallel broadcasts them.
+  template <DataParallelModel Model>
+  void after_optimizer_step(Model& model) {
+    if (std::exchange(stepped_, false)) shards().gather();
+    data_parallel_.after_optimizer_step(model);
+  }
+
+ private:
+  detail::OptimizerShards& shards() const {
+    check(shards_ != nullptr,
+          "Sharded: optimizer_parameters() was not called (the Trainer calls it with its optimizer's params())");
+    return *shards_;
+  }
+
+  DataParallelPart data_parallel_;
+  std::shared_ptr<detail::OptimizerShards> shards_;
+  bool stepped_ = false;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,245 @@
+// Sharded<Zero1> under mpiexec -n 2, -n 3 and -n 4 (uneven shards: 6 parameters of unequal sizes):
+// N ranks each training on B/N of every batch end with the weights of DataParallel's run (the same
+// arithmetic: exactly) and of one process training on all B (in double within 1e-12), with SGD +
+// momentum and with Adam, with gradient accumulation, and with MixedPrecision<Bf16>; each rank's
+// optimizer holds state for its own parameters only, and every parameter is some one rank's.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/core/half.hpp>
+#include <ptrain/nn/conv.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/adam.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/sharded.hpp>
+#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "mpi_test_main.hpp"
+
+using namespace ptrain;
+
+namespace {
+
+constexpr std::int64_t global_batch = 24;  // divisible by 1, 2, 3, 4 ranks times 2 micro-batches
+constexpr int steps = 3;
+
+template <class T>
+std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
+  manual_seed(seed);
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
+      make<Conv2d<T>>(2, 4, 3, same), make<ReLU<T>>(), make<MaxPool2d<T>>(2), make<Flatten<T>>(),
+      make<Linear<T>>(4 * 4 * 4, 8), make<ReLU<T>>(), make<Linear<T>>(8, 3)});
+}
+
+template <class T>
+struct Batches {
+  std::vector<Tensor<T>> inputs;
+  std::vector<std::vector<std::int64_t>> targets;
+};
+
+template <class T>
+Batches<T> make_batches() {
+  Rng rng(7);
+  Batches<T> b;
+  for (int s = 0; s < steps; ++s) {
+    Tensor<T> x({global_batch, 2, 8, 8});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<T>(rng.normal());
+    std::vector<std::int64_t> y;
+    for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
+    b.inputs.push_back(x);
+    b.targets.push_back(y);
+  }
+  return b;
+}
+
+enum class Algorithm { sgd_momentum, adam };
+
+template <class U>
+std::shared_ptr<Sgd<U>> make_optimizer(const std::vector<Var<U>>& params, std::shared_ptr<Sgd<U>>*) {
+  return std::make_shared<Sgd<U>>(params, SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+}
+template <class U>
+std::shared_ptr<Adam<U>> make_optimizer(const std::vector<Var<U>>& params, std::shared_ptr<Adam<U>>*) {
+  return std::make_shared<Adam<U>>(params, AdamOptions{.lr = 0.01, .weight_decay = 1e-3});
+}
+
+// What a run ends with: the weights (as double) and how many per-parameter state tensors its
+// optimizer holds.
+struct Outcome {
+  std::vector<std::vector<double>> weights;
+  std::size_t state_tensors = 0;
+};
+
+template <class T>
+std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
+  std::vector<std::vector<double>> out;
+  for (auto& p : net.parameters()) {
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(static_cast<double>(p.value()[i]));
+    out.push_back(w);
+  }
+  return out;
+}
+
+// Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
+// `micro` micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
+// by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters).
+template <class T, class Opt, class... Policies>
+Outcome run(MpiComm* comm, int micro, Policies... policies_without_amp) {
+  constexpr bool amp = std::is_same_v<T, ptrain::bfloat16>;
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
+  // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
+  auto net = make_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  const auto data = make_batches<T>();
+  const TrainerOptions options{.progress_bar = false, .print_epochs = false, .accumulation_steps = micro};
+  const std::int64_t local = global_batch / world, part = local / micro;
+  Outcome outcome;
+  const auto train = [&](auto& trainer, auto& optimizer) {
+    for (int s = 0; s < steps; ++s)
+      for (int m = 0; m < micro; ++m) {
+        const std::int64_t begin = rank * local + m * part;
+        const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + part);
+        trainer.train_step(data.inputs[s].slice(begin, begin + part).clone(), y);
+      }
+    outcome.weights = weights_of(*net);
+    outcome.state_tensors = optimizer->state().tensors.size();
+  };
+  if constexpr (amp) {
+    MixedPrecision<ptrain::Bf16> mixed(*net);
+    auto optimizer = make_optimizer(mixed.master_parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies..., MixedPrecision<ptrain::Bf16>> trainer(net, optimizer, options,
+                                                                              policies_without_amp..., mixed);
+    train(trainer, optimizer);
+  } else {
+    auto optimizer = make_optimizer(net->parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies...> trainer(net, optimizer, options, policies_without_amp...);
+    train(trainer, optimizer);
+  }
+  return outcome;
+}
+
+double max_difference(const Outcome& a, const Outcome& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.weights.size(); ++i)
+    for (std::size_t j = 0; j < a.weights[i].size(); ++j)
+      worst = std::max(worst, std::abs(a.weights[i][j] - b.weights[i][j]));
+  return worst;
+}
+
+using Zero1Policy = Sharded<Zero1>;
+using DataParallelPolicy = DataParallel<MpiAllreduce>;
+
+// The state tensors each parameter has once stepped: SGD's momentum buffer, Adam's step and moments.
+template <class Opt>
+constexpr std::size_t state_per_parameter = std::is_same_v<typename Opt::element_type, Sgd<double>> ? 1 : 3;
+
+template <class T, class Opt>
+void check_zero1_equals_data_parallel_and_serial(MpiComm& comm, int micro, double serial_tolerance) {
+  const Outcome serial = run<T, Opt>(nullptr, micro);
+  const Outcome data_parallel = run<T, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome zero1 = run<T, Opt>(&comm, micro, Zero1Policy(comm, {.bucket_bytes = 512}));
+  BOOST_TEST(max_difference(zero1, data_parallel) == 0.0);  // the same gradients, the same update, copied
+  BOOST_TEST(max_difference(zero1, serial) <= serial_tolerance);
+  BOOST_TEST(max_difference(data_parallel, serial) <= serial_tolerance);
+
+  // Each rank holds the state of its own parameters only; together, of every parameter once.
+  const std::size_t parameters = serial.weights.size();
+  BOOST_TEST(serial.state_tensors == parameters * state_per_parameter<Opt>);
+  BOOST_TEST(data_parallel.state_tensors == parameters * state_per_parameter<Opt>);
+  double held = static_cast<double>(zero1.state_tensors);
+  comm.allreduce_sum(std::span<double>(&held, 1));
+  BOOST_TEST(held == static_cast<double>(parameters * state_per_parameter<Opt>));
+  BOOST_TEST(zero1.state_tensors < parameters * state_per_parameter<Opt>);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sharded_test)
+
+BOOST_AUTO_TEST_CASE(the_partition_is_balanced_by_size_and_skips_frozen_parameters) {
+  // Largest first, each to the lightest rank: 100 -> 0, 60 -> 1, 50 -> 1, 30 -> 0, 10 -> 1.
+  const auto owner = detail::balanced_partition({10, 100, 30, 60, 7, 50}, {true, true, true, true, false, true}, 2);
+  BOOST_TEST(owner == (std::vector<int>{1, 0, 0, 1, -1, 1}), boost::test_tools::per_element());
+  // Equal sizes go round the ranks in index order; more ranks than parameters leave some without.
+  BOOST_TEST(detail::balanced_partition({5, 5, 5}, {true, true, true}, 4) == (std::vector<int>{0, 1, 2}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(every_parameter_has_one_owner_on_every_rank_alike) {
+  MpiComm comm(test::session());
+  auto net = make_net<double>(1);
+  auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
+  Trainer<Sequential<double>, Zero1Policy> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
+                                                   Zero1Policy(comm, {.bucket_bytes = 256}));
+  const auto& policy = trainer.policy<Zero1Policy>();
+  std::vector<double> owners;
+  for (std::size_t i = 0; i < net->parameters().size(); ++i) owners.push_back(policy.owner(i));
+  std::vector<double> all(owners.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgather(std::span<const double>(owners), std::span<double>(all));
+  for (std::size_t i = 0; i < all.size(); ++i) BOOST_TEST(all[i] == owners[i % owners.size()]);
+  for (double o : owners) BOOST_TEST((o >= 0 && o < comm.size()));
+  BOOST_TEST(policy.gather_bucket_count() > 1u);  // 256-byte buckets: the all-gather runs in several
+}
+
+BOOST_AUTO_TEST_CASE(zero1_equals_data_parallel_and_the_serial_run_with_sgd_momentum) {
+  MpiComm comm(test::session());
+  check_zero1_equals_data_parallel_and_serial<double, std::shared_ptr<Sgd<double>>>(comm, 1, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(zero1_equals_data_parallel_and_the_serial_run_with_adam) {
+  MpiComm comm(test::session());
+  check_zero1_equals_data_parallel_and_serial<double, std::shared_ptr<Adam<double>>>(comm, 1, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(zero1_equals_them_with_gradient_accumulation) {
+  MpiComm comm(test::session());
+  check_zero1_equals_data_parallel_and_serial<double, std::shared_ptr<Sgd<double>>>(comm, 2, 1e-12);
+  check_zero1_equals_data_parallel_and_serial<double, std::shared_ptr<Adam<double>>>(comm, 2, 1e-12);
+}
+
+// bf16 model, fp32 masters stepped by the optimizer: DataParallel's run exactly, with SGD + momentum
+// and Adam. The serial run with SGD + momentum within two bf16 units in the last place of the largest
+// weight (the ranks' bf16 gradients are summed in another order). Adam is compared with
+// DataParallel only: it divides by the gradient's root mean square, so a gradient near 0 that rounds
+// the other way in bf16 moves its weight by a whole learning rate.
+template <class Opt>
+void check_zero1_with_mixed_precision(MpiComm& comm, int micro, bool compare_with_serial) {
+  const Outcome serial = run<ptrain::bfloat16, Opt>(nullptr, micro);
+  const Outcome data_parallel =
+      run<ptrain::bfloat16, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome zero1 = run<ptrain::bfloat16, Opt>(&comm, micro, Zero1Policy(comm, {.bucket_bytes = 512}));
+  BOOST_TEST(max_difference(zero1, data_parallel) == 0.0, "micro-batches " << micro);
+  double largest_weight = 0;
+  for (const auto& w : serial.weights)
+    for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));
+  if (compare_with_serial)
+    BOOST_TEST(max_difference(zero1, serial) <= std::ldexp(largest_weight, -7), "micro-batches " << micro);
+  double held = static_cast<double>(zero1.state_tensors);
+  comm.allreduce_sum(std::span<double>(&held, 1));
+  BOOST_TEST(held == static_cast<double>(serial.state_tensors));
+  BOOST_TEST(zero1.state_tensors < serial.state_tensors);
+}
+
+BOOST_AUTO_TEST_CASE(zero1_with_mixed_precision_equals_them) {
+  MpiComm comm(test::session());
+  for (int micro : {1, 2}) {
+    check_zero1_with_mixed_precision<std::shared_ptr<Sgd<float>>>(comm, micro, true);
+    check_zero1_with_mixed_precision<std::shared_ptr<Adam<float>>>(comm, micro, false);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
