@@ -17,7 +17,16 @@
 // MixedPrecision rounds them into the model (its masters stay whole on every rank; only the
 // optimizer's state is sharded).
 //
-// Zero2 and Zero3 are named for the stages still to come; the policy refuses them in a sentence.
+// Zero2 (gradients sharded too): the same, but each gradient bucket is reduce-scattered
+// (detail/gradient_buckets.hpp), overlapped with backward through the same hooks; a rank keeps
+// the averaged gradients of its own parameters only and lets the others go as soon as they are in
+// their bucket (under gradient accumulation, after the step's last backward). Its ranks then see
+// different gradients, so the Trainer makes one rank's skipped step (an fp16 overflow, a
+// non-finite gradient) every rank's.
+//
+// The partition is computed from the model's parameters at setup; the optimizer's must be the
+// same list (the model's parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// Zero3 is named for the stage still to come; the policy refuses it in a sentence.
 // DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
 #include <concepts>
 #include <cstddef>
@@ -52,9 +61,9 @@ concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::sam
 template <class Stage, class CompressionTag = Fp32, class BackendTag = MpiAllreduce>
 class Sharded {
   static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
-  static_assert(std::same_as<Stage, Zero1>,
-                "Sharded<Zero2> and Sharded<Zero3> (gradient and parameter sharding) are not implemented yet; "
-                "Sharded<Zero1> shards the optimizer state; see docs/policies.md");
+  static_assert(!std::same_as<Stage, Zero3>,
+                "Sharded<Zero3> (parameter sharding) is not implemented yet; Sharded<Zero1> shards the optimizer "
+                "state, Sharded<Zero2> the gradients too; see docs/policies.md");
 
  public:
   using stage = Stage;
@@ -62,6 +71,8 @@ class Sharded {
   using Comm = typename DataParallelPart::Comm;
   // The Trainer takes one policy that averages gradients over the ranks.
   static constexpr bool averages_gradients = true;
+  // Its ranks keep different gradients: the Trainer makes them agree whether a step runs.
+  static constexpr bool shards_gradients = std::same_as<Stage, Zero2>;
 
   // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
   explicit Sharded(Comm& comm, DataParallelOptions options = {}) : data_parallel_(comm, options) {}
@@ -81,7 +92,15 @@ class Sharded {
   }
   template <DataParallelModel Model>
   void setup(Model& model) {
-    data_parallel_.setup(model);
+    sizes_.clear();
+    std::vector<bool> trainable;
+    for (const auto& [name, p] : model.named_parameters()) {
+      sizes_.push_back(p.numel());
+      trainable.push_back(p.requires_grad());
+    }
+    owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
+    if constexpr (shards_gradients) data_parallel_.setup(model, owners_);
+    else data_parallel_.setup(model);
   }
   template <DataParallelModel Model>
   void before_backward(Model& model, bool ends_in_step) {
@@ -100,7 +119,13 @@ class Sharded {
   // MixedPrecision's masters), in the model's parameter order.
   template <class U, class D>
   void optimizer_parameters(const std::vector<Var<U, D>>& params) {
-    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
+    bool same = params.size() == sizes_.size();
+    for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
+    check(same, "Sharded: the optimizer's ", params.size(),
+          " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
+          "parameters(), or MixedPrecision's master_parameters(), in their order (a pipeline stage's optimizer is "
+          "not sharded yet)");
+    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params, owners_,
                                                                       data_parallel_.options().bucket_bytes);
   }
 
@@ -126,6 +151,8 @@ class Sharded {
   }
 
   DataParallelPart data_parallel_;
+  std::vector<std::int64_t> sizes_;  // the model's parameters'
+  std::vector<int> owners_;          // their ranks (detail::balanced_partition)
   std::shared_ptr<detail::OptimizerShards> shards_;
   bool stepped_ = false;
 };

@@ -508,10 +508,11 @@ class Trainer {
     return steps;
   }
 
-  // Whether this step runs: the rank's own verdict, unless a pipeline splits the model, when its
-  // stages see different gradients and one stage's skip (an fp16 overflow) is every stage's.
+  // Whether this step runs: the rank's own verdict, unless a pipeline splits the model or a policy
+  // shards the gradients, when the ranks see different gradients and one rank's skip (an fp16
+  // overflow) is every rank's.
   bool every_stage_steps(bool local) {
-    if constexpr (!(... || PipelineGridPoint<Policies>)) {
+    if constexpr (!(... || PipelineGridPoint<Policies>) && !(... || ShardsGradients<Policies>)) {
       return local;
     } else {
       double vetoes = local ? 0.0 : 1.0;

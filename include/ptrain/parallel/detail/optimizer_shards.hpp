@@ -59,16 +59,10 @@ class OptimizerShards {
 template <class U, Communicator Comm, class D>
 class ShardedParameters final : public OptimizerShards {
  public:
-  ShardedParameters(Comm& comm, std::vector<Var<U, D>> params, std::size_t bucket_bytes)
-      : comm_(comm), params_(std::move(params)) {
+  // owner: balanced_partition of these parameters' sizes.
+  ShardedParameters(Comm& comm, std::vector<Var<U, D>> params, std::vector<int> owner, std::size_t bucket_bytes)
+      : comm_(comm), params_(std::move(params)), owner_(std::move(owner)) {
     const int world = comm_.size();
-    std::vector<std::int64_t> sizes;
-    std::vector<bool> trainable;
-    for (const auto& p : params_) {
-      sizes.push_back(p.numel());
-      trainable.push_back(p.requires_grad());
-    }
-    owner_ = balanced_partition(sizes, trainable, world);
     const auto cap = static_cast<std::int64_t>(
         std::max<std::size_t>(1, bucket_bytes / sizeof(U) / static_cast<std::size_t>(world)));
     // chunks[r]: rank r's parameters cut into chunks of at most cap elements (a larger one alone).
@@ -76,9 +70,9 @@ class ShardedParameters final : public OptimizerShards {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       if (owner_[i] < 0) continue;
       auto& mine = chunks[static_cast<std::size_t>(owner_[i])];
-      if (mine.empty() || (mine.back().size > 0 && mine.back().size + sizes[i] > cap)) mine.emplace_back();
+      if (mine.empty() || (mine.back().size > 0 && mine.back().size + params_[i].numel() > cap)) mine.emplace_back();
       mine.back().parameters.push_back(i);
-      mine.back().size += sizes[i];
+      mine.back().size += params_[i].numel();
     }
     std::size_t count = 0;
     for (const auto& c : chunks) count = std::max(count, c.size());
