@@ -6,6 +6,7 @@
 // parameters only (Zero2: and the model the gradients of its own only), every parameter's once.
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <type_traits>
@@ -28,7 +29,9 @@
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
+#include "../common/list_loader.hpp"
 #include "mpi_test_main.hpp"
+#include "shared_dir.hpp"
 
 using namespace ptrain;
 
@@ -264,6 +267,60 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_equals_them, Stage, Stages) {
     check_sharded_with_mixed_precision<Stage, std::shared_ptr<Sgd<float>>>(comm, micro, true);
     check_sharded_with_mixed_precision<Stage, std::shared_ptr<Adam<float>>>(comm, micro, false);
   }
+}
+
+// A checkpoint holds the whole optimizer state: written by Zero2 on the world (N ranks), loaded by
+// Zero1 on 2 ranks, whose checkpoint is loaded by Zero2 on 3 ranks (N = 4: 4 -> 2 -> 3), by
+// DataParallel on 3 and by one process; each ends where one process training on every batch ends
+// (Adam in double, within 1e-12).
+template <class... Policies>
+std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem::path& save_to,
+                                            const std::filesystem::path& resume_from, int epochs,
+                                            Policies... policies) {
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
+  auto net = make_net<double>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  auto adam = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Adam<double>>*>(nullptr));
+  Trainer<Sequential<double>, Policies...> trainer(net, adam, {.progress_bar = false, .print_epochs = false},
+                                                   policies...);
+  if (!save_to.empty()) trainer.save_checkpoints({.directory = save_to, .every_epochs = 1, .keep_last = 1});
+  if (!resume_from.empty()) BOOST_REQUIRE(trainer.resume_latest(resume_from));
+  const auto data = make_batches<double>();
+  const std::int64_t local = global_batch / world;
+  test::ListLoader<double> loader;
+  for (int s = 0; s < steps; ++s) {
+    const std::int64_t begin = rank * local;
+    loader.batches.push_back({data.inputs[s].slice(begin, begin + local).clone(),
+                              {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local}});
+  }
+  trainer.fit(loader, epochs);
+  return weights_of(*net);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_world_size_stage_and_data_parallel) {
+  MpiComm world(test::session());
+  const int r = world.rank();
+  const test::SharedDir first(world, "ptrain_sharded_first"), second(world, "ptrain_sharded_second");
+  const Outcome reference{fit_epochs(nullptr, {}, {}, 3)};
+  fit_epochs(&world, first.path, {}, 1, Zero2Policy(world));
+  world.barrier();
+  {
+    MpiComm pair = world.split(r < 2 ? 0 : 1, r);
+    if (r < 2) fit_epochs(&pair, second.path, first.path, 2, Zero1Policy(pair));
+  }
+  world.barrier();
+  const int three = std::min(world.size(), 3);
+  MpiComm trio = world.split(r < three ? 0 : 1, r);
+  if (r < three) {
+    const Outcome zero2{fit_epochs(&trio, {}, second.path, 3, Zero2Policy(trio))};
+    const Outcome data_parallel{fit_epochs(&trio, {}, second.path, 3, DataParallelPolicy(trio))};
+    BOOST_TEST(max_difference(zero2, reference) <= 1e-12);
+    BOOST_TEST(max_difference(data_parallel, reference) <= 1e-12);
+  }
+  const Outcome one{fit_epochs(nullptr, {}, second.path, 3)};
+  BOOST_TEST(max_difference(one, reference) <= 1e-12);
+  // The checkpoint holds every parameter's Adam state (step, exp_avg, exp_avg_sq), not rank 0's part.
+  const auto saved = checkpoint::read_state<double>(checkpoint::latest(second.path).value() / "optimizer.safetensors");
+  BOOST_TEST(saved.tensors.size() == 3 * reference.weights.size());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -26,6 +26,9 @@
 //
 // The partition is computed from the model's parameters at setup; the optimizer's must be the
 // same list (the model's parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
+// optimizer over every parameter, so that another world size, stage, DataParallel or one process
+// loads it; each rank keeps its own part of what it loads.
 // Zero3 is named for the stage still to come; the policy refuses it in a sentence.
 // DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
 #include <concepts>
@@ -127,6 +130,17 @@ class Sharded {
           "not sharded yet)");
     shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params, owners_,
                                                                       data_parallel_.options().bucket_bytes);
+  }
+
+  // Trainer points (checkpoints): the whole optimizer state on rank 0, which writes it (every rank
+  // calls this); and, of a whole state read back, this rank's part.
+  template <class U>
+  OptimizerState<U> gather_optimizer_state(OptimizerState<U> mine) {
+    return detail::gather_state(data_parallel_.communicator(), std::move(mine));
+  }
+  template <class U>
+  OptimizerState<U> shard_optimizer_state(OptimizerState<U> whole) {
+    return detail::own_state(std::move(whole), owners_, rank());
   }
 
   // Trainer point: every rank agreed the step runs; the optimizer is to step this rank's part only.

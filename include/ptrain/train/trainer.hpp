@@ -25,6 +25,8 @@
 //   checkpoint_part() -> CheckpointPart when a checkpoint is saved or loaded: the pipeline stage,
 //                                       the data-parallel replica (train/checkpoint.hpp)
 //   checkpoint_state(), load_checkpoint_state(state)  a policy's own saved state (MixedPrecision)
+//   gather_optimizer_state(mine), shard_optimizer_state(whole)  a checkpoint's optimizer state made
+//                                       whole for saving and split again on load (Sharded)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
@@ -673,11 +675,22 @@ class Trainer {
   void checkpoint_optimizer(const std::shared_ptr<Opt>& optimizer) {
     if constexpr (requires { optimizer->state(); optimizer->load_state(optimizer->state()); }) {
       using State = decltype(optimizer->state());
-      save_optimizer_ = [optimizer](const std::filesystem::path& path) {
-        checkpoint::save_state(path, optimizer->state());
+      // Every rank calls it; a policy that splits the state (Sharded) gathers it whole first.
+      save_optimizer_ = [this, optimizer](const std::filesystem::path& path, bool writes) {
+        constexpr bool gathered = (... || OptimizerStatePoints<Policies>);
+        if (!writes && !gathered) return;
+        State state = optimizer->state();
+        for_each_policy([&]<class P>(P& p) {
+          if constexpr (OptimizerStatePoints<P>) state = p.gather_optimizer_state(std::move(state));
+        });
+        if (writes) checkpoint::save_state(path, state);
       };
-      load_optimizer_ = [optimizer](const std::filesystem::path& path) {
-        optimizer->load_state(checkpoint::read_state<typename State::value_type>(path));
+      load_optimizer_ = [this, optimizer](const std::filesystem::path& path) {
+        State state = checkpoint::read_state<typename State::value_type>(path);
+        for_each_policy([&]<class P>(P& p) {
+          if constexpr (OptimizerStatePoints<P>) state = p.shard_optimizer_state(std::move(state));
+        });
+        optimizer->load_state(state);
       };
     }
   }
@@ -758,9 +771,9 @@ class Trainer {
     const CheckpointPart part = checkpoint_part();
     bool policies = false;
     attempt([&] {
+      if (part.writes()) save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
+      if (save_optimizer_) save_optimizer_(staging / checkpoint::part_file("optimizer", part), part.writes());
       if (part.writes()) {
-        save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
-        if (save_optimizer_) save_optimizer_(staging / checkpoint::part_file("optimizer", part));
         OptimizerState<float> state;
         for_each_policy([&]<class P>(P& p) {
           if constexpr (CheckpointStatePoint<P>) {
@@ -806,7 +819,8 @@ class Trainer {
     EpochTotals totals;                 // this rank's sums of the epoch's batches before `batch`
   };
   std::optional<CheckpointOptions> checkpoints_;
-  std::function<void(const std::filesystem::path&)> save_optimizer_, load_optimizer_;
+  std::function<void(const std::filesystem::path&, bool writes)> save_optimizer_;
+  std::function<void(const std::filesystem::path&)> load_optimizer_;
   std::function<std::int64_t()> scheduler_step_;
   std::function<void(std::int64_t)> set_scheduler_step_;
   ResumePosition resume_;

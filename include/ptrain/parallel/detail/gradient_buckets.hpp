@@ -215,11 +215,12 @@ class GradientBuckets final : public GradientSync {
       ++next_;
       if (Timeline* timeline = active_timeline()) bucket.launched_us = timeline->now();
       const std::span<Wire> whole(bucket.buffer.data(), static_cast<std::size_t>(bucket.size));
-      if (scatter_)
-        bucket.request.emplace(
-            comm_.ireduce_scatter_sum(std::span<const Wire>(whole), std::span<Wire>(bucket.shard.data(), static_cast<std::size_t>(bucket.block))));
-      else
+      if (scatter_) {
+        const std::span<Wire> mine(bucket.shard.data(), static_cast<std::size_t>(bucket.block));
+        bucket.request.emplace(comm_.ireduce_scatter_sum(std::span<const Wire>(whole), mine));
+      } else {
         bucket.request.emplace(comm_.iallreduce_sum(whole));
+      }
     }
   }
 

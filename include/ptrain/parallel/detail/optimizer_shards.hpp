@@ -7,11 +7,17 @@
 // rank on a tie). Every rank computes it alike from the shapes, so nothing is exchanged. The
 // largest rank's share is at most the mean plus the largest parameter (greedy LPT scheduling).
 //
+// A checkpoint holds the whole optimizer state, as DataParallel's does, so that any world size,
+// stage or DataParallel loads it: gather_state brings every rank's entries to rank 0 (their keys
+// "<parameter index>.<name>" are the same as one optimizer over every parameter would use), and
+// own_state keeps, of a whole state read back, the entries of this rank's parameters.
+//
 // The all-gather packs each rank's parameters, in index order, into chunks of about
 // bucket_bytes / world; bucket k is chunk k of every rank, exchanged as one all-gather of blocks as
 // large as its largest chunk (a rank with less sends padding). Every bucket starts at once and is
 // unpacked as it completes.
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +28,7 @@
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/comm/communicator.hpp"
+#include "ptrain/optim/optimizer.hpp"
 
 namespace ptrain::detail {
 
@@ -41,6 +48,67 @@ inline std::vector<int> balanced_partition(const std::vector<std::int64_t>& size
     load[static_cast<std::size_t>(lightest)] += sizes[i];
   }
   return owner;
+}
+
+// The parameter index a state key "<index>.<name>" names.
+inline std::size_t state_key_parameter(const std::string& key) {
+  std::size_t index = 0;
+  const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), index);
+  check(error == std::errc{} && end != key.data() + key.size() && *end == '.', "Sharded: optimizer state key '", key,
+        "' is not '<parameter index>.<name>'");
+  return index;
+}
+
+// Rank 0's scalars and every rank's tensors on rank 0 (the others get theirs back). Each rank's
+// tensors travel as doubles (exact for every optimizer scalar type): their count, then per tensor
+// its key's length and characters, its rank (dimensions), extents and values.
+template <class U, Communicator Comm>
+OptimizerState<U> gather_state(Comm& comm, OptimizerState<U> mine) {
+  constexpr int length_tag = 7101, payload_tag = 7102;
+  if (comm.rank() != 0) {
+    std::vector<double> flat{static_cast<double>(mine.tensors.size())};
+    for (const auto& [key, t] : mine.tensors) {
+      flat.push_back(static_cast<double>(key.size()));
+      for (char c : key) flat.push_back(static_cast<double>(static_cast<unsigned char>(c)));
+      flat.push_back(static_cast<double>(t.shape().rank()));
+      for (int d = 0; d < t.shape().rank(); ++d) flat.push_back(static_cast<double>(t.shape()[d]));
+      for (std::int64_t i = 0; i < t.numel(); ++i) flat.push_back(static_cast<double>(t[i]));
+    }
+    const double length = static_cast<double>(flat.size());
+    comm.send(std::span<const double>(&length, 1), 0, length_tag);
+    comm.send(std::span<const double>(flat), 0, payload_tag);
+    return mine;
+  }
+  for (int r = 1; r < comm.size(); ++r) {
+    double length = 0;
+    comm.recv(std::span<double>(&length, 1), r, length_tag);
+    std::vector<double> flat(static_cast<std::size_t>(length));
+    comm.recv(std::span<double>(flat), r, payload_tag);
+    std::size_t at = 0;
+    const auto next = [&] { return flat.at(at++); };
+    for (auto n = static_cast<std::int64_t>(next()); n > 0; --n) {
+      std::string key(static_cast<std::size_t>(next()), ' ');
+      for (char& c : key) c = static_cast<char>(static_cast<unsigned char>(next()));
+      Shape shape;
+      for (auto d = static_cast<int>(next()); d > 0; --d) shape.push_back(static_cast<std::int64_t>(next()));
+      Tensor<U> t(shape);
+      for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<U>(next());
+      mine.tensors.emplace_back(std::move(key), std::move(t));
+    }
+  }
+  return mine;
+}
+
+// Of a whole optimizer state, the scalars and the tensors of the parameters owner gives `rank`.
+template <class U>
+OptimizerState<U> own_state(OptimizerState<U> whole, const std::vector<int>& owner, int rank) {
+  OptimizerState<U> mine{std::move(whole.scalars), {}};
+  for (auto& [key, t] : whole.tensors) {
+    const std::size_t i = state_key_parameter(key);
+    check(i < owner.size(), "Sharded: optimizer state key '", key, "' names parameter ", i, " of ", owner.size());
+    if (owner[i] == rank) mine.tensors.emplace_back(std::move(key), std::move(t));
+  }
+  return mine;
 }
 
 // What Sharded holds once the optimizer's parameters are known (their scalar type is known only then).
