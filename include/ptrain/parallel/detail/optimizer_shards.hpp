@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
@@ -65,6 +66,9 @@ inline std::size_t state_key_parameter(const std::string& key) {
 template <class U, Communicator Comm>
 OptimizerState<U> gather_state(Comm& comm, OptimizerState<U> mine) {
   constexpr int length_tag = 7101, payload_tag = 7102;
+  if constexpr (!std::is_same_v<comm_memory_t<Comm>, Cpu>)
+    fail("Sharded: a checkpoint's optimizer state is gathered over a communicator of host memory (MpiComm); over "
+         "one of device memory (NCCL) it is not yet");
   if (comm.rank() != 0) {
     std::vector<double> flat{static_cast<double>(mine.tensors.size())};
     for (const auto& [key, t] : mine.tensors) {
