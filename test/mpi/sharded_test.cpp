@@ -3,7 +3,9 @@
 // DataParallel's run and of one process training on all B (in double within 1e-12; Zero1 equals
 // DataParallel exactly, the same arithmetic), with SGD + momentum and with Adam, with gradient
 // accumulation, and with MixedPrecision<Bf16>; each rank's optimizer holds state for its own
-// parameters only (Zero2: and the model the gradients of its own only), every parameter's once.
+// parameters only (Zero2: and the model the gradients of its own only), every parameter's once;
+// a checkpoint written on N ranks resumes on 2, whose checkpoint resumes on 3 ranks, under Zero2,
+// DataParallel and one process alike.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -41,20 +43,6 @@ namespace {
 constexpr std::int64_t global_batch = 24;  // divisible by 1, 2, 3, 4 ranks times 2 micro-batches
 constexpr int steps = 3;
 
-template <class T>
-std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
-  return test::make_small_conv_net<T>(seed);
-}
-
-using test::Batches;
-
-template <class T>
-Batches<T> make_batches() {
-  return test::make_small_conv_batches<T>(steps, global_batch, 7);
-}
-
-enum class Algorithm { sgd_momentum, adam };
-
 template <class U>
 std::shared_ptr<Sgd<U>> make_optimizer(const std::vector<Var<U>>& params, std::shared_ptr<Sgd<U>>*) {
   return std::make_shared<Sgd<U>>(params, SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
@@ -91,8 +79,8 @@ Outcome run(MpiComm* comm, int micro, Policies... policies_without_amp) {
   constexpr bool amp = std::is_same_v<T, ptrain::bfloat16>;
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
   // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
-  auto net = make_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
-  const auto data = make_batches<T>();
+  auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
   const TrainerOptions options{.progress_bar = false, .print_epochs = false, .accumulation_steps = micro};
   const std::int64_t local = global_batch / world, part = local / micro;
   Outcome outcome;
@@ -181,7 +169,7 @@ BOOST_AUTO_TEST_CASE(the_partition_is_balanced_by_size_and_skips_frozen_paramete
 
 BOOST_AUTO_TEST_CASE(every_parameter_has_one_owner_on_every_rank_alike) {
   MpiComm comm(test::session());
-  auto net = make_net<double>(1);
+  auto net = test::make_small_conv_net<double>(1);
   auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
   Trainer<Sequential<double>, Zero1Policy> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
                                                    Zero1Policy(comm, {.bucket_bytes = 256}));
@@ -260,13 +248,13 @@ std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem
                                             const std::filesystem::path& resume_from, int epochs,
                                             Policies... policies) {
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
-  auto net = make_net<double>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  auto net = test::make_small_conv_net<double>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
   auto adam = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Adam<double>>*>(nullptr));
   Trainer<Sequential<double>, Policies...> trainer(net, adam, {.progress_bar = false, .print_epochs = false},
                                                    policies...);
   if (!save_to.empty()) trainer.save_checkpoints({.directory = save_to, .every_epochs = 1, .keep_last = 1});
   if (!resume_from.empty()) BOOST_REQUIRE(trainer.resume_latest(resume_from));
-  const auto data = make_batches<double>();
+  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
   const std::int64_t local = global_batch / world;
   test::ListLoader<double> loader;
   for (int s = 0; s < steps; ++s) {
