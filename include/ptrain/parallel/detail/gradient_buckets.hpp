@@ -8,7 +8,8 @@
 // out as one block per rank holding that rank's parameters (each block as long as the longest,
 // the others padded with zeros), and each rank receives the average of its own block only. The
 // full gradient is let go once copied into its bucket; after finish() a rank holds the gradients
-// of its own parameters and none of the others'.
+// of its own parameters and none of the others'; a bucket's buffer lives from its first gradient
+// until its reduction is unpacked.
 //
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
@@ -72,11 +73,8 @@ class GradientBuckets final : public GradientSync {
     }
     for (auto& b : buckets_) {
       if (scatter_) lay_out_blocks(b);
-      b.buffer = Tensor<Wire, D>({b.size});
-      if (scatter_) {
-        D::fill(b.buffer.data(), Wire(0.0f), static_cast<std::size_t>(b.size));  // the padding stays zero
-        b.shard = Tensor<Wire, D>({b.block});
-      }
+      if (scatter_) b.shard = Tensor<Wire, D>({b.block});  // its buffer lives only while it is reduced
+      else b.buffer = Tensor<Wire, D>({b.size});
       b.pending = b.slots.size();
     }
     for (std::size_t s = 0; s < slots_.size(); ++s)
@@ -96,7 +94,7 @@ class GradientBuckets final : public GradientSync {
       Bucket& bucket = buckets_[b];
       for (std::size_t s : bucket.slots)
         if (!slots_[s].ready) {
-          D::fill(bucket.buffer.data() + slots_[s].offset, Wire(0.0f), static_cast<std::size_t>(slots_[s].numel));
+          D::fill(buffer_of(bucket) + slots_[s].offset, Wire(0.0f), static_cast<std::size_t>(slots_[s].numel));
           slots_[s].ready = true;
         }
       bucket.pending = 0;
@@ -132,6 +130,7 @@ class GradientBuckets final : public GradientSync {
                                inverse_world);
         }
       }
+      if (scatter_) bucket.buffer = Tensor<Wire, D>();
       bucket.pending = bucket.slots.size();
     }
     next_ = 0;
@@ -156,6 +155,16 @@ class GradientBuckets final : public GradientSync {
     double launched_us = -1;  // on the active timeline, until the reduction is seen complete
   };
 
+  // The bucket's buffer: always there for an allreduce; made (zeroed: the padding between blocks
+  // stays zero) by the first gradient of a step for a reduce-scatter, and let go after it.
+  Wire* buffer_of(Bucket& b) {
+    if (!b.buffer.defined()) {
+      b.buffer = Tensor<Wire, D>({b.size});
+      D::fill(b.buffer.data(), Wire(0.0f), static_cast<std::size_t>(b.size));
+    }
+    return b.buffer.data();
+  }
+
   // Each rank's parameters together in its block, in the bucket's order; blocks as long as the longest.
   void lay_out_blocks(Bucket& b) {
     std::vector<std::int64_t> filled(static_cast<std::size_t>(comm_.size()), 0);
@@ -174,7 +183,7 @@ class GradientBuckets final : public GradientSync {
     Slot& slot = slots_[s];
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
-    Wire* dst = bucket.buffer.data() + slot.offset;
+    Wire* dst = buffer_of(bucket) + slot.offset;
     // Same type: scaled by 1/world here, so the reduced bucket is already the average. The
     // gradient may itself be last step's view of this very range (accumulation without
     // zero_grad): in place.
