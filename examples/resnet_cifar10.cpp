@@ -1,7 +1,8 @@
 // ResNet-18 or ResNet-50 (CIFAR stem) on CIFAR-10's binary files, as the Horovod CIFAR-10
 // projects trained it: SGD with momentum, random crop + flip, fp16 gradients on the wire when
 // data-parallel, and images/s per epoch in the style of Horovod's benchmark table. One process,
-// data-parallel under mpiexec, or pipelined with --stages (see common/strategy.hpp).
+// data-parallel under mpiexec (with --shard 1 or 2, the optimizer state, and the gradients, sharded
+// over the ranks: Sharded<Zero1 | Zero2>), or pipelined with --stages (see common/strategy.hpp).
 //
 // resnet_cifar10_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
 // trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce,
@@ -83,7 +84,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
 int main(int argc, char** argv) {
   examples::Cli cli("resnet_cifar10", "Trains ResNet-18/50 (CIFAR stem) on CIFAR-10's binary files; data-parallel "
-                                      "under mpiexec, pipelined with --stages.");
+                                      "under mpiexec (--shard 1|2: ZeRO stages), pipelined with --stages.");
   cli.option("--data", "cifar-10-batches-bin", "directory holding data_batch_1..5.bin and test_batch.bin")
       .choice_option("--model", "resnet18", {"resnet18", "resnet50"}, "the network")
       .integer_option("--epochs", 1, "training epochs")
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
       .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
       .integer_option("--limit", 0, "train on the first N training images only (0: all)", 0)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  return examples::run_example<examples::Pipelines::with>(
+  return examples::run_example<examples::Pipelines::with, examples::Sharding::with>(
       cli, examples::accuracy_percent("test accuracy"), argc, argv,
       [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
         return train<D>(cli, world, shard, policies...);

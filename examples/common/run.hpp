@@ -61,11 +61,12 @@ inline ptrain::TrainerOptions trainer_options(const Cli& cli) {
   return {.csv_log = cli.str("--csv"), .tensorboard = cli.str("--tensorboard"), .timeline = cli.str("--timeline")};
 }
 
-// Examples that compile the pipelines in (--stages) pass Pipelines::with.
-template <Pipelines pipelines = Pipelines::without, class Train>
+// Examples that compile the pipelines in (--stages) pass Pipelines::with, those that compile
+// sharding in (--shard) Sharding::with.
+template <Pipelines pipelines = Pipelines::without, Sharding sharding = Sharding::without, class Train>
 int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
   const auto start = std::chrono::steady_clock::now();
-  add_strategy_options(cli, pipelines);
+  add_strategy_options(cli, pipelines, sharding);
   add_device_option(cli);
   add_launch_options(cli);
   cli.option("--tensorboard", "", "TensorBoard run directory rank 0 writes scalars into, per step and epoch (empty: none)")
@@ -91,14 +92,16 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
 #if defined(__CUDACC__)
       if (*device == DeviceKind::cuda)
         return on_local_gpus(session, world, [&](ptrain::NcclComm& nccl) {
-          return with_strategy<pipelines, ptrain::NcclAllreduce>(cli, nccl, [&](DataShard shard, auto... policies) {
+          const auto on_gpu = [&](DataShard shard, auto... policies) {
             return static_cast<double>(train(ptrain::Cuda{}, world, shard, policies...));
-          });
+          };
+          return with_strategy<pipelines, ptrain::NcclAllreduce, sharding>(cli, nccl, on_gpu);
         });
 #endif
-      return with_strategy<pipelines>(cli, world, [&](DataShard shard, auto... policies) {
+      const auto on_cpu = [&](DataShard shard, auto... policies) {
         return static_cast<double>(train(ptrain::Cpu{}, world, shard, policies...));
-      });
+      };
+      return with_strategy<pipelines, ptrain::MpiAllreduce, sharding>(cli, world, on_cpu);
     };
     const double value = final_metric();
     if (world.rank() == 0)

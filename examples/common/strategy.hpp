@@ -6,9 +6,13 @@
 //   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
+//   mpiexec -n N --shard 1|2         Sharded<Zero1 | Zero2, --compression> instead of DataParallel
+//                                    (examples that compile sharding in: Sharding::with; MPI, on
+//                                    the CPU, without --stages)
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
 // shard says which part of each global batch this rank loads (its data-parallel replica).
 #include <string>
+#include <type_traits>
 
 #include <ptrain/mpi.hpp>
 
@@ -21,13 +25,35 @@ struct DataShard {
 };
 
 enum class Pipelines { without, with };
+enum class Sharding { without, with };
 
-inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::without) {
+inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::without,
+                                 Sharding sharding = Sharding::without) {
   cli.choice_option("--compression", "fp32", {"fp32", "fp16", "bf16"}, "gradients on the wire when data-parallel");
   if (pipelines == Pipelines::with)
     cli.integer_option("--stages", 0, "pipeline stages (0: no pipeline); the world must be a multiple of it", 0)
         .choice_option("--schedule", "1f1b", {"gpipe", "1f1b"}, "pipeline schedule (4 micro-batches per batch)")
         .integer_option("--checkpoint", 0, "1: recompute each pipeline stage's activations in backward", 0, 1);
+  if (sharding == Sharding::with)
+    cli.integer_option("--shard", 0,
+                       "ZeRO stage when data-parallel: 1 shards the optimizer state over the ranks (Sharded<Zero1>), "
+                       "2 the gradients too (Sharded<Zero2>); 0: DataParallel",
+                       0, 2);
+}
+
+// Sharded<Zero1 or Zero2 (--shard), --compression> over comm, an MpiComm. Returns what train returns.
+template <class Comm, class Train>
+auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train) {
+  const auto stage = [&]<class Stage>(Stage) {
+    using ptrain::Sharded;
+    const std::string wire = cli.str("--compression");
+    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32>(comm));
+    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16>(comm));
+    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16>(comm));
+    ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
+  };
+  if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
+  return stage(ptrain::Zero2{});
 }
 
 // DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce
@@ -44,10 +70,13 @@ auto with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& tra
 
 // Over world: an MpiComm (a model in host memory), or in the CUDA builds an NcclComm with
 // Backend = NcclAllreduce (a model on the GPUs; pipeline messages go over NCCL too).
-template <Pipelines pipelines = Pipelines::without, class Backend = ptrain::MpiAllreduce, class Comm, class Train>
+template <Pipelines pipelines = Pipelines::without, class Backend = ptrain::MpiAllreduce,
+          Sharding sharding = Sharding::without, class Comm, class Train>
 auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
+  const bool sharded = sharding == Sharding::with && cli.integer("--shard") != 0;
   if constexpr (pipelines == Pipelines::with) {
     if (const int stages = static_cast<int>(cli.integer("--stages")); stages != 0) {
+      ptrain::check(!sharded, "--shard with --stages: a pipeline's stages are not sharded yet; give one of them");
       const auto pipelined = [&]<class Schedule>(Schedule) {
         ptrain::Pipeline<4, Schedule> pipeline(world,
                                                {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
@@ -62,7 +91,13 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
     }
   }
   if (world.size() == 1) return train(DataShard{});
-  return with_data_parallel<Backend>(cli, world, DataShard{world.rank(), world.size()}, train);
+  const DataShard shard{world.rank(), world.size()};
+  if constexpr (sharding == Sharding::with && std::is_same_v<Backend, ptrain::MpiAllreduce>) {
+    if (sharded) return with_sharded(cli, world, shard, train);
+  } else {
+    ptrain::check(!sharded, "--shard: Sharded runs over MPI on the CPU in this example (not over NCCL yet)");
+  }
+  return with_data_parallel<Backend>(cli, world, shard, train);
 }
 
 }  // namespace examples

@@ -98,6 +98,7 @@
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/data_parallel.hpp"
 #include "ptrain/parallel/pipeline.hpp"
+#include "ptrain/parallel/sharded.hpp"
 #include "ptrain/parallel/sync_batch_norm.hpp"
 
 #include "ptrain/io/atomic_file.hpp"

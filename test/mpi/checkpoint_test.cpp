@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <boost/test/unit_test.hpp>
 
 #include <ptrain/comm/mpi_comm.hpp>
@@ -32,8 +30,10 @@
 
 #include "../common/blobs.hpp"
 #include "mpi_test_main.hpp"
+#include "shared_dir.hpp"
 
 using namespace ptrain;
+using test::SharedDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -52,22 +52,6 @@ std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
       make<Linear<T>>(4, 8), make<BatchNorm2d<T>>(8), make<ReLU<T>>(), make<Linear<T>>(8, 8), make<ReLU<T>>(),
       make<Linear<T>>(8, 3)});
 }
-
-// A directory every rank names alike (rank 0's pid), removed by rank 0 at the end of the test.
-struct SharedDir {
-  MpiComm& world;
-  fs::path path;
-  SharedDir(MpiComm& comm, const std::string& name) : world(comm) {
-    double pid = static_cast<double>(::getpid());
-    world.broadcast(std::span<double>(&pid, 1), 0);
-    path = fs::temp_directory_path() / (name + "_" + std::to_string(static_cast<long>(pid)));
-  }
-  ~SharedDir() {
-    world.barrier();
-    std::error_code ignored;
-    if (world.rank() == 0) fs::remove_all(path, ignored);
-  }
-};
 
 struct Run {
   std::vector<double> losses;

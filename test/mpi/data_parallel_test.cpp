@@ -26,6 +26,7 @@
 
 #include "../common/list_loader.hpp"
 #include "mpi_test_main.hpp"
+#include "small_conv_net.hpp"
 
 using namespace ptrain;
 
@@ -36,33 +37,14 @@ constexpr int steps = 3;
 
 template <class T>
 std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
-  manual_seed(seed);
-  Conv2dOptions same;
-  same.pad_h = same.pad_w = 1;
-  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
-      make<Conv2d<T>>(2, 4, 3, same), make<ReLU<T>>(), make<MaxPool2d<T>>(2), make<Flatten<T>>(),
-      make<Linear<T>>(4 * 4 * 4, 8), make<ReLU<T>>(), make<Linear<T>>(8, 3)});
+  return test::make_small_conv_net<T>(seed);
 }
 
-template <class T>
-struct Batches {
-  std::vector<Tensor<T>> inputs;
-  std::vector<std::vector<std::int64_t>> targets;
-};
+using test::Batches;
 
 template <class T>
 Batches<T> make_batches() {
-  Rng rng(99);
-  Batches<T> b;
-  for (int s = 0; s < steps; ++s) {
-    Tensor<T> x({global_batch, 2, 8, 8});
-    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<T>(rng.normal());
-    std::vector<std::int64_t> y;
-    for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
-    b.inputs.push_back(x);
-    b.targets.push_back(y);
-  }
-  return b;
+  return test::make_small_conv_batches<T>(steps, global_batch, 99);
 }
 
 template <class T>

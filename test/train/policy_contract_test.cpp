@@ -16,6 +16,7 @@
 #include <ptrain/parallel/backends.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/pipeline.hpp>
+#include <ptrain/parallel/sharded.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/policy.hpp>
 #include <ptrain/train/trainer.hpp>
@@ -68,6 +69,10 @@ struct ArchetypePolicy {
     const auto n = static_cast<double>(targets.size());
     return {0.25 * n, n, n, std::vector<double>{n, n}};  // every one correct
   }
+  void optimizer_parameters(const std::vector<Var<float>>& params) {
+    BOOST_TEST(params.size() == 2u);  // the Linear's weight and bias, as the optimizer holds them
+    calls->push_back("optimizer_parameters");
+  }
   bool before_optimizer_step(Module<float>&) {
     calls->push_back("before_optimizer_step");
     return true;
@@ -86,6 +91,11 @@ static_assert(TrainerPolicy<ArchetypePolicy, Net>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Net>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce, Fp16>, Sequential<float, HostEmulated>>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Sequential<double>>);
+static_assert(TrainerPolicy<Sharded<Zero1, Fp32, SelfAllreduce>, Net>);
+static_assert(TrainerPolicy<Sharded<Zero1, Bf16, SelfAllreduce>, Sequential<ptrain::bfloat16>>);
+static_assert(OptimizerParametersPoint<Sharded<Zero1, Fp32, SelfAllreduce>, std::vector<Var<float>>>);
+static_assert(AveragesGradients<Sharded<Zero1, Fp32, SelfAllreduce>> && AveragesGradients<DataParallel<SelfAllreduce>>);
+static_assert(!AveragesGradients<Pipeline<4>> && !AveragesGradients<MixedPrecision<Bf16>>);
 static_assert(TrainerPolicy<Pipeline<4>, Net>);
 static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);
 static_assert(TrainerPolicy<MixedPrecision<Bf16>, Sequential<ptrain::bfloat16>>);
@@ -188,7 +198,8 @@ BOOST_AUTO_TEST_CASE(the_archetype_is_called_at_every_point_in_order) {
   Trainer<Net, ArchetypePolicy> trainer(model, sgd, {.progress_bar = false, .print_epochs = false},
                                         ArchetypePolicy{&calls});
   // is_main once, at construction: the main rank's logs are made there.
-  const std::vector<std::string> construction{"pipeline_grid", "join_pipeline_grid", "partition", "setup", "is_main"};
+  const std::vector<std::string> construction{"pipeline_grid", "join_pipeline_grid", "partition", "setup",
+                                              "optimizer_parameters", "is_main"};
   BOOST_TEST(calls == construction, boost::test_tools::per_element());
 
   calls.clear();

@@ -83,6 +83,8 @@ class DataParallel {
   using Comm = typename BackendTag::communicator;
   using backend = BackendTag;
   using compression = CompressionTag;
+  // The Trainer takes one policy that averages gradients over the ranks (not Sharded beside this).
+  static constexpr bool averages_gradients = true;
 
   explicit DataParallel(Comm& comm, DataParallelOptions options = {}) : comm_(&comm), options_(options) {
     check(options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive");
@@ -107,6 +109,12 @@ class DataParallel {
   // Trainer point: same model on every rank, rank 0's weights everywhere, hooks installed.
   template <DataParallelModel Model>
   void setup(Model& model) {
+    setup(model, {});
+  }
+  // With a rank per parameter (named_parameters() order; Sharded<Zero2>), that rank alone gets the
+  // parameter's averaged gradient: the buckets are reduce-scattered (detail/gradient_buckets.hpp).
+  template <DataParallelModel Model>
+  void setup(Model& model, const std::vector<int>& gradient_owners) {
     using T = typename detail::parameter_of<Model>::scalar;
     using D = typename detail::parameter_of<Model>::device;
     static_assert(!std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
@@ -129,11 +137,20 @@ class DataParallel {
     broadcast_buffers(model);
 
     std::vector<Var<T, D>> trainable;
-    for (auto& [name, p] : model.named_parameters())
-      if (p.requires_grad()) trainable.push_back(p);
+    std::vector<int> owners;
+    std::size_t i = 0;
+    check(gradient_owners.empty() || gradient_owners.size() == model.named_parameters().size(), "DataParallel: ",
+          gradient_owners.size(), " gradient owners for ", model.named_parameters().size(), " parameters");
+    for (auto& [name, p] : model.named_parameters()) {
+      if (p.requires_grad()) {
+        trainable.push_back(p);
+        if (!gradient_owners.empty()) owners.push_back(gradient_owners[i]);
+      }
+      ++i;
+    }
     using Wire = typename CompressionTag::template wire<T>;
-    sync_ = std::make_shared<detail::BucketedAllreduce<T, Comm, Wire, D>>(*comm_, std::move(trainable),
-                                                                           options_.bucket_bytes);
+    sync_ = std::make_shared<detail::GradientBuckets<T, Comm, Wire, D>>(*comm_, std::move(trainable),
+                                                                         options_.bucket_bytes, std::move(owners));
     check_collectives("setup");
   }
 

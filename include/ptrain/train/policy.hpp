@@ -30,8 +30,9 @@ namespace detail::policy_probe {
 // it (in whatever form), in P too: ambiguous, so &Probe<P>::name is ill-formed exactly then.
 struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
-      evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, agree_steps,
-      checkpoint_part, checkpoint_state, load_checkpoint_state;
+      evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
+      is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, gather_optimizer_state,
+      shard_optimizer_state;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -44,6 +45,15 @@ concept Probeable = std::is_class_v<P> && !std::is_final_v<P>;
 // The model part the points after partition() receive: Module<T, D> of the Trainer's model.
 template <class Model>
 using PolicyModule = Module<typename Model::scalar_type, typename Model::device_type>;
+
+// A policy that averages gradients over the ranks (DataParallel, Sharded) says so; a Trainer takes
+// one such.
+template <class P>
+concept AveragesGradients = requires { requires P::averages_gradients; };
+// A policy after which the ranks hold different gradients (Sharded<Zero2>: each its own shard) says
+// so; the Trainer then makes one rank's skipped step every rank's, as it does for pipeline stages.
+template <class P>
+concept ShardsGradients = requires { requires P::shards_gradients; };
 
 // Whether P names each point at all.
 template <class P>
@@ -69,6 +79,9 @@ concept NamesForwardBackward =
 template <class P>
 concept NamesEvaluateBatch =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::evaluate_batch; };
+template <class P>
+concept NamesOptimizerParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::optimizer_parameters; };
 template <class P>
 concept NamesBeforeOptimizerStep =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::before_optimizer_step; };
@@ -97,11 +110,18 @@ template <class P>
 concept NamesLoadCheckpointState =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::load_checkpoint_state; };
 template <class P>
+concept NamesGatherOptimizerState =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::gather_optimizer_state; };
+template <class P>
+concept NamesShardOptimizerState =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::shard_optimizer_state; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
-                         NamesEvaluateBatch<P> || NamesBeforeOptimizerStep<P> || NamesStepDecided<P> ||
-                         NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> || NamesAgreeSteps<P> ||
-                         NamesCheckpointPart<P> || NamesCheckpointState<P> || NamesLoadCheckpointState<P>;
+                         NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
+                         NamesStepDecided<P> || NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> ||
+                         NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> ||
+                         NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -124,6 +144,10 @@ template <class P>
 concept LossScalePoint = requires(P& p) {
   { p.loss_scale() } -> std::convertible_to<double>;
 };
+// Checked where the Trainer calls it, with its optimizer's parameters (a policy cannot be checked
+// against an optimizer type it does not know).
+template <class P, class Params>
+concept OptimizerParametersPoint = requires(P& p, const Params& params) { p.optimizer_parameters(params); };
 template <class P, class Model>
 concept BeforeOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) {
   { p.before_optimizer_step(model) } -> std::convertible_to<bool>;
@@ -151,6 +175,14 @@ template <class P>
 concept CheckpointStatePoint = requires(P& p, const OptimizerState<float>& state) {
   { p.checkpoint_state() } -> std::convertible_to<OptimizerState<float>>;
   p.load_checkpoint_state(state);
+};
+// A policy that splits the optimizer's state over the ranks (Sharded): the whole state for a
+// checkpoint (every rank calls it; the writing rank's result is saved), and this rank's part of a
+// whole state read back. Shown for OptimizerState<float>; the Trainer passes its optimizer's.
+template <class P>
+concept OptimizerStatePoints = requires(P& p, OptimizerState<float> state) {
+  { p.gather_optimizer_state(state) } -> std::convertible_to<OptimizerState<float>>;
+  { p.shard_optimizer_state(state) } -> std::convertible_to<OptimizerState<float>>;
 };
 
 // ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
@@ -217,6 +249,8 @@ concept TrainerPolicy =
     (!NamesAfterOptimizerStep<P> || AfterOptimizerStepPoint<P, Model>) && (!NamesIsMain<P> || IsMainPoint<P>) &&
     (!NamesAgreeSteps<P> || AgreeStepsPoint<P>) && (!NamesCheckpointPart<P> || CheckpointPartPoint<P>) &&
     (NamesCheckpointState<P> == NamesLoadCheckpointState<P>) && (!NamesCheckpointState<P> || CheckpointStatePoint<P>) &&
+    (NamesGatherOptimizerState<P> == NamesShardOptimizerState<P>) &&
+    (!NamesGatherOptimizerState<P> || OptimizerStatePoints<P>) &&
     ImplementsTaskPoints<P, Model, TaskType>;
 
 // The Trainer instantiates this per policy: each broken rule is its own sentence, and the
@@ -229,9 +263,10 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(NamesSomePoint<P>,
                 "Trainer policy: this policy type implements none of the Trainer's points (pipeline_grid, "
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
-                "evaluate_batch, before_optimizer_step, step_decided, after_optimizer_step, reduce, is_main, "
-                "agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state); implement at least one, "
-                "spelt as listed; see docs/policies.md");
+                "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
+                "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, "
+                "gather_optimizer_state, shard_optimizer_state); implement at least one, spelt as listed; see "
+                "docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
                 "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");
@@ -278,6 +313,14 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(!NamesCheckpointState<P> || CheckpointStatePoint<P>,
                 "Trainer policy: the checkpoint state points must be callable as `OptimizerState<float> "
                 "checkpoint_state()` and `void load_checkpoint_state(const OptimizerState<float>& state)`; fix their "
+                "parameters or return types; see docs/policies.md");
+  static_assert(NamesGatherOptimizerState<P> == NamesShardOptimizerState<P>,
+                "Trainer policy: gather_optimizer_state and shard_optimizer_state come together (what one saves "
+                "whole the other splits again on load); implement both or neither; see docs/policies.md");
+  static_assert(!NamesGatherOptimizerState<P> || OptimizerStatePoints<P>,
+                "Trainer policy: the optimizer state points must be callable as `OptimizerState<U> "
+                "gather_optimizer_state(OptimizerState<U> mine)` and `OptimizerState<U> "
+                "shard_optimizer_state(OptimizerState<U> whole)` (U: the optimizer's scalar type); fix their "
                 "parameters or return types; see docs/policies.md");
   static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
 };

@@ -11,6 +11,8 @@
 //   forward_backward(model, inputs, targets, task, loss_scale, before_backward, upload)
 //                                       optional: replaces forward + loss + backward (pipeline)
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
+//   optimizer_parameters(params)        once, after setup: the optimizer's params() (Sharded steps
+//                                       only its part of them)
 //   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
 //   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
 //                                       stages skip together): mixed precision moves its loss scale
@@ -23,6 +25,8 @@
 //   checkpoint_part() -> CheckpointPart when a checkpoint is saved or loaded: the pipeline stage,
 //                                       the data-parallel replica (train/checkpoint.hpp)
 //   checkpoint_state(), load_checkpoint_state(state)  a policy's own saved state (MixedPrecision)
+//   gather_optimizer_state(mine), shard_optimizer_state(whole)  a checkpoint's optimizer state made
+//                                       whole for saving and split again on load (Sharded)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
@@ -108,6 +112,10 @@ class Trainer {
   static_assert((detail::follows_policy_contract<Policies, Model, TaskType>() && ...),
                 "Trainer<Model, Policies...>: a policy breaks the TrainerPolicy contract (the sentence above says "
                 "which point and what to change); see docs/policies.md");
+  static_assert((0 + ... + int(AveragesGradients<Policies>)) <= 1,
+                "Trainer: DataParallel and Sharded (or two of either) both average the gradients over the ranks; "
+                "give one: Sharded<Zero1> is DataParallel with the optimizer state split over the ranks; see "
+                "docs/policies.md");
 
   // Options default only without policies: nvcc refuses a default argument before a pack.
   template <class Opt>
@@ -125,7 +133,20 @@ class Trainer {
           options_.accumulation_steps);
     step_optimizer_ = [optimizer] { optimizer->step(); };
     lr_ = [optimizer] { return optimizer->lr(); };
-    optimizer_checkpoint_ = detail::OptimizerCheckpoint::of(optimizer);
+    optimizer_checkpoint_ = detail::OptimizerCheckpoint::of(
+        optimizer, (... || OptimizerStatePoints<Policies>),
+        [this](auto state) {
+          for_each_policy([&]<class P>(P& p) {
+            if constexpr (OptimizerStatePoints<P>) state = p.gather_optimizer_state(std::move(state));
+          });
+          return state;
+        },
+        [this](auto state) {
+          for_each_policy([&]<class P>(P& p) {
+            if constexpr (OptimizerStatePoints<P>) state = p.shard_optimizer_state(std::move(state));
+          });
+          return state;
+        });
     bool data_parallel = false;
     for_each_policy([&]<class P>(P& p) {
       if constexpr (PipelineGridPoint<P>) {
@@ -145,6 +166,7 @@ class Trainer {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
+    offer_optimizer_parameters(*optimizer);
     if (is_main()) logs_.emplace(options_, task_.metric_names());
     if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
   }
@@ -408,6 +430,23 @@ class Trainer {
     else return batch.targets;
   }
 
+  // The optimizer's parameters, to the policies that step only a part of them (Sharded).
+  template <class Opt>
+  void offer_optimizer_parameters(Opt& optimizer) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (NamesOptimizerParameters<P>) {
+        static_assert(requires { optimizer.params(); },
+                      "Trainer: a policy (Sharded) steps only its part of the optimizer's parameters, and this "
+                      "optimizer has no params() to tell them (Sgd, Adam and AdamW have)");
+        static_assert(OptimizerParametersPoint<P, std::remove_cvref_t<decltype(optimizer.params())>>,
+                      "Trainer policy: optimizer_parameters must be callable as `void optimizer_parameters(const "
+                      "std::vector<Var<U, D>>& params)` (the optimizer's params(); U: its scalar type); see "
+                      "docs/policies.md");
+        p.optimizer_parameters(optimizer.params());
+      }
+    });
+  }
+
   // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a
   // skipped step, said and counted unless a policy already skipped it.
   bool finite_step(bool skipped_by_policy) {
@@ -439,10 +478,11 @@ class Trainer {
     return steps;
   }
 
-  // Whether this step runs: the rank's own verdict, unless a pipeline splits the model, when its
-  // stages see different gradients and one stage's skip (an fp16 overflow) is every stage's.
+  // Whether this step runs: the rank's own verdict, unless a pipeline splits the model or a policy
+  // shards the gradients, when the ranks see different gradients and one rank's skip (an fp16
+  // overflow) is every rank's.
   bool every_stage_steps(bool local) {
-    if constexpr (!(... || PipelineGridPoint<Policies>)) {
+    if constexpr (!(... || PipelineGridPoint<Policies>) && !(... || ShardsGradients<Policies>)) {
       return local;
     } else {
       double vetoes = local ? 0.0 : 1.0;
@@ -577,9 +617,9 @@ class Trainer {
     const CheckpointPart part = checkpoint_part();
     bool policies = false;
     attempt([&] {
+      if (part.writes()) save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
+      if (optimizer_checkpoint_) optimizer_checkpoint_.save(staging / checkpoint::part_file("optimizer", part), part.writes());
       if (part.writes()) {
-        save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
-        if (optimizer_checkpoint_) optimizer_checkpoint_.save(staging / checkpoint::part_file("optimizer", part));
         OptimizerState<float> state;
         for_each_policy([&]<class P>(P& p) {
           if constexpr (CheckpointStatePoint<P>) {

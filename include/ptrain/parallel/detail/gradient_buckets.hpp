@@ -4,6 +4,13 @@
 // A parameter's gradient-ready hook copies (and casts) its gradient into its bucket; the bucket
 // whose last gradient arrives starts a non-blocking allreduce while backward goes on.
 //
+// Given an owner per parameter (Sharded<Zero2>), a bucket is reduce-scattered instead: it is laid
+// out as one block per rank holding that rank's parameters (each block as long as the longest,
+// the others padded with zeros), and each rank receives the average of its own block only. The
+// full gradient is let go once copied into its bucket; after finish() a rank holds the gradients
+// of its own parameters and none of the others'; a bucket's buffer lives from its first gradient
+// until its reduction is unpacked.
+//
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
 // this step (an unused branch) is sent as zeros when the step ends, so no rank waits forever.
@@ -14,6 +21,7 @@
 //
 // With a timeline active (core/timeline.hpp) each bucket's reduction is a span from its launch to
 // the first moment this rank sees it complete (a test between gradients, or the final wait).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,34 +51,40 @@ class GradientSync {
 };
 
 template <class T, Communicator Comm, class Wire, class D = Cpu>
-class BucketedAllreduce final : public GradientSync {
+class GradientBuckets final : public GradientSync {
  public:
-  BucketedAllreduce(Comm& comm, std::vector<Var<T, D>> params, std::size_t bucket_bytes) : comm_(comm) {
+  // owners empty: every rank gets every average. Else owners[i] (a rank) keeps params[i]'s.
+  GradientBuckets(Comm& comm, std::vector<Var<T, D>> params, std::size_t bucket_bytes, std::vector<int> owners = {})
+      : comm_(comm), scatter_(!owners.empty()) {
+    check(!scatter_ || owners.size() == params.size(), "gradient buckets: ", owners.size(), " owners for ",
+          params.size(), " parameters");
     std::int64_t in_bucket = 0;
-    for (auto it = params.rbegin(); it != params.rend(); ++it) {
-      const std::int64_t n = it->numel();
+    for (std::size_t i = params.size(); i-- > 0;) {
+      const std::int64_t n = params[i].numel();
       if (buckets_.empty() || (in_bucket > 0 && static_cast<std::size_t>(in_bucket + n) * sizeof(T) > bucket_bytes)) {
         buckets_.emplace_back();
         in_bucket = 0;
       }
       Bucket& b = buckets_.back();
-      slots_.push_back({*it, buckets_.size() - 1, in_bucket, n, false});
+      slots_.push_back({params[i], buckets_.size() - 1, in_bucket, n, false, scatter_ ? owners[i] : -1});
       b.slots.push_back(slots_.size() - 1);
       in_bucket += n;
-      b.size = in_bucket;
+      b.size = b.block = in_bucket;
     }
     for (auto& b : buckets_) {
-      b.buffer = Tensor<Wire, D>({b.size});
+      if (scatter_) lay_out_blocks(b);
+      if (scatter_) b.shard = Tensor<Wire, D>({b.block});  // its buffer lives only while it is reduced
+      else b.buffer = Tensor<Wire, D>({b.size});
       b.pending = b.slots.size();
     }
     for (std::size_t s = 0; s < slots_.size(); ++s)
       slots_[s].param.on_grad_ready([this, s](Node<T, D>& node) { gradient_ready(s, node); });
   }
-  ~BucketedAllreduce() override {
+  ~GradientBuckets() override {
     for (auto& slot : slots_) slot.param.on_grad_ready(nullptr);
   }
-  BucketedAllreduce(const BucketedAllreduce&) = delete;
-  BucketedAllreduce& operator=(const BucketedAllreduce&) = delete;
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
 
   void set_sync(bool on) override { sync_ = on; }
   std::size_t bucket_count() const override { return buckets_.size(); }
@@ -80,7 +94,7 @@ class BucketedAllreduce final : public GradientSync {
       Bucket& bucket = buckets_[b];
       for (std::size_t s : bucket.slots)
         if (!slots_[s].ready) {
-          D::fill(bucket.buffer.data() + slots_[s].offset, Wire(0.0f), static_cast<std::size_t>(slots_[s].numel));
+          D::fill(buffer_of(bucket) + slots_[s].offset, Wire(0.0f), static_cast<std::size_t>(slots_[s].numel));
           slots_[s].ready = true;
         }
       bucket.pending = 0;
@@ -92,22 +106,31 @@ class BucketedAllreduce final : public GradientSync {
       bucket.request->wait();
       bucket.request.reset();
       completed(b);
+      // Reduce-scattered: this rank's block arrived in the shard, the others' gradients are not kept.
+      const Tensor<Wire, D>& reduced = scatter_ ? bucket.shard : bucket.buffer;
+      const std::int64_t first = scatter_ ? comm_.rank() * bucket.block : 0;
       for (std::size_t s : bucket.slots) {
         // The later buckets' reductions move on only inside MPI: poke them between the copies.
         poke(b + 1, buckets_.size());
         Slot& slot = slots_[s];
+        slot.ready = false;
+        if (scatter_ && slot.owner != comm_.rank()) {
+          slot.param.zero_grad();
+          continue;
+        }
         Tensor<T, D>& grad = slot.param.grad();
+        const std::int64_t at = slot.offset - first;
         if constexpr (std::is_same_v<Wire, T>) {
           // Averaged on the way in: the gradient becomes a view of the reduced bucket, no copy back
           // (DDP's gradient_as_bucket_view). The next step's zero_grad lets go of it.
-          grad = bucket.buffer.slice(slot.offset, slot.offset + slot.numel).reshape(slot.param.shape());
+          grad = reduced.slice(at, at + slot.numel).reshape(slot.param.shape());
         } else {
           if (!grad.defined()) grad = Tensor<T, D>(slot.param.shape());
-          kernels::cast_scaled(kernels::executor_for<D>{}, bucket.buffer.data() + slot.offset, grad.data(),
-                               slot.numel, inverse_world);
+          kernels::cast_scaled(kernels::executor_for<D>{}, reduced.data() + at, grad.data(), slot.numel,
+                               inverse_world);
         }
-        slot.ready = false;
       }
+      if (scatter_) bucket.buffer = Tensor<Wire, D>();
       bucket.pending = bucket.slots.size();
     }
     next_ = 0;
@@ -117,23 +140,50 @@ class BucketedAllreduce final : public GradientSync {
   struct Slot {
     Var<T, D> param;
     std::size_t bucket;
-    std::int64_t offset, numel;
+    std::int64_t offset, numel;  // in the bucket's buffer
     bool ready;
+    int owner;  // the rank that keeps its average when reduce-scattered, else -1
   };
   struct Bucket {
     std::vector<std::size_t> slots;
-    std::int64_t size = 0;
+    std::int64_t size = 0;   // the buffer's elements
+    std::int64_t block = 0;  // reduce-scattered: one rank's block (size = ranks x block)
     Tensor<Wire, D> buffer;
+    Tensor<Wire, D> shard;  // reduce-scattered: this rank's block, averaged
     std::size_t pending = 0;
     std::optional<typename Comm::Request> request;
     double launched_us = -1;  // on the active timeline, until the reduction is seen complete
   };
 
+  // The bucket's buffer: always there for an allreduce; made (zeroed: the padding between blocks
+  // stays zero) by the first gradient of a step for a reduce-scatter, and let go after it.
+  Wire* buffer_of(Bucket& b) {
+    if (!b.buffer.defined()) {
+      b.buffer = Tensor<Wire, D>({b.size});
+      D::fill(b.buffer.data(), Wire(0.0f), static_cast<std::size_t>(b.size));
+    }
+    return b.buffer.data();
+  }
+
+  // Each rank's parameters together in its block, in the bucket's order; blocks as long as the longest.
+  void lay_out_blocks(Bucket& b) {
+    std::vector<std::int64_t> filled(static_cast<std::size_t>(comm_.size()), 0);
+    for (std::size_t s : b.slots) {
+      const int owner = slots_[s].owner;
+      check(0 <= owner && owner < comm_.size(), "gradient buckets: owner ", owner, " is not a rank of ", comm_.size());
+      slots_[s].offset = filled[static_cast<std::size_t>(owner)];
+      filled[static_cast<std::size_t>(owner)] += slots_[s].numel;
+    }
+    b.block = *std::max_element(filled.begin(), filled.end());
+    b.size = b.block * comm_.size();
+    for (std::size_t s : b.slots) slots_[s].offset += slots_[s].owner * b.block;
+  }
+
   void gradient_ready(std::size_t s, Node<T, D>& node) {
     Slot& slot = slots_[s];
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
-    Wire* dst = bucket.buffer.data() + slot.offset;
+    Wire* dst = buffer_of(bucket) + slot.offset;
     // Same type: scaled by 1/world here, so the reduced bucket is already the average. The
     // gradient may itself be last step's view of this very range (accumulation without
     // zero_grad): in place.
@@ -143,6 +193,10 @@ class BucketedAllreduce final : public GradientSync {
     else
       kernels::cast(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel);
     slot.ready = true;
+    if (scatter_) {  // its bucket holds it now; the rank that owns it gets the average
+      node.grad = Tensor<T, D>();
+      node.grad_owned = false;
+    }
     if (--bucket.pending == 0) start_ready_buckets();
     // MPI moves a non-blocking collective only while the process is inside MPI: poke the
     // reductions in flight each time backward hands over a gradient.
@@ -169,7 +223,13 @@ class BucketedAllreduce final : public GradientSync {
         comm_.label_next_collective("bucket " + std::to_string(next_));
       ++next_;
       if (Timeline* timeline = active_timeline()) bucket.launched_us = timeline->now();
-      bucket.request.emplace(comm_.iallreduce_sum(std::span<Wire>(bucket.buffer.data(), static_cast<std::size_t>(bucket.size))));
+      const std::span<Wire> whole(bucket.buffer.data(), static_cast<std::size_t>(bucket.size));
+      if (scatter_) {
+        const std::span<Wire> mine(bucket.shard.data(), static_cast<std::size_t>(bucket.block));
+        bucket.request.emplace(comm_.ireduce_scatter_sum(std::span<const Wire>(whole), mine));
+      } else {
+        bucket.request.emplace(comm_.iallreduce_sum(whole));
+      }
     }
   }
 
@@ -178,6 +238,7 @@ class BucketedAllreduce final : public GradientSync {
   std::vector<Bucket> buckets_;
   std::size_t next_ = 0;  // buckets [0, next_) have started
   bool sync_ = true;
+  bool scatter_;
 };
 
 }  // namespace ptrain::detail

@@ -18,18 +18,26 @@
 
 namespace ptrain::detail {
 
-// The optimizer's state() / load_state() as files, or nothing when it has neither.
+// The optimizer's state() / load_state() as files, or nothing when it has neither. A policy that
+// splits the state over the ranks (Sharded) gathers it whole for the writing rank and keeps this
+// rank's part of what is read: gather(state) and shard(state), with split saying whether any does.
 struct OptimizerCheckpoint {
-  std::function<void(const std::filesystem::path&)> save, load;
+  // Every rank calls save; writes: whether this rank writes the file.
+  std::function<void(const std::filesystem::path&, bool writes)> save;
+  std::function<void(const std::filesystem::path&)> load;
 
-  template <class Opt>
-  static OptimizerCheckpoint of(const std::shared_ptr<Opt>& optimizer) {
+  template <class Opt, class Gather, class Shard>
+  static OptimizerCheckpoint of(const std::shared_ptr<Opt>& optimizer, bool split, Gather gather, Shard shard) {
     OptimizerCheckpoint c;
     if constexpr (requires { optimizer->state(); optimizer->load_state(optimizer->state()); }) {
       using State = decltype(optimizer->state());
-      c.save = [optimizer](const std::filesystem::path& path) { checkpoint::save_state(path, optimizer->state()); };
-      c.load = [optimizer](const std::filesystem::path& path) {
-        optimizer->load_state(checkpoint::read_state<typename State::value_type>(path));
+      c.save = [optimizer, split, gather](const std::filesystem::path& path, bool writes) {
+        if (!writes && !split) return;
+        const State state = gather(optimizer->state());
+        if (writes) checkpoint::save_state(path, state);
+      };
+      c.load = [optimizer, shard](const std::filesystem::path& path) {
+        optimizer->load_state(shard(checkpoint::read_state<typename State::value_type>(path)));
       };
     }
     return c;

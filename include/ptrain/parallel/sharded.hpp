@@ -1,0 +1,174 @@
+#pragma once
+// Sharded<Stage, Compression, Backend>: data parallelism whose training state is split over the
+// ranks, as ZeRO (DeepSpeed) and FairScale's OSS do.
+//
+//   MpiComm world(session);
+//   Trainer<Net, Sharded<Zero1>> trainer(model, adam, {}, Sharded<Zero1>(world));
+//   Trainer<Net16, Sharded<Zero1>, MixedPrecision<Bf16>> amp_trainer(model16, adam_on_masters, {}, sharded, amp);
+//
+// Zero1 (optimizer state sharding): gradients are averaged over the world as DataParallel averages
+// them (the same buckets, hooks and compression); then each rank steps only the parameters it owns
+// (detail/optimizer_shards.hpp: whole parameters, balanced by size), so its optimizer makes state
+// (momentum, Adam's moments) for those alone, and the stepped parameters are all-gathered in
+// buckets. The optimizer is told nothing: the Trainer hands its parameters to the
+// optimizer_parameters point, and this policy drops the gradients of the others' parameters once
+// the step is decided (an optimizer skips a parameter without a gradient). With MixedPrecision
+// after it, the optimizer's parameters are the fp32 masters: those are gathered, then
+// MixedPrecision rounds them into the model (its masters stay whole on every rank; only the
+// optimizer's state is sharded).
+//
+// Zero2 (gradients sharded too): the same, but each gradient bucket is reduce-scattered
+// (detail/gradient_buckets.hpp), overlapped with backward through the same hooks; a rank keeps
+// the averaged gradients of its own parameters only and lets the others go as soon as they are in
+// their bucket (under gradient accumulation, after the step's last backward). Its ranks then see
+// different gradients, so the Trainer makes one rank's skipped step (an fp16 overflow, a
+// non-finite gradient) every rank's.
+//
+// The partition is computed from the model's parameters at setup; the optimizer's must be the
+// same list (the model's parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
+// optimizer over every parameter, so that another world size, stage, DataParallel or one process
+// loads it; each rank keeps its own part of what it loads.
+// Zero3 is named for the stage still to come; the policy refuses it in a sentence.
+// DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/parallel/data_parallel.hpp"
+#include "ptrain/parallel/detail/optimizer_shards.hpp"
+
+namespace ptrain {
+
+struct MpiAllreduce;  // ptrain/parallel/mpi_allreduce.hpp: include it to use the default backend
+
+// Stage 1: optimizer state sharded. Stage 2 adds the gradients, stage 3 the parameters.
+struct Zero1 {
+  static constexpr int stage = 1;
+};
+struct Zero2 {
+  static constexpr int stage = 2;
+};
+struct Zero3 {
+  static constexpr int stage = 3;
+};
+
+template <class S>
+concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::same_as<S, Zero3>;
+
+template <class Stage, class CompressionTag = Fp32, class BackendTag = MpiAllreduce>
+class Sharded {
+  static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
+  static_assert(!std::same_as<Stage, Zero3>,
+                "Sharded<Zero3> (parameter sharding) is not implemented yet; Sharded<Zero1> shards the optimizer "
+                "state, Sharded<Zero2> the gradients too; see docs/policies.md");
+
+ public:
+  using stage = Stage;
+  using DataParallelPart = DataParallel<BackendTag, CompressionTag>;
+  using Comm = typename DataParallelPart::Comm;
+  // The Trainer takes one policy that averages gradients over the ranks.
+  static constexpr bool averages_gradients = true;
+  // Its ranks keep different gradients: the Trainer makes them agree whether a step runs.
+  static constexpr bool shards_gradients = std::same_as<Stage, Zero2>;
+
+  // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
+  explicit Sharded(Comm& comm, DataParallelOptions options = {}) : data_parallel_(comm, options) {}
+
+  int rank() const { return data_parallel_.rank(); }
+  int world_size() const { return data_parallel_.world_size(); }
+  const DataParallelOptions& options() const { return data_parallel_.options(); }
+  // The rank that steps the optimizer's parameter i (-1: not trainable); after optimizer_parameters.
+  int owner(std::size_t i) const { return shards().owner(i); }
+  std::size_t gather_bucket_count() const { return shards().gather_bucket_count(); }
+
+  // Trainer points shared with DataParallel: the same model everywhere, gradients averaged.
+  template <class Grid>
+    requires requires(const Grid& g) { { g.stage_of(0) } -> std::convertible_to<int>; }
+  void join_pipeline_grid(const Grid& grid) {
+    data_parallel_.join_pipeline_grid(grid);
+  }
+  template <DataParallelModel Model>
+  void setup(Model& model) {
+    sizes_.clear();
+    std::vector<bool> trainable;
+    for (const auto& [name, p] : model.named_parameters()) {
+      sizes_.push_back(p.numel());
+      trainable.push_back(p.requires_grad());
+    }
+    owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
+    if constexpr (shards_gradients) data_parallel_.setup(model, owners_);
+    else data_parallel_.setup(model);
+  }
+  template <DataParallelModel Model>
+  void before_backward(Model& model, bool ends_in_step) {
+    data_parallel_.before_backward(model, ends_in_step);
+  }
+  template <DataParallelModel Model>
+  bool before_optimizer_step(Model& model) {
+    return data_parallel_.before_optimizer_step(model);
+  }
+  std::int64_t agree_steps(std::int64_t local_steps) { return data_parallel_.agree_steps(local_steps); }
+  void reduce(std::span<double> sums) { data_parallel_.reduce(sums); }
+  bool is_main() const { return data_parallel_.is_main(); }
+  CheckpointPart checkpoint_part() const { return data_parallel_.checkpoint_part(); }
+
+  // Trainer point, once after setup: the parameters the optimizer steps (the model's, or
+  // MixedPrecision's masters), in the model's parameter order.
+  template <class U, class D>
+  void optimizer_parameters(const std::vector<Var<U, D>>& params) {
+    bool same = params.size() == sizes_.size();
+    for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
+    check(same, "Sharded: the optimizer's ", params.size(),
+          " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
+          "parameters(), or MixedPrecision's master_parameters(), in their order (a pipeline stage's optimizer is "
+          "not sharded yet)");
+    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params, owners_,
+                                                                      data_parallel_.options().bucket_bytes);
+  }
+
+  // Trainer points (checkpoints): the whole optimizer state on rank 0, which writes it (every rank
+  // calls this); and, of a whole state read back, this rank's part.
+  template <class U>
+  OptimizerState<U> gather_optimizer_state(OptimizerState<U> mine) {
+    return detail::gather_state(data_parallel_.communicator(), std::move(mine));
+  }
+  template <class U>
+  OptimizerState<U> shard_optimizer_state(OptimizerState<U> whole) {
+    return detail::own_state(std::move(whole), owners_, rank());
+  }
+
+  // Trainer point: every rank agreed the step runs; the optimizer is to step this rank's part only.
+  void step_decided(bool stepped) {
+    stepped_ = stepped;
+    if (stepped) shards().drop_others_gradients();
+  }
+
+  // Trainer point: the parameters every other rank stepped reach this one; then the buffers, as
+  // DataParallel broadcasts them.
+  template <DataParallelModel Model>
+  void after_optimizer_step(Model& model) {
+    if (std::exchange(stepped_, false)) shards().gather();
+    data_parallel_.after_optimizer_step(model);
+  }
+
+ private:
+  detail::OptimizerShards& shards() const {
+    check(shards_ != nullptr,
+          "Sharded: optimizer_parameters() was not called (the Trainer calls it with its optimizer's params())");
+    return *shards_;
+  }
+
+  DataParallelPart data_parallel_;
+  std::vector<std::int64_t> sizes_;  // the model's parameters'
+  std::vector<int> owners_;          // their ranks (detail::balanced_partition)
+  std::shared_ptr<detail::OptimizerShards> shards_;
+  bool stepped_ = false;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,296 @@
+// Sharded<Zero1> and Sharded<Zero2> under mpiexec -n 2, -n 3 and -n 4 (uneven shards: 6 parameters
+// of unequal sizes): N ranks each training on B/N of every batch end with the weights of
+// DataParallel's run and of one process training on all B (in double within 1e-12; Zero1 equals
+// DataParallel exactly, the same arithmetic), with SGD + momentum and with Adam, with gradient
+// accumulation, and with MixedPrecision<Bf16>; each rank's optimizer holds state for its own
+// parameters only (Zero2: and the model the gradients of its own only), every parameter's once;
+// a checkpoint written on N ranks resumes on 2, whose checkpoint resumes on 3 ranks, under Zero2,
+// DataParallel and one process alike.
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <ptrain/comm/mpi_comm.hpp>
+#include <ptrain/core/half.hpp>
+#include <ptrain/nn/conv.hpp>
+#include <ptrain/nn/layers.hpp>
+#include <ptrain/nn/linear.hpp>
+#include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/adam.hpp>
+#include <ptrain/optim/sgd.hpp>
+#include <ptrain/parallel/data_parallel.hpp>
+#include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/sharded.hpp>
+#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/train/trainer.hpp>
+
+#include "../common/list_loader.hpp"
+#include "mpi_test_main.hpp"
+#include "shared_dir.hpp"
+#include "small_conv_net.hpp"
+
+using namespace ptrain;
+
+namespace {
+
+constexpr std::int64_t global_batch = 24;  // divisible by 1, 2, 3, 4 ranks times 2 micro-batches
+constexpr int steps = 3;
+
+template <class U>
+std::shared_ptr<Sgd<U>> make_optimizer(const std::vector<Var<U>>& params, std::shared_ptr<Sgd<U>>*) {
+  return std::make_shared<Sgd<U>>(params, SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+}
+template <class U>
+std::shared_ptr<Adam<U>> make_optimizer(const std::vector<Var<U>>& params, std::shared_ptr<Adam<U>>*) {
+  return std::make_shared<Adam<U>>(params, AdamOptions{.lr = 0.01, .weight_decay = 1e-3});
+}
+
+// What a run ends with: the weights (as double) and how many per-parameter state tensors its
+// optimizer holds.
+struct Outcome {
+  std::vector<std::vector<double>> weights;
+  std::size_t state_tensors = 0;
+  std::size_t model_gradients = 0;  // the model's parameters holding a gradient after the last step
+};
+
+template <class T>
+std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
+  std::vector<std::vector<double>> out;
+  for (auto& p : net.parameters()) {
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(static_cast<double>(p.value()[i]));
+    out.push_back(w);
+  }
+  return out;
+}
+
+// Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
+// `micro` micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
+// by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters).
+template <class T, class Opt, class... Policies>
+Outcome run(MpiComm* comm, int micro, Policies... policies_without_amp) {
+  constexpr bool amp = std::is_same_v<T, ptrain::bfloat16>;
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
+  // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
+  auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
+  const TrainerOptions options{.progress_bar = false, .print_epochs = false, .accumulation_steps = micro};
+  const std::int64_t local = global_batch / world, part = local / micro;
+  Outcome outcome;
+  const auto train = [&](auto& trainer, auto& optimizer) {
+    for (int s = 0; s < steps; ++s)
+      for (int m = 0; m < micro; ++m) {
+        const std::int64_t begin = rank * local + m * part;
+        const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + part);
+        trainer.train_step(data.inputs[s].slice(begin, begin + part).clone(), y);
+      }
+    outcome.weights = weights_of(*net);
+    outcome.state_tensors = optimizer->state().tensors.size();
+    for (const auto& p : net->parameters()) outcome.model_gradients += p.grad().defined() ? 1 : 0;
+  };
+  if constexpr (amp) {
+    MixedPrecision<ptrain::Bf16> mixed(*net);
+    auto optimizer = make_optimizer(mixed.master_parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies..., MixedPrecision<ptrain::Bf16>> trainer(net, optimizer, options,
+                                                                              policies_without_amp..., mixed);
+    train(trainer, optimizer);
+  } else {
+    auto optimizer = make_optimizer(net->parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies...> trainer(net, optimizer, options, policies_without_amp...);
+    train(trainer, optimizer);
+  }
+  return outcome;
+}
+
+double max_difference(const Outcome& a, const Outcome& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.weights.size(); ++i)
+    for (std::size_t j = 0; j < a.weights[i].size(); ++j)
+      worst = std::max(worst, std::abs(a.weights[i][j] - b.weights[i][j]));
+  return worst;
+}
+
+using Zero1Policy = Sharded<Zero1>;
+using Zero2Policy = Sharded<Zero2>;
+using DataParallelPolicy = DataParallel<MpiAllreduce>;
+
+// The state tensors each parameter has once stepped: SGD's momentum buffer, Adam's step and moments.
+template <class Opt>
+constexpr std::size_t state_per_parameter = std::is_same_v<typename Opt::element_type, Sgd<double>> ? 1 : 3;
+
+double sum_over_ranks(MpiComm& comm, std::size_t value) {
+  double sum = static_cast<double>(value);
+  comm.allreduce_sum(std::span<double>(&sum, 1));
+  return sum;
+}
+
+// Zero1 is DataParallel's arithmetic to the bit. Zero2 sums each gradient with a reduce-scatter,
+// whose order of addition MPI may choose otherwise than the allreduce's: within `tolerance`.
+template <class Stage, class T, class Opt>
+void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, int micro, double tolerance) {
+  const Outcome serial = run<T, Opt>(nullptr, micro);
+  const Outcome data_parallel = run<T, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome sharded = run<T, Opt>(&comm, micro, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= tolerance);
+  BOOST_TEST(max_difference(sharded, serial) <= tolerance);
+  BOOST_TEST(max_difference(data_parallel, serial) <= tolerance);
+
+  // Each rank holds the state and the gradients of its own parameters only; together, of every
+  // parameter once.
+  const std::size_t parameters = serial.weights.size();
+  BOOST_TEST(serial.state_tensors == parameters * state_per_parameter<Opt>);
+  BOOST_TEST(data_parallel.state_tensors == parameters * state_per_parameter<Opt>);
+  BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == static_cast<double>(parameters * state_per_parameter<Opt>));
+  BOOST_TEST(sharded.state_tensors < parameters * state_per_parameter<Opt>);
+  BOOST_TEST(data_parallel.model_gradients == parameters);
+  BOOST_TEST(sum_over_ranks(comm, sharded.model_gradients) == static_cast<double>(parameters));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sharded_test)
+
+BOOST_AUTO_TEST_CASE(the_partition_is_balanced_by_size_and_skips_frozen_parameters) {
+  // Largest first, each to the lightest rank: 100 -> 0, 60 -> 1, 50 -> 1, 30 -> 0, 10 -> 1.
+  const auto owner = detail::balanced_partition({10, 100, 30, 60, 7, 50}, {true, true, true, true, false, true}, 2);
+  BOOST_TEST(owner == (std::vector<int>{1, 0, 0, 1, -1, 1}), boost::test_tools::per_element());
+  // Equal sizes go round the ranks in index order; more ranks than parameters leave some without.
+  BOOST_TEST(detail::balanced_partition({5, 5, 5}, {true, true, true}, 4) == (std::vector<int>{0, 1, 2}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(every_parameter_has_one_owner_on_every_rank_alike) {
+  MpiComm comm(test::session());
+  auto net = test::make_small_conv_net<double>(1);
+  auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
+  Trainer<Sequential<double>, Zero1Policy> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
+                                                   Zero1Policy(comm, {.bucket_bytes = 256}));
+  const auto& policy = trainer.policy<Zero1Policy>();
+  std::vector<double> owners;
+  for (std::size_t i = 0; i < net->parameters().size(); ++i) owners.push_back(policy.owner(i));
+  std::vector<double> all(owners.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgather(std::span<const double>(owners), std::span<double>(all));
+  for (std::size_t i = 0; i < all.size(); ++i) BOOST_TEST(all[i] == owners[i % owners.size()]);
+  for (double o : owners) BOOST_TEST((o >= 0 && o < comm.size()));
+  BOOST_TEST(policy.gather_bucket_count() > 1u);  // 256-byte buckets: the all-gather runs in several
+}
+
+using Stages = boost::mpl::list<Zero1, Zero2>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(equals_data_parallel_and_the_serial_run_with_sgd_momentum, Stage, Stages) {
+  MpiComm comm(test::session());
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, 1, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(equals_data_parallel_and_the_serial_run_with_adam, Stage, Stages) {
+  MpiComm comm(test::session());
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, 1, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(equals_them_with_gradient_accumulation, Stage, Stages) {
+  MpiComm comm(test::session());
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, 2, 1e-12);
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, 2, 1e-12);
+}
+
+// bf16 model, fp32 masters stepped by the optimizer, with SGD + momentum and Adam. Zero1: DataParallel's
+// run exactly. Zero2: within two bf16 units in the last place of the largest weight (its
+// reduce-scatter adds the ranks' bf16 gradients in another order than the allreduce; on 4 ranks
+// some round the other way). The serial run with SGD + momentum within the same bound. Adam is not
+// compared with the serial run: it divides by the gradient's root mean square, so a gradient near
+// 0 that rounds the other way in bf16 can move its weight by a whole learning rate.
+template <class Stage, class Opt>
+void check_sharded_with_mixed_precision(MpiComm& comm, int micro, bool compare_with_serial) {
+  const Outcome serial = run<ptrain::bfloat16, Opt>(nullptr, micro);
+  const Outcome data_parallel =
+      run<ptrain::bfloat16, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome sharded = run<ptrain::bfloat16, Opt>(&comm, micro, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+  double largest_weight = 0;
+  for (const auto& w : serial.weights)
+    for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));
+  const double two_ulps = std::ldexp(largest_weight, -7);
+  if constexpr (std::is_same_v<Stage, Zero1>)
+    BOOST_TEST(max_difference(sharded, data_parallel) == 0.0, "micro-batches " << micro);
+  else
+    BOOST_TEST(max_difference(sharded, data_parallel) <= two_ulps, "micro-batches " << micro);
+  if (compare_with_serial) BOOST_TEST(max_difference(sharded, serial) <= two_ulps, "micro-batches " << micro);
+  BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == static_cast<double>(serial.state_tensors));
+  BOOST_TEST(sharded.state_tensors < serial.state_tensors);
+  // The model's bf16 gradients: whole on every rank under Zero1 (only the masters' are dropped), a
+  // shard of them under Zero2.
+  const std::size_t parameters = serial.weights.size();
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(sharded.model_gradients == parameters);
+  else BOOST_TEST(sum_over_ranks(comm, sharded.model_gradients) == static_cast<double>(parameters));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_equals_them, Stage, Stages) {
+  MpiComm comm(test::session());
+  for (int micro : {1, 2}) {
+    check_sharded_with_mixed_precision<Stage, std::shared_ptr<Sgd<float>>>(comm, micro, true);
+    check_sharded_with_mixed_precision<Stage, std::shared_ptr<Adam<float>>>(comm, micro, false);
+  }
+}
+
+// A checkpoint holds the whole optimizer state: written by Zero2 on the world (N ranks), loaded by
+// Zero1 on 2 ranks, whose checkpoint is loaded by Zero2 on 3 ranks (N = 4: 4 -> 2 -> 3), by
+// DataParallel on 3 and by one process; each ends where one process training on every batch ends
+// (Adam in double, within 1e-12).
+template <class... Policies>
+std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem::path& save_to,
+                                            const std::filesystem::path& resume_from, int epochs,
+                                            Policies... policies) {
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
+  auto net = test::make_small_conv_net<double>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  auto adam = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Adam<double>>*>(nullptr));
+  Trainer<Sequential<double>, Policies...> trainer(net, adam, {.progress_bar = false, .print_epochs = false},
+                                                   policies...);
+  if (!save_to.empty()) trainer.save_checkpoints({.directory = save_to, .every_epochs = 1, .keep_last = 1});
+  if (!resume_from.empty()) BOOST_REQUIRE(trainer.resume_latest(resume_from));
+  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
+  const std::int64_t local = global_batch / world;
+  test::ListLoader<double> loader;
+  for (int s = 0; s < steps; ++s) {
+    const std::int64_t begin = rank * local;
+    loader.batches.push_back({data.inputs[s].slice(begin, begin + local).clone(),
+                              {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local}});
+  }
+  trainer.fit(loader, epochs);
+  return weights_of(*net);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_world_size_stage_and_data_parallel) {
+  MpiComm world(test::session());
+  const int r = world.rank();
+  const test::SharedDir first(world, "ptrain_sharded_first"), second(world, "ptrain_sharded_second");
+  const Outcome reference{fit_epochs(nullptr, {}, {}, 3)};
+  fit_epochs(&world, first.path, {}, 1, Zero2Policy(world));
+  world.barrier();
+  {
+    MpiComm pair = world.split(r < 2 ? 0 : 1, r);
+    if (r < 2) fit_epochs(&pair, second.path, first.path, 2, Zero1Policy(pair));
+  }
+  world.barrier();
+  const int three = std::min(world.size(), 3);
+  MpiComm trio = world.split(r < three ? 0 : 1, r);
+  if (r < three) {
+    const Outcome zero2{fit_epochs(&trio, {}, second.path, 3, Zero2Policy(trio))};
+    const Outcome data_parallel{fit_epochs(&trio, {}, second.path, 3, DataParallelPolicy(trio))};
+    BOOST_TEST(max_difference(zero2, reference) <= 1e-12);
+    BOOST_TEST(max_difference(data_parallel, reference) <= 1e-12);
+  }
+  const Outcome one{fit_epochs(nullptr, {}, second.path, 3)};
+  BOOST_TEST(max_difference(one, reference) <= 1e-12);
+  // The checkpoint holds every parameter's Adam state (step, exp_avg, exp_avg_sq), not rank 0's part.
+  const auto saved = checkpoint::read_state<double>(checkpoint::latest(second.path).value() / "optimizer.safetensors");
+  BOOST_TEST(saved.tensors.size() == 3 * reference.weights.size());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
