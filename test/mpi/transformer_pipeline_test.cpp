@@ -2,7 +2,8 @@
 // S = N stages; on an even world also a data x 2-stage pipeline grid): with dropout on, both
 // schedules give each step's loss and every weight of the same run on one stage with the same
 // micro-batches (each layer's dropout masks do not depend on the stage that runs it); with dropout
-// off the stages and the grid equal the serial Trainer's run without a pipeline.
+// off the stages and the grid equal the serial Trainer's run without a pipeline, also with gradient
+// clipping (the norm over every stage, not over the replicas).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -69,20 +70,30 @@ Batches make_batches() {
 
 using Weights = std::map<std::string, Tensor<float>>;
 struct LmRun {
-  std::vector<double> losses;  // each step's batch loss
-  Weights weights;             // this rank's stage
+  std::vector<double> losses;          // each step's batch loss
+  std::vector<double> gradient_norms;  // each step's, before clipping (with clip_grad_norm)
+  Weights weights;                     // this rank's stage
 };
+// The tutorial clips at 0.5; this model's gradients are smaller, so clip at 0.2 to clip every step.
+TrainerOptions clipping() {
+  TrainerOptions o = quiet;
+  o.clip_grad_norm = 0.2;
+  return o;
+}
 Weights weights_of(Module<float>& m) {
   Weights out;
   for (auto& [name, p] : m.named_parameters()) out[name] = p.value().clone();
   return out;
 }
 
-LmRun serial_run(const Batches& data, double dropout) {
+LmRun serial_run(const Batches& data, double dropout, const TrainerOptions& options = quiet) {
   auto lm = make_lm(dropout);
-  Trainer<Lm, SequenceModelling> trainer(lm, make_sgd(*lm), quiet, SequenceModelling{});
+  Trainer<Lm, SequenceModelling> trainer(lm, make_sgd(*lm), options, SequenceModelling{});
   LmRun run;
-  for (int s = 0; s < steps; ++s) run.losses.push_back(trainer.train_step(data.inputs[s], data.targets[s]).loss());
+  for (int s = 0; s < steps; ++s) {
+    run.losses.push_back(trainer.train_step(data.inputs[s], data.targets[s]).loss());
+    run.gradient_norms.push_back(trainer.last_gradient_norm());
+  }
   run.weights = weights_of(*lm);
   return run;
 }
@@ -100,6 +111,7 @@ LmRun train(Trainer& trainer, const Batches& data, std::int64_t begin, std::int6
     sums.resize(3 + SequenceModelling{}.state_size(), 0.0);
     (trainer.template policy<Reducers>().reduce(std::span<double>(sums)), ...);
     run.losses.push_back(EpochTotals::from_flat(sums).loss());
+    run.gradient_norms.push_back(trainer.last_gradient_norm());
   }
   run.weights = weights_of(trainer.local_model());
   return run;
@@ -107,24 +119,24 @@ LmRun train(Trainer& trainer, const Batches& data, std::int64_t begin, std::int6
 
 // One stage per rank of `world`.
 template <class Schedule, class World>
-LmRun pipelined_run(World& world, const Batches& data, double dropout) {
+LmRun pipelined_run(World& world, const Batches& data, double dropout, const TrainerOptions& options = quiet) {
   auto lm = make_lm(dropout);
   using P = Pipeline<chunks, Schedule>;
-  Trainer<Lm, P, SequenceModelling> trainer(lm, make_sgd(*lm), quiet, P(world, {.print_plan = false}),
+  Trainer<Lm, P, SequenceModelling> trainer(lm, make_sgd(*lm), options, P(world, {.print_plan = false}),
                                             SequenceModelling{});
   return train<P>(trainer, data, 0, batch);
 }
 
 // 2 stages x (world / 2) replicas: replica r trains on its rows of every batch.
 template <class Schedule>
-LmRun grid_run(MpiComm& world, const Batches& data) {
+LmRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& options = quiet) {
   auto lm = make_lm(0.0);
   using P = Pipeline<chunks, Schedule>;
   using DP = DataParallel<MpiAllreduce>;
   P pipeline(world, {.stages = 2, .print_plan = false});
   const std::int64_t rows = batch / pipeline.replicas();
   const std::int64_t begin = pipeline.replica() * rows;
-  Trainer<Lm, DP, P, SequenceModelling> trainer(lm, make_sgd(*lm), quiet, DP(world), std::move(pipeline),
+  Trainer<Lm, DP, P, SequenceModelling> trainer(lm, make_sgd(*lm), options, DP(world), std::move(pipeline),
                                                 SequenceModelling{});
   return train<P, DP>(trainer, data, begin, rows);
 }
@@ -136,6 +148,12 @@ void check_run(const LmRun& run, const LmRun& reference, const std::string& what
   for (std::size_t s = 0; s < run.losses.size(); ++s)
     BOOST_TEST(std::abs(run.losses[s] - reference.losses[s]) <= 1e-5 * std::abs(reference.losses[s]),
                what << ": step " << s << " loss " << run.losses[s] << ", reference " << reference.losses[s]);
+  for (std::size_t s = 0; s < run.gradient_norms.size(); ++s)
+    BOOST_TEST((std::isnan(run.gradient_norms[s]) ? std::isnan(reference.gradient_norms[s])
+                                                  : std::abs(run.gradient_norms[s] - reference.gradient_norms[s]) <=
+                                                        1e-5 * reference.gradient_norms[s]),
+               what << ": step " << s << " gradient norm " << run.gradient_norms[s] << ", reference "
+                    << reference.gradient_norms[s]);
   BOOST_TEST(!run.weights.empty(), what << ": the stage has no parameters");
   for (const auto& [name, w] : run.weights)
     BOOST_TEST(test::worst_error(w, reference.weights.at(name)) <= 1e-5, what << ": " << name);
@@ -173,6 +191,21 @@ BOOST_AUTO_TEST_CASE(a_data_by_pipeline_grid_equals_the_serial_run) {
   const LmRun serial = serial_run(data, 0.0);
   check_run(grid_run<GPipe>(world, data), serial, "grid GPipe");
   check_run(grid_run<OneFOneB>(world, data), serial, "grid 1F1B");
+}
+
+// clip_grad_norm takes the norm over every stage's gradients (averaged over the grid's replicas,
+// not summed over them): each step's norm and the clipped weights are the serial run's.
+BOOST_AUTO_TEST_CASE(gradient_clipping_over_stages_and_replicas_equals_the_serial_run) {
+  MpiComm world(test::session());
+  const auto data = make_batches();
+  const LmRun serial = serial_run(data, 0.0, clipping());
+  for (double norm : serial.gradient_norms)
+    BOOST_TEST(norm > clipping().clip_grad_norm, "a serial step was not clipped: the test proves nothing");
+  BOOST_TEST(test::worst_error(serial.weights.at("decoder.weight"), serial_run(data, 0.0).weights.at("decoder.weight")) >
+             1e-3);
+  check_run(pipelined_run<GPipe>(world, data, 0.0, clipping()), serial, "GPipe, clipped");
+  check_run(pipelined_run<OneFOneB>(world, data, 0.0, clipping()), serial, "1F1B, clipped");
+  if (world.size() % 2 == 0) check_run(grid_run<OneFOneB>(world, data, clipping()), serial, "grid 1F1B, clipped");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

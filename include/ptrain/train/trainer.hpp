@@ -64,6 +64,7 @@
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/train/checkpoint.hpp"
 #include "ptrain/train/classification.hpp"
+#include "ptrain/train/clip_grad_norm.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 #include "ptrain/train/non_finite.hpp"
@@ -79,6 +80,10 @@ struct TrainerOptions {
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
+  // > 0: clip the gradients the optimizer steps to this global L2 norm before each step (PyTorch's
+  // clip_grad_norm_, train/clip_grad_norm.hpp): averaged over data-parallel replicas, unscaled by
+  // mixed precision, the norm taken over every pipeline stage. 0: no clipping.
+  double clip_grad_norm = 0;
   // A step whose loss or gradients hold inf or NaN: true ends training with an Error naming the
   // step, epoch, rank and first such parameter (Lightning's Trainer(terminate_on_nan=True), on by
   // default here); false skips the optimizer step and counts it in skipped_steps() (DeepSpeed's
@@ -157,7 +162,18 @@ class Trainer {
     check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
     check(options_.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
           options_.accumulation_steps);
+    check(options_.clip_grad_norm >= 0 && std::isfinite(options_.clip_grad_norm), "Trainer: clip_grad_norm ",
+          options_.clip_grad_norm, " (expected 0 for none, or a positive norm)");
     step_optimizer_ = [optimizer] { optimizer->step(); };
+    if constexpr (requires { optimizer->params(); }) {
+      clip_gradients_ = [this, optimizer] {
+        return ptrain::clip_grad_norm(optimizer->params(), options_.clip_grad_norm,
+                                      [this](std::span<double> sums) { sum_over_stages(sums); });
+      };
+    } else {
+      check(options_.clip_grad_norm == 0, "Trainer: clip_grad_norm needs an optimizer whose params() gives the "
+                                          "parameters it steps (as Sgd and Adam do)");
+    }
     lr_ = [optimizer] { return optimizer->lr(); };
     checkpoint_optimizer(optimizer);
     bool data_parallel = false;
@@ -205,6 +221,9 @@ class Trainer {
   std::int64_t global_step() const { return step_; }
   // Optimizer steps skipped for an inf or NaN loss or gradient (with terminate_on_nan false).
   std::int64_t skipped_steps() const { return skipped_steps_; }
+  // The global gradient norm of the last step clipped (TrainerOptions::clip_grad_norm), before
+  // clipping; NaN before the first.
+  double last_gradient_norm() const { return last_gradient_norm_; }
 
   // Called after every optimizer step with the global step count (learning-rate schedules).
   void on_step_end(std::function<void(std::int64_t step)> callback) { step_callbacks_.push_back(std::move(callback)); }
@@ -260,6 +279,7 @@ class Trainer {
     if (proceed) {
       NoGradGuard no_grad;
       const TimelineSpan span(active_timeline(), SpanKind::optimizer);
+      if (options_.clip_grad_norm > 0) last_gradient_norm_ = clip_gradients_();
       step_optimizer_();
     }
     for_each_policy([&]<class P>(P& p) {
@@ -553,6 +573,12 @@ class Trainer {
       if constexpr (ReducePoint<P>) p.reduce(sums);
     });
   }
+  // Sums over a pipeline's stages only: the parts of one model, not its replicas.
+  void sum_over_stages(std::span<double> sums) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (PipelineGridPoint<P> && ReducePoint<P>) p.reduce(sums);
+    });
+  }
 
   // The ranks' spans since the last call reach the main rank through sum_over_ranks used as an
   // allgather (each rank fills only its own slots, the others add zeros); it rewrites the file.
@@ -795,6 +821,8 @@ class Trainer {
   std::tuple<Policies...> policies_;
   TaskType task_;
   std::function<void()> step_optimizer_;
+  std::function<double()> clip_gradients_;  // clips to options_.clip_grad_norm, returns the norm before
+  double last_gradient_norm_ = std::nan("");
   std::function<double()> lr_;
   std::optional<io::CsvLog> csv_;
   std::optional<io::EventWriter> tensorboard_;
