@@ -8,9 +8,11 @@
 // with a value of the device the model trains on and the policies with_strategy chooses: over MPI
 // on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
 // build). train returns the final validation metric; a run that ends below the floor exits 1 and
-// says so, which is how the smoke tests tell a run that learned from one that did not.
+// says so, which is how the smoke tests tell a run that learned from one that did not. Rank 0
+// ends with the total run time (launch to the end of training), as the projects' tables report it.
 // --tensorboard DIR and --timeline FILE are every example's too: trainer_options(cli) passes them,
 // with the example's own --csv, to its Trainer.
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -59,6 +61,7 @@ inline ptrain::TrainerOptions trainer_options(const Cli& cli) {
 // Examples that compile the pipelines in (--stages) pass Pipelines::with.
 template <Pipelines pipelines = Pipelines::without, class Train>
 int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Train&& train) {
+  const auto start = std::chrono::steady_clock::now();
   add_strategy_options(cli, pipelines);
   add_device_option(cli);
   add_launch_options(cli);
@@ -92,6 +95,9 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
       });
     };
     const double value = final_metric();
+    if (world.rank() == 0)
+      std::printf("total run time %.1f s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (preempted_run()) return 0;  // saved; --resume goes on
     return meets_floor(cli, metric, value, world.rank() == 0) ? 0 : 1;
   }, ptrain::MpiThreading::funneled, std::move(url));

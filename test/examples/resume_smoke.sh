@@ -3,7 +3,8 @@
 #   1. PROGRAM ARGS --checkpoint-dir DIR saves a checkpoint at the end of each epoch (the last two
 #      kept); the newest is removed, as if the run had been stopped during its last epoch;
 #   2. PROGRAM ARGS --checkpoint-dir DIR --resume continues from the one before to ARGS' --epochs
-#      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed;
+#      (the total) and must exit 0, so reach ARGS' floor, having said where it resumed and ending
+#      with its total run time;
 #   3. the same with --model resnet50 (another model) and 4. with a corrupt manifest must fail,
 #      naming the file and the mismatch, and leave DIR as it was.
 set -u
@@ -18,6 +19,7 @@ rm -r "$(newest)"
 out=$("$@" --checkpoint-dir "$dir" --resume 2>&1) || { echo "$out"; fail "the resumed run failed"; }
 echo "$out"
 echo "$out" | grep -q "Trainer: resuming from $dir/step-" || fail "the resumed run did not say where it resumed"
+echo "$out" | grep -qE "^total run time [0-9]+\.[0-9] s$" || fail "the run did not end with its total run time"
 
 before=$(find "$dir" -type f -exec cksum {} + | sort)
 out=$("$@" --model resnet50 --checkpoint-dir "$dir" --resume 2>&1) && fail "resuming another model's checkpoint succeeded"

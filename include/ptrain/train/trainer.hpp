@@ -35,11 +35,9 @@
 // the optimizer run; batches come from the loaders on the host and go over once each (on Cuda
 // through pinned staging buffers on a copy stream, BatchUpload), and only the loss and the
 // correct count come back.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <concepts>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -49,15 +47,13 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/core/timeline.hpp"
-#include "ptrain/io/atomic_file.hpp"
-#include "ptrain/io/csv_log.hpp"
-#include "ptrain/io/tensorboard.hpp"
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/nn/state_dict.hpp"
@@ -65,6 +61,9 @@
 #include "ptrain/train/checkpoint.hpp"
 #include "ptrain/train/classification.hpp"
 #include "ptrain/train/clip_grad_norm.hpp"
+#include "ptrain/train/detail/rank_timelines.hpp"
+#include "ptrain/train/detail/run_logs.hpp"
+#include "ptrain/train/detail/trainer_checkpoints.hpp"
 #include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 #include "ptrain/train/non_finite.hpp"
@@ -72,46 +71,9 @@
 #include "ptrain/train/preemption.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/task.hpp"
+#include "ptrain/train/trainer_options.hpp"
 
 namespace ptrain {
-
-struct TrainerOptions {
-  std::string csv_log;        // one row per epoch; empty for none
-  bool progress_bar = true;   // drawn only when stdout is a terminal
-  bool print_epochs = true;   // one line per epoch
-  int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
-  // > 0: clip the gradients the optimizer steps to this global L2 norm before each step (PyTorch's
-  // clip_grad_norm_, train/clip_grad_norm.hpp): averaged over data-parallel replicas, unscaled by
-  // mixed precision, the norm taken over every pipeline stage. 0: no clipping.
-  double clip_grad_norm = 0;
-  // A step whose loss or gradients hold inf or NaN: true ends training with an Error naming the
-  // step, epoch, rank and first such parameter (Lightning's Trainer(terminate_on_nan=True), on by
-  // default here); false skips the optimizer step and counts it in skipped_steps() (DeepSpeed's
-  // engine.skipped_steps), as an fp16 overflow is skipped. Checked after the policies'
-  // before_optimizer_step, so on averaged gradients (every data-parallel rank decides alike); a step
-  // a policy skipped (MixedPrecision's overflow, which halves the loss scale) stops only for a
-  // non-finite loss.
-  bool terminate_on_nan = true;
-  // A TensorBoard run directory (io/tensorboard.hpp), written by the main rank; empty for none. Per
-  // step (x = global step): step/loss (the main rank's batches; none where it computes no loss, a
-  // pipeline's first stage), step/lr, step/loss_scale, step/images_per_second (the main rank's
-  // samples, where it sees them); per epoch (x = epoch): train/loss, train/<metric>,
-  // val/loss, val/<metric>, epoch/lr, epoch/loss_scale, epoch/images_per_second (every rank's).
-  std::string tensorboard;
-  // A Chrome trace JSON file (core/timeline.hpp) of every rank's steps, rewritten by the main rank
-  // after each epoch; empty for none. Every rank must be given it alike: the ranks' spans meet on
-  // the main rank through the policies' reduce point.
-  std::string timeline;
-};
-
-// The task's metrics by name: result.train.at("accuracy"), result.val.at("mean_iou").
-struct EpochResult {
-  int epoch = 0;
-  double train_loss = 0;
-  double val_loss = std::nan("");
-  MetricValues train, val;  // val is empty without a validation loader
-  double images_per_second = 0, seconds = 0, lr = 0;
-};
 
 namespace detail {
 template <class... Policies>
@@ -175,7 +137,7 @@ class Trainer {
                                           "parameters it steps (as Sgd and Adam do)");
     }
     lr_ = [optimizer] { return optimizer->lr(); };
-    checkpoint_optimizer(optimizer);
+    optimizer_checkpoint_ = detail::OptimizerCheckpoint::of(optimizer);
     bool data_parallel = false;
     for_each_policy([&]<class P>(P& p) {
       if constexpr (PipelineGridPoint<P>) {
@@ -195,15 +157,7 @@ class Trainer {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
-    if (!options_.csv_log.empty() && is_main()) {
-      std::vector<std::string> header{"epoch", "train_loss"};
-      for (const auto& name : task_.metric_names()) header.push_back("train_" + name);
-      header.push_back("val_loss");
-      for (const auto& name : task_.metric_names()) header.push_back("val_" + name);
-      for (const char* name : {"images_per_second", "seconds", "lr"}) header.push_back(name);
-      csv_.emplace(options_.csv_log, std::move(header));
-    }
-    if (!options_.tensorboard.empty() && is_main()) tensorboard_.emplace(options_.tensorboard);
+    if (is_main()) logs_.emplace(options_, task_.metric_names());
     if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
   }
 
@@ -254,7 +208,7 @@ class Trainer {
     if (!ends_in_step) return batch;
     micro_step_ = 0;
     bool proceed = true;
-    const double step_loss_scale = tensorboard_ ? policy_loss_scale() : 1.0;  // the scale this step used
+    const double step_loss_scale = writes_tensorboard() ? policy_loss_scale() : 1.0;  // the scale this step used
     const std::optional<double> loss =
         step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
     {
@@ -286,7 +240,10 @@ class Trainer {
       if constexpr (AfterOptimizerStepPoint<P, Model>) p.after_optimizer_step(*local_);
     });
     ++step_;
-    if (tensorboard_) log_step(loss, step_loss_scale);
+    if (writes_tensorboard()) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
+      logs_->step(step_, loss, lr_(), step_loss_scale, step_samples_, seconds);
+    }
     for (auto& callback : step_callbacks_) callback(step_);
     return batch;
   }
@@ -362,8 +319,10 @@ class Trainer {
         r.val_loss = v.loss();
         r.val = metrics(v);
       }
-      report(r, epochs);
-      if (timeline_) write_timeline();
+      if (logs_) logs_->epoch(r, epochs, writes_tensorboard() ? policy_loss_scale() : 1.0);
+      if (timeline_)
+        detail::write_rank_timelines(*timeline_, timeline_events_, options_.timeline, is_main(),
+                                     [&](std::span<double> sums) { sum_over_ranks(sums); });
       results.push_back(r);
       for (auto& callback : epoch_callbacks_) callback(r);
       checkpoint_after_epoch(r, epochs);
@@ -388,8 +347,8 @@ class Trainer {
   // A learning-rate Scheduler (optim/scheduler.hpp) whose step count is saved and restored.
   template <class S>
   void checkpoint_scheduler(S& scheduler) {
-    scheduler_step_ = [&scheduler] { return scheduler.step_count(); };
-    set_scheduler_step_ = [&scheduler](std::int64_t step) { scheduler.set_step_count(step); };
+    scheduler_checkpoint_ = {[&scheduler] { return scheduler.step_count(); },
+                             [&scheduler](std::int64_t step) { scheduler.set_step_count(step); }};
   }
   // Whether the last fit stopped early for a preemption signal (after saving a checkpoint).
   bool preempted() const { return preempted_; }
@@ -407,17 +366,17 @@ class Trainer {
     const auto tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
     check(m.model_tensors == tensors, manifest_path.string(), ": the checkpoint's model has ", m.model_tensors,
           " parameters and buffers, this one ", tensors);
-    check(m.optimizer == bool(load_optimizer_), manifest_path.string(), ": the checkpoint ",
+    check(m.optimizer == bool(optimizer_checkpoint_), manifest_path.string(), ": the checkpoint ",
           m.optimizer ? "holds" : "has no", " optimizer state, and this Trainer's optimizer ",
-          load_optimizer_ ? "has state to load" : "has no state()/load_state()");
-    if (load_optimizer_) load_optimizer_(directory / checkpoint::part_file("optimizer", part));
+          optimizer_checkpoint_ ? "has state to load" : "has no state()/load_state()");
+    if (optimizer_checkpoint_) optimizer_checkpoint_.load(directory / checkpoint::part_file("optimizer", part));
     if (m.policies) {
       auto state = checkpoint::read_state<float>(directory / checkpoint::part_file("policies", part));
       for_each_policy([&]<class P>(P& p) {
         if constexpr (CheckpointStatePoint<P>) p.load_checkpoint_state(state);
       });
     }
-    if (set_scheduler_step_ && m.scheduler_step >= 0) set_scheduler_step_(m.scheduler_step);
+    if (scheduler_checkpoint_.set_step && m.scheduler_step >= 0) scheduler_checkpoint_.set_step(m.scheduler_step);
     const int rank = part.rank(), world = part.ranks();
     const checkpoint::RankState own =
         checkpoint::read_rank_state(directory / checkpoint::rank_file(rank % m.world_size));
@@ -425,16 +384,7 @@ class Trainer {
     step_ = m.step;
     best_ = m.best;
     resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
-    if (is_main()) {
-      log_line("Trainer: resuming from " + directory.string() + " at epoch " + std::to_string(m.epoch + 1) + ", batch " +
-               std::to_string(m.batch_in_epoch) + ", step " + std::to_string(m.step));
-      if (world != m.world_size)
-        log_line("Trainer: the checkpoint was written by " + std::to_string(m.world_size) + " rank(s), this run has " +
-                     std::to_string(world) + ": the data order changes (each rank's shard of every epoch, the rest of "
-                     "this one included), each rank takes rank (r mod " + std::to_string(m.world_size) +
-                     ")'s RNG, and this epoch's loss counts only the batches after the resume",
-                 stderr);
-    }
+    if (is_main()) detail::log_resume(directory, m, world);
   }
   // The newest checkpoint under directory, loaded; false when there is none (a first run).
   bool resume_latest(const std::filesystem::path& directory) {
@@ -516,6 +466,8 @@ class Trainer {
     }
   }
 
+  bool writes_tensorboard() const { return logs_ && logs_->writes_tensorboard(); }
+
   // The product of the policies' loss scales (mixed precision's), 1 without any.
   double policy_loss_scale() {
     double product = 1.0;
@@ -580,109 +532,7 @@ class Trainer {
     });
   }
 
-  // The ranks' spans since the last call reach the main rank through sum_over_ranks used as an
-  // allgather (each rank fills only its own slots, the others add zeros); it rewrites the file.
-  void write_timeline() {
-    const ProcessInfo process = detect_process_info();
-    const auto world = static_cast<std::size_t>(process.world_size), rank = static_cast<std::size_t>(process.rank);
-    std::vector<double> flat = timeline_->flat();
-    timeline_->clear();
-    std::vector<double> counts(2 * world, 0.0);  // each rank's value count, then a 1 from each
-    counts[rank] = static_cast<double>(flat.size());
-    counts[world + rank] = 1;
-    sum_over_ranks(counts);
-    for (std::size_t r = 0; r < world; ++r)
-      check(counts[world + r] == 1, "Trainer: the timeline ", options_.timeline, " cannot tell the ranks apart: ",
-            counts[world + r], " processes say they are rank ", r, " of ", world,
-            " (the ranks must be started by a launcher that names them, mpiexec or srun, and the policies' reduce "
-            "must sum over the whole world)");
-    std::vector<std::size_t> begin(world + 1, 0);
-    for (std::size_t r = 0; r < world; ++r) begin[r + 1] = begin[r] + static_cast<std::size_t>(counts[r]);
-    std::vector<double> all(begin[world], 0.0);
-    std::copy(flat.begin(), flat.end(), all.begin() + static_cast<std::ptrdiff_t>(begin[rank]));
-    sum_over_ranks(all);
-    if (!is_main()) return;
-    for (std::size_t r = 0; r < world; ++r) {
-      const auto events = Timeline::from_flat(std::span<const double>(all).subspan(begin[r], begin[r + 1] - begin[r]),
-                                              static_cast<int>(r));
-      timeline_events_.insert(timeline_events_.end(), events.begin(), events.end());
-    }
-    const std::string json = chrome_trace_json(timeline_events_);
-    io::write_atomically(options_.timeline, [&](std::ostream& out) { out << json; });
-  }
-
-  void log_step(std::optional<double> loss, double loss_scale) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
-    if (loss) tensorboard_->add_scalar("step/loss", *loss, step_);
-    tensorboard_->add_scalar("step/lr", lr_(), step_);
-    tensorboard_->add_scalar("step/loss_scale", loss_scale, step_);
-    if (step_samples_ > 0 && seconds > 0) tensorboard_->add_scalar("step/images_per_second", step_samples_ / seconds, step_);
-  }
-
-  void report(const EpochResult& r, int epochs) {
-    if (!is_main()) return;
-    const std::size_t metrics = task_.metric_names().size();
-    // Without validation its columns hold NaN.
-    const std::vector<double> val = r.val.empty() ? std::vector<double>(metrics, std::nan("")) : r.val.values;
-    if (options_.print_epochs) {
-      char line[256];
-      std::snprintf(line, sizeof line, "epoch %d/%d loss %.4f", r.epoch, epochs, r.train_loss);
-      std::string text = line + metrics_text("", r.train);
-      if (!r.val.empty()) {
-        std::snprintf(line, sizeof line, " val_loss %.4f", r.val_loss);
-        text += line + metrics_text("val_", r.val);
-      }
-      std::snprintf(line, sizeof line, " %.1f img/s %.1fs lr %.3g", r.images_per_second, r.seconds, r.lr);
-      log_line(text + line);
-    }
-    if (csv_) {
-      std::vector<double> row{double(r.epoch), r.train_loss};
-      row.insert(row.end(), r.train.values.begin(), r.train.values.end());
-      row.push_back(r.val_loss);
-      row.insert(row.end(), val.begin(), val.end());
-      for (double v : {r.images_per_second, r.seconds, r.lr}) row.push_back(v);
-      csv_->append(row);
-    }
-    if (tensorboard_) {
-      const auto add_metrics = [&](const std::string& prefix, const MetricValues& m) {
-        for (std::size_t i = 0; i < m.names.size(); ++i) tensorboard_->add_scalar(prefix + m.names[i], m.values[i], r.epoch);
-      };
-      tensorboard_->add_scalar("train/loss", r.train_loss, r.epoch);
-      add_metrics("train/", r.train);
-      if (!r.val.empty()) {
-        tensorboard_->add_scalar("val/loss", r.val_loss, r.epoch);
-        add_metrics("val/", r.val);
-      }
-      tensorboard_->add_scalar("epoch/lr", r.lr, r.epoch);
-      tensorboard_->add_scalar("epoch/loss_scale", policy_loss_scale(), r.epoch);
-      tensorboard_->add_scalar("epoch/images_per_second", r.images_per_second, r.epoch);
-      tensorboard_->flush();
-    }
-  }
-  static std::string metrics_text(const std::string& prefix, const MetricValues& m) {
-    std::string text;
-    char value[64];
-    for (std::size_t i = 0; i < m.names.size(); ++i) {
-      std::snprintf(value, sizeof value, " %.4f", m.values[i]);
-      text += " " + prefix + m.names[i] + value;
-    }
-    return text;
-  }
-
   // ---- Checkpoints ----
-  template <class Opt>
-  void checkpoint_optimizer(const std::shared_ptr<Opt>& optimizer) {
-    if constexpr (requires { optimizer->state(); optimizer->load_state(optimizer->state()); }) {
-      using State = decltype(optimizer->state());
-      save_optimizer_ = [optimizer](const std::filesystem::path& path) {
-        checkpoint::save_state(path, optimizer->state());
-      };
-      load_optimizer_ = [optimizer](const std::filesystem::path& path) {
-        optimizer->load_state(checkpoint::read_state<typename State::value_type>(path));
-      };
-    }
-  }
-
   // Whether any rank says yes: the policies' reduce over one value (every rank calls it).
   bool any_rank(bool yes) {
     double flag = yes ? 1 : 0;
@@ -725,18 +575,7 @@ class Trainer {
   void checkpoint_after_epoch(const EpochResult& r, int epochs) {
     if (!checkpoints_ || checkpoints_->every_epochs == 0 || micro_step_ != 0) return;
     if (r.epoch % checkpoints_->every_epochs != 0 && r.epoch != epochs) return;
-    double metric = std::nan("");
-    if (const std::string& name = checkpoints_->best_metric; !name.empty()) {
-      const bool val = name.rfind("val_", 0) == 0;
-      check(val || name.rfind("train_", 0) == 0, "CheckpointOptions::best_metric '", name,
-            "': expected val_loss, train_loss or val_/train_ and one of the task's metrics");
-      const std::string metric_name = name.substr(val ? 4 : 6);
-      const MetricValues& values = val ? r.val : r.train;
-      metric = metric_name == "loss" ? (val ? r.val_loss : r.train_loss) : values.at(metric_name);
-      const bool better = checkpoints_->best_is == BestIs::lower ? metric < best_ : metric > best_;
-      if (std::isnan(best_) || better) best_ = metric;
-    }
-    save_checkpoint_at(r.epoch, 0, EpochTotals{}, metric);
+    save_checkpoint_at(r.epoch, 0, EpochTotals{}, detail::track_best_metric(*checkpoints_, r, best_));
   }
 
   std::filesystem::path save_checkpoint_at(std::int64_t epoch, std::int64_t batch, const EpochTotals& totals,
@@ -761,7 +600,7 @@ class Trainer {
     attempt([&] {
       if (part.writes()) {
         save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
-        if (save_optimizer_) save_optimizer_(staging / checkpoint::part_file("optimizer", part));
+        if (optimizer_checkpoint_) optimizer_checkpoint_.save(staging / checkpoint::part_file("optimizer", part));
         OptimizerState<float> state;
         for_each_policy([&]<class P>(P& p) {
           if constexpr (CheckpointStatePoint<P>) {
@@ -784,11 +623,11 @@ class Trainer {
       m.step = step_;
       m.epoch = epoch;
       m.batch_in_epoch = batch;
-      m.scheduler_step = scheduler_step_ ? scheduler_step_() : -1;
+      m.scheduler_step = scheduler_checkpoint_.step ? scheduler_checkpoint_.step() : -1;
       m.world_size = part.ranks();
       m.parts = part.count;
       m.model_tensors = static_cast<std::int64_t>(detail::state_entries(*model_).size());
-      m.optimizer = bool(save_optimizer_);
+      m.optimizer = bool(optimizer_checkpoint_);
       m.policies = policies;
       m.metric_name = checkpoints_->best_metric;
       m.metric = metric;
@@ -801,16 +640,10 @@ class Trainer {
     return saved;
   }
 
-  struct ResumePosition {
-    std::int64_t epoch = 0;  // where the next fit begins
-    std::int64_t batch = 0;  // and the next train_epoch
-    EpochTotals totals;                 // this rank's sums of the epoch's batches before `batch`
-  };
   std::optional<CheckpointOptions> checkpoints_;
-  std::function<void(const std::filesystem::path&)> save_optimizer_, load_optimizer_;
-  std::function<std::int64_t()> scheduler_step_;
-  std::function<void(std::int64_t)> set_scheduler_step_;
-  ResumePosition resume_;
+  detail::OptimizerCheckpoint optimizer_checkpoint_;
+  detail::SchedulerCheckpoint scheduler_checkpoint_;
+  detail::ResumePosition resume_;
   double best_ = std::nan("");  // the best value of CheckpointOptions::best_metric so far
   bool preempted_ = false;
 
@@ -824,8 +657,7 @@ class Trainer {
   std::function<double()> clip_gradients_;  // clips to options_.clip_grad_norm, returns the norm before
   double last_gradient_norm_ = std::nan("");
   std::function<double()> lr_;
-  std::optional<io::CsvLog> csv_;
-  std::optional<io::EventWriter> tensorboard_;
+  std::optional<detail::RunLogs> logs_;  // on the main rank
   std::unique_ptr<Timeline> timeline_;
   std::vector<TimelineEvent> timeline_events_;  // every rank's, on the main rank
   std::chrono::steady_clock::time_point step_start_;
