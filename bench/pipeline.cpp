@@ -1,47 +1,84 @@
-// Pipeline bubble and throughput: run under `mpiexec -n 2` (S = 2 stages, one thread each).
-// A tower of equal 3x3 convolutions on 32x32 images, so that balancing by parameters balances the
-// work. For M = 1, 2, 4, 8, 16 micro-batches and both schedules it prints, per stage, the measured
+// Pipeline bubble and throughput: run under `mpiexec -n S` (S stages, one thread each).
+//   bench_pipeline [tower]  a tower of equal 3x3 convolutions on 32x32 images, so that balancing by
+//                           parameters balances the work (batch 64)
+//   bench_pipeline lm       the transformer tutorial's TransformerLM (emsize 256, nhid 1024, 4
+//                           layers, 8 heads, vocabulary 28,782, bptt 35, batch 20; dropout 0.2),
+//                           batch-first, cut between its layers
+// For M = 1, 2, 4, 8, 16 micro-batches and both schedules it prints, per stage, the measured
 // idle fraction (time blocked on the neighbour / step time) next to the bound (S-1)/(M+S-1), and
-// images/s against the unpipelined run of the same model and batch on one rank and one thread.
+// samples/s against the unpipelined run of the same model and batch on one rank and one thread.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
+#include <ptrain/models/transformer_lm.hpp>
 #include <ptrain/mpi.hpp>
+#include <ptrain/train/sequence_modelling.hpp>
 
 namespace {
 
 using namespace ptrain;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::int64_t batch = 64, width = 32, side = 32;
-constexpr int depth = 6;
-
-std::shared_ptr<Sequential<float>> tower() {
-  manual_seed(1);
-  Conv2dOptions same;
-  same.pad_h = same.pad_w = 1;
-  auto net = std::make_shared<Sequential<float>>();
-  net->push_back(make<Conv2d<float>>(3, width, 3, same));
-  for (int i = 0; i < depth; ++i) {
-    net->push_back(make<ReLU<float>>());
-    net->push_back(make<Conv2d<float>>(width, width, 3, same));
-  }
-  net->push_back(make<AdaptiveAvgPool2d<float>>(1));
-  net->push_back(make<Flatten<float>>());
-  net->push_back(make<Linear<float>>(width, 10));
-  return net;
-}
-
-struct Data {
+struct Tower {
+  static constexpr const char* name = "tower";
+  using Model = Sequential<float>;
+  using Task = Classification;
+  static constexpr std::int64_t batch = 64, width = 32, side = 32;
+  static constexpr int depth = 6;
   Tensor<float> inputs{Shape{batch, 3, side, side}};
   std::vector<std::int64_t> targets;
-  Data() {
+
+  Tower() {
     Rng rng(5);
     for (std::int64_t i = 0; i < inputs.numel(); ++i) inputs[i] = static_cast<float>(rng.normal());
     for (std::int64_t i = 0; i < batch; ++i) targets.push_back(static_cast<std::int64_t>(rng.below(10)));
+  }
+  static std::shared_ptr<Model> model() {
+    manual_seed(1);
+    Conv2dOptions same;
+    same.pad_h = same.pad_w = 1;
+    auto net = std::make_shared<Sequential<float>>();
+    net->push_back(make<Conv2d<float>>(3, width, 3, same));
+    for (int i = 0; i < depth; ++i) {
+      net->push_back(make<ReLU<float>>());
+      net->push_back(make<Conv2d<float>>(width, width, 3, same));
+    }
+    net->push_back(make<AdaptiveAvgPool2d<float>>(1));
+    net->push_back(make<Flatten<float>>());
+    net->push_back(make<Linear<float>>(width, 10));
+    return net;
+  }
+  static std::vector<std::size_t> cut_points(int /*stages*/) { return {}; }  // balanced by parameters
+};
+
+struct Lm {
+  static constexpr const char* name = "transformer_lm";
+  using Model = TransformerLM<float>;
+  using Task = SequenceModelling;
+  static constexpr std::int64_t batch = 20, bptt = 35, ntoken = 28782;
+  Tensor<float> inputs{Shape{batch, bptt}};
+  Tensor<std::int64_t> targets{Shape{batch, bptt}};
+
+  Lm() {
+    Rng rng(5);
+    for (std::int64_t i = 0; i < inputs.numel(); ++i) inputs[i] = static_cast<float>(rng.below(ntoken));
+    for (std::int64_t i = 0; i < targets.numel(); ++i) targets[i] = static_cast<std::int64_t>(rng.below(ntoken));
+  }
+  static std::shared_ptr<Model> model() {
+    manual_seed(1);
+    return std::make_shared<Model>(TransformerLMOptions{
+        .ntoken = ntoken, .ninp = 256, .nhead = 8, .nhid = 1024, .nlayers = 4, .dropout = 0.2, .batch_first = true});
+  }
+  // Balanced by work, not parameters: the decoder's products over 28,782 words cost about what the
+  // four layers do, and the embedding, as large as the decoder, costs nearly nothing. Two stages:
+  // encoder..layer 3 | decoder. More: balanced by parameters (no cut balances them).
+  static std::vector<std::size_t> cut_points(int stages) {
+    if (stages == 2) return {6};
+    return {};
   }
 };
 
@@ -55,17 +92,19 @@ int steps() {
   return s ? std::max(1, std::atoi(s)) : 6;
 }
 
-template <class... Policies>
-auto make_trainer(std::shared_ptr<Sequential<float>> net, Policies... policies) {
+template <class Work, class... Policies>
+auto make_trainer(Policies... policies) {
+  auto net = Work::model();
   auto sgd = std::make_shared<Sgd<float>>(net->parameters(), SgdOptions{.lr = 0.01, .momentum = 0.9});
-  return std::make_unique<Trainer<Sequential<float>, Policies...>>(
-      net, sgd, TrainerOptions{.progress_bar = false, .print_epochs = false}, policies...);
+  return std::make_unique<Trainer<typename Work::Model, Policies..., typename Work::Task>>(
+      net, sgd, TrainerOptions{.progress_bar = false, .print_epochs = false}, policies..., typename Work::Task{});
 }
 
-template <int M, class Schedule>
-void run_pipeline(MpiComm& world, const Data& data, double serial_images_per_sec) {
+template <int M, class Schedule, class Work>
+void run_pipeline(MpiComm& world, const Work& data, double serial_samples_per_sec) {
   using P = Pipeline<M, Schedule>;
-  auto trainer = make_trainer(tower(), P(world, {.print_plan = M == 1 && std::is_same_v<Schedule, GPipe>}));
+  auto trainer = make_trainer<Work>(P(world, {.cut_points = Work::cut_points(world.size()),
+                                              .print_plan = M == 1 && std::is_same_v<Schedule, GPipe>}));
   std::vector<double> seconds, idle;
   for (int s = 0; s <= steps(); ++s) {
     world.barrier();
@@ -81,18 +120,18 @@ void run_pipeline(MpiComm& world, const Data& data, double serial_images_per_sec
   world.allgather(mine, all);
   const double step = median(seconds), S = world.size();
   if (world.rank() != 0) return;
-  const double images = batch / step;
-  std::printf("bench=pipeline schedule=%s stages=%d micro_batches=%d batch=%lld threads_per_stage=%d median_ms=%.1f "
-              "images_per_sec=%.1f vs_unpipelined=%.2f bubble_bound=%.3f",
-              Schedule::name, world.size(), M, static_cast<long long>(batch), num_threads(), 1e3 * step, images,
-              images / serial_images_per_sec, (S - 1) / (M + S - 1));
+  const double samples = Work::batch / step;
+  std::printf("bench=pipeline model=%s schedule=%s stages=%d micro_batches=%d batch=%lld threads_per_stage=%d "
+              "median_ms=%.1f samples_per_sec=%.1f vs_unpipelined=%.2f bubble_bound=%.3f",
+              Work::name, Schedule::name, world.size(), M, static_cast<long long>(Work::batch), num_threads(),
+              1e3 * step, samples, samples / serial_samples_per_sec, (S - 1) / (M + S - 1));
   for (std::size_t s = 0; s < all.size(); ++s) std::printf(" idle_stage%zu=%.3f", s, all[s]);
   std::printf("\n");
   std::fflush(stdout);
 }
 
-template <class Schedule>
-void run_all(MpiComm& world, const Data& data, double serial) {
+template <class Schedule, class Work>
+void run_all(MpiComm& world, const Work& data, double serial) {
   run_pipeline<1, Schedule>(world, data, serial);
   run_pipeline<2, Schedule>(world, data, serial);
   run_pipeline<4, Schedule>(world, data, serial);
@@ -100,31 +139,42 @@ void run_all(MpiComm& world, const Data& data, double serial) {
   run_pipeline<16, Schedule>(world, data, serial);
 }
 
+// The unpipelined run: the whole model on rank 0 alone, one thread (the other ranks wait); then
+// every pipeline; rank 0 prints.
+template <class Work>
+void run(MpiComm& world) {
+  const Work data;
+  double serial = 0;
+  if (world.rank() == 0) {
+    auto trainer = make_trainer<Work>();
+    std::vector<double> seconds;
+    for (int s = 0; s <= steps(); ++s) {
+      const auto start = Clock::now();
+      trainer->train_step(data.inputs, data.targets);
+      if (s > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    serial = Work::batch / median(seconds);
+    std::printf("bench=pipeline model=%s schedule=none stages=1 micro_batches=1 batch=%lld threads_per_stage=%d "
+                "median_ms=%.1f samples_per_sec=%.1f\n",
+                Work::name, static_cast<long long>(Work::batch), num_threads(), 1e3 * median(seconds), serial);
+    std::fflush(stdout);
+  }
+  std::vector<double> s{serial};
+  world.broadcast(s, 0);
+  run_all<GPipe>(world, data, s[0]);
+  run_all<OneFOneB>(world, data, s[0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return run_main(argc, argv, [](MpiSession& session) {
+  const std::string model = argc > 1 ? argv[1] : "tower";
+  return run_main(argc, argv, [&](MpiSession& session) {
     MpiComm world(session);
-    const Data data;
-    // The unpipelined run: the whole model on rank 0 alone, one thread (the other ranks wait).
-    double serial = 0;
-    if (world.rank() == 0) {
-      auto trainer = make_trainer(tower());
-      std::vector<double> seconds;
-      for (int s = 0; s <= steps(); ++s) {
-        const auto start = Clock::now();
-        trainer->train_step(data.inputs, data.targets);
-        if (s > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-      }
-      serial = batch / median(seconds);
-      std::printf("bench=pipeline schedule=none stages=1 micro_batches=1 batch=%lld threads_per_stage=%d "
-                  "median_ms=%.1f images_per_sec=%.1f\n",
-                  static_cast<long long>(batch), num_threads(), 1e3 * median(seconds), serial);
-      std::fflush(stdout);
-    }
-    std::vector<double> s{serial};
-    world.broadcast(s, 0);
-    run_all<GPipe>(world, data, s[0]);
-    run_all<OneFOneB>(world, data, s[0]);
+    check(model == "tower" || model == "lm", "bench_pipeline: model '", model, "' (expected tower or lm)");
+    if (model == "lm")
+      run<Lm>(world);
+    else
+      run<Tower>(world);
   });
 }

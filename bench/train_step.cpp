@@ -2,7 +2,7 @@
 // CIFAR ResNet-18 and ResNet-50 (batch 64), VGG-16 (128x128, 3 classes, batch 16) and a 5-level
 // UNet of widths 16..256 (128x128, 2 classes, per-pixel loss, batch 16), and one large GEMM for
 // this machine's attainable peak. When
-// /usr/bin/python3 has torch, runs bench/torch_peer.py on the same work in the same run and
+// the Python of bench/torch_peer.hpp has torch, runs bench/torch_peer.py on the same work in the same run and
 // prints the ratio. One machine-readable line per figure:
 //   bench=train_step model=... impl=ptrain|pytorch batch=... median_ms=... images_per_sec=...
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include <ptrain/ptrain.hpp>
+
+#include "torch_peer.hpp"
 
 namespace {
 
@@ -80,21 +82,8 @@ void report(std::map<std::string, double>& ours, const std::string& name, int th
 
 std::map<std::string, double> run_pytorch(int threads, const std::string& models) {
   std::map<std::string, double> images_per_sec;
-  const std::string cmd = "/usr/bin/python3 " PTRAIN_BENCH_DIR "/torch_peer.py " + std::to_string(threads) + " " + models;
-  FILE* pipe = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return images_per_sec;
-  char line[1024];
-  while (std::fgets(line, sizeof line, pipe)) {
-    std::string s = line;
-    auto field = [&](const std::string& key) {
-      const auto at = s.find("\"" + key + "\": ");
-      return at == std::string::npos ? std::string() : s.substr(at + key.size() + 4);
-    };
-    std::string model = field("model");
-    model = model.substr(1, model.find('"', 1) - 1);
-    images_per_sec[model] = std::atof(field("images_per_sec").c_str());
-  }
-  ::pclose(pipe);
+  for (const std::string& line : bench::peer_lines("torch_peer.py", std::to_string(threads) + " " + models))
+    images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
   return images_per_sec;
 }
 
@@ -134,7 +123,7 @@ int main(int argc, char** argv) {
 
   const auto torch = run_pytorch(threads, only);
   if (torch.empty()) {
-    std::printf("bench=train_step peer=pytorch status=unavailable reason=\"/usr/bin/python3 cannot import torch\"\n");
+    std::printf("bench=train_step peer=pytorch status=unavailable reason=\"%s\"\n", bench::unavailable_reason().c_str());
     return 0;
   }
   for (const auto& [model, ips] : torch) {

@@ -58,6 +58,12 @@ struct Outcome {
   std::vector<std::vector<double>> weights;
   std::size_t state_tensors = 0;
   std::size_t model_gradients = 0;  // the model's parameters holding a gradient after the last step
+  double last_gradient_norm = 0;    // before clipping, with StepOptions::clip_grad_norm
+};
+
+struct StepOptions {
+  int micro = 1;  // micro-batches per step (gradient accumulation)
+  double clip_grad_norm = 0;
 };
 
 template <class T>
@@ -72,16 +78,18 @@ std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
 }
 
 // Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
-// `micro` micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
+// how.micro micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
 // by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters).
 template <class T, class Opt, class... Policies>
-Outcome run(MpiComm* comm, int micro, Policies... policies_without_amp) {
+Outcome run(MpiComm* comm, StepOptions how, Policies... policies_without_amp) {
+  const int micro = how.micro;
   constexpr bool amp = std::is_same_v<T, ptrain::bfloat16>;
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
   // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
   auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
   const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
-  const TrainerOptions options{.progress_bar = false, .print_epochs = false, .accumulation_steps = micro};
+  const TrainerOptions options{
+      .progress_bar = false, .print_epochs = false, .accumulation_steps = micro, .clip_grad_norm = how.clip_grad_norm};
   const std::int64_t local = global_batch / world, part = local / micro;
   Outcome outcome;
   const auto train = [&](auto& trainer, auto& optimizer) {
@@ -94,6 +102,7 @@ Outcome run(MpiComm* comm, int micro, Policies... policies_without_amp) {
     outcome.weights = weights_of(*net);
     outcome.state_tensors = optimizer->state().tensors.size();
     for (const auto& p : net->parameters()) outcome.model_gradients += p.grad().defined() ? 1 : 0;
+    outcome.last_gradient_norm = trainer.last_gradient_norm();
   };
   if constexpr (amp) {
     MixedPrecision<ptrain::Bf16> mixed(*net);
@@ -134,10 +143,10 @@ double sum_over_ranks(MpiComm& comm, std::size_t value) {
 // Zero1 is DataParallel's arithmetic to the bit. Zero2 sums each gradient with a reduce-scatter,
 // whose order of addition MPI may choose otherwise than the allreduce's: within `tolerance`.
 template <class Stage, class T, class Opt>
-void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, int micro, double tolerance) {
-  const Outcome serial = run<T, Opt>(nullptr, micro);
-  const Outcome data_parallel = run<T, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
-  const Outcome sharded = run<T, Opt>(&comm, micro, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, StepOptions how, double tolerance) {
+  const Outcome serial = run<T, Opt>(nullptr, how);
+  const Outcome data_parallel = run<T, Opt>(&comm, how, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome sharded = run<T, Opt>(&comm, how, Sharded<Stage>(comm, {.bucket_bytes = 512}));
   if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
   else BOOST_TEST(max_difference(sharded, data_parallel) <= tolerance);
   BOOST_TEST(max_difference(sharded, serial) <= tolerance);
@@ -187,18 +196,32 @@ using Stages = boost::mpl::list<Zero1, Zero2>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(equals_data_parallel_and_the_serial_run_with_sgd_momentum, Stage, Stages) {
   MpiComm comm(test::session());
-  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, 1, 1e-12);
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, {1}, 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(equals_data_parallel_and_the_serial_run_with_adam, Stage, Stages) {
   MpiComm comm(test::session());
-  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, 1, 1e-12);
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, {1}, 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(equals_them_with_gradient_accumulation, Stage, Stages) {
   MpiComm comm(test::session());
-  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, 2, 1e-12);
-  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, 2, 1e-12);
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Sgd<double>>>(comm, {2}, 1e-12);
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, {2}, 1e-12);
+}
+
+// Clipping by the global norm: when the optimizer steps, each rank holds its own parameters'
+// gradients only, so the norm is summed over the ranks: every rank clips by the serial run's norm.
+BOOST_AUTO_TEST_CASE_TEMPLATE(clips_by_the_global_norm_of_every_rank_s_parameters, Stage, Stages) {
+  MpiComm comm(test::session());
+  const StepOptions clipped{.micro = 1, .clip_grad_norm = 1e-3};
+  check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, clipped, 1e-12);
+  const Outcome serial = run<double, std::shared_ptr<Sgd<double>>>(nullptr, clipped);
+  const Outcome sharded =
+      run<double, std::shared_ptr<Sgd<double>>>(&comm, clipped, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+  BOOST_TEST(serial.last_gradient_norm > 100 * clipped.clip_grad_norm);  // it did clip
+  BOOST_TEST(std::abs(sharded.last_gradient_norm - serial.last_gradient_norm) <= 1e-12 * serial.last_gradient_norm);
+  BOOST_TEST(max_difference(sharded, serial) <= 1e-12);
 }
 
 // bf16 model, fp32 masters stepped by the optimizer, with SGD + momentum and Adam. Zero1: DataParallel's
@@ -209,10 +232,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(equals_them_with_gradient_accumulation, Stage, Sta
 // 0 that rounds the other way in bf16 can move its weight by a whole learning rate.
 template <class Stage, class Opt>
 void check_sharded_with_mixed_precision(MpiComm& comm, int micro, bool compare_with_serial) {
-  const Outcome serial = run<ptrain::bfloat16, Opt>(nullptr, micro);
+  const Outcome serial = run<ptrain::bfloat16, Opt>(nullptr, {micro});
   const Outcome data_parallel =
-      run<ptrain::bfloat16, Opt>(&comm, micro, DataParallelPolicy(comm, {.bucket_bytes = 512}));
-  const Outcome sharded = run<ptrain::bfloat16, Opt>(&comm, micro, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+      run<ptrain::bfloat16, Opt>(&comm, {micro}, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome sharded = run<ptrain::bfloat16, Opt>(&comm, {micro}, Sharded<Stage>(comm, {.bucket_bytes = 512}));
   double largest_weight = 0;
   for (const auto& w : serial.weights)
     for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));

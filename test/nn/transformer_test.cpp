@@ -109,6 +109,39 @@ BOOST_AUTO_TEST_CASE(transformer_lm_is_causal_and_its_dropout_acts_in_training_o
   BOOST_TEST(test::relative_difference(model(x).value(), full) > 1e-3);
 }
 
+// What a pipeline relies on: TransformerLM is a Sequential of one-input layers, and each layer's
+// dropout masks depend on its own forwards only. Two micro-batches run layer by layer in another
+// order (layer 0 on both, then layer 1 on both, ...) as stages would, and batch-first, give each
+// micro-batch's logits of the whole model run on it.
+BOOST_AUTO_TEST_CASE(transformer_lm_layers_draw_dropout_whatever_order_they_run_in) {
+  const TransformerLMOptions o{.ntoken = 9, .ninp = 8, .nhead = 2, .nhid = 12, .nlayers = 2, .dropout = 0.3,
+                               .batch_first = true};
+  global_rng().seed(8);
+  TransformerLM<float> whole(o);
+  global_rng().seed(8);
+  TransformerLM<float> staged(o);
+  BOOST_REQUIRE_EQUAL(staged.size(), 5u);  // encoder, pos_encoder, 2 layers, decoder
+  BOOST_TEST(staged.children()[2].first == "transformer_encoder.layers.0");
+  const std::vector<Var<float>> micro{transpose(tokens(6, 3, 9, 1), 0, 1), transpose(tokens(6, 3, 9, 2), 0, 1)};
+  std::vector<Tensor<float>> expected;
+  for (const auto& m : micro) expected.push_back(whole(m).value());
+  std::vector<Var<float>> h = micro;
+  for (std::size_t layer = 0; layer < staged.size(); ++layer)
+    for (auto& x : h) x = staged[layer]->forward(x);
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    BOOST_REQUIRE(h[i].shape() == (Shape{3, 6, 9}));
+    BOOST_TEST(test::relative_difference(h[i].value(), expected[i]) == 0.0);
+  }
+  // and dropout acted: a model seeded otherwise draws other masks
+  global_rng().seed(9);
+  TransformerLM<float> other(o);
+  for (auto& [name, p] : other.named_parameters()) {
+    for (auto& [n, q] : whole.named_parameters())
+      if (n == name) p.value().copy_from(q.value());
+  }
+  BOOST_TEST(test::relative_difference(other(micro[0]).value(), expected[0]) > 1e-3);
+}
+
 BOOST_AUTO_TEST_CASE(multihead_attention_batch_first_and_sequence_first_agree) {
   global_rng().seed(6);
   MultiheadAttention<double> seq_first(6, 3);

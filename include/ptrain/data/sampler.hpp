@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/rng.hpp"
 
 namespace ptrain {
 
@@ -27,18 +28,6 @@ struct SamplerArchetype {
 static_assert(Sampler<SamplerArchetype>);
 
 namespace detail {
-
-// SplitMix64 finaliser: spreads (seed, epoch, stream) over the 64 bits so that neighbouring
-// seeds do not give correlated Mersenne Twister states.
-inline std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-inline std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t epoch, std::uint64_t stream = 0) {
-  return mix64(mix64(mix64(seed) ^ epoch) ^ stream);
-}
 
 // Uniform integer in [0, n) by rejection: unlike std::uniform_int_distribution its output is the
 // same with every standard library, so permutations are reproducible across platforms.

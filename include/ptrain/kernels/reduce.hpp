@@ -62,6 +62,17 @@ void count_non_finite(const Ex& ex, const T* x, std::int64_t n, double* out) {
   indexed::count_non_finite(ex, x, n, out);
 }
 
+// out[0] = the sum of x[0, n)'s squares, in double: a gradient's share of the global norm
+// (train/clip_grad_norm.hpp).
+template <class T>
+void sum_of_squares(const CpuExecutor&, const T* x, std::int64_t n, double* out) {
+  out[0] = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).template cast<double>().square().sum();
+}
+template <class Ex, class T>
+void sum_of_squares(const Ex& ex, const T* x, std::int64_t n, double* out) {
+  indexed::sum_of_squares(ex, x, n, out);
+}
+
 // The gradient of a broadcast operand: g summed over the dimensions it was broadcast along (no
 // tuned CPU kernel: the indexed one runs on every executor).
 using indexed::sum_to;

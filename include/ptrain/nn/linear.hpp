@@ -1,7 +1,9 @@
 #pragma once
+// nn.Linear: x [..., in] -> [..., out], the leading extents seen as rows.
 #include <memory>
 
 #include "ptrain/autograd/ops/linear.hpp"
+#include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
 
@@ -18,7 +20,13 @@ class Linear : public Module<T, D> {
     weight = this->register_parameter("weight", w);
     if (bias) this->bias = this->register_parameter("bias", b);
   }
-  Var<T, D> forward(const Var<T, D>& x) override { return linear(x, weight, bias); }
+  Var<T, D> forward(const Var<T, D>& x) override {
+    const Shape& s = x.shape();
+    if (s.rank() <= 2) return linear(x, weight, bias);
+    Shape out = s;
+    out[s.rank() - 1] = weight.size(0);
+    return reshape(linear(reshape(x, {-1, s[s.rank() - 1]}), weight, bias), out);
+  }
 
   Var<T, D> weight, bias;
 };

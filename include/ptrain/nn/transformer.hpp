@@ -30,19 +30,6 @@
 
 namespace ptrain {
 
-namespace detail {
-// A module for rows applied to x [..., features]: x seen as [rows, features] and the result's
-// leading extents restored.
-template <class T, class D>
-Var<T, D> on_rows(Module<T, D>& m, const Var<T, D>& x) {
-  const Shape& s = x.shape();
-  Var<T, D> y = m.forward(reshape(x, {-1, s[s.rank() - 1]}));
-  Shape out = s;
-  out[s.rank() - 1] = y.size(1);
-  return reshape(y, out);
-}
-}  // namespace detail
-
 // nn.MultiheadAttention's masks, additive: attn_mask [L, S] or [N * heads, L, S];
 // key_padding_mask [N, S] (or [N, 1, 1, S], as key_padding_mask() makes it); undefined: none.
 template <class T, class D = Cpu>
@@ -93,7 +80,7 @@ class MultiheadAttention : public Module<T, D> {
     options.rng = rng_;
     auto o = scaled_dot_product_attention(q, k, v, options);  // [N, H, L, hd]
     o = batch_first_ ? permute(o, {0, 2, 1, 3}) : permute(o, {2, 0, 1, 3});
-    return detail::on_rows(*out_proj, reshape(o, query.shape()));
+    return (*out_proj)(reshape(o, query.shape()));
   }
 
   Var<T, D> in_proj_weight, in_proj_bias;
@@ -148,6 +135,9 @@ struct TransformerEncoderLayerOptions {
   bool batch_first = false;
   bool norm_first = false;
   bool bias = true;
+  // forward(x) attends causally (the mask made from x's length there, as is_causal): the layer then
+  // needs nothing but x, so a pipeline can cut a stack of them anywhere.
+  bool causal = false;
 };
 
 template <class T = float, class D = Cpu>
@@ -169,7 +159,11 @@ class TransformerEncoderLayer : public Module<T, D> {
     dropout2 = this->register_module("dropout2", std::make_shared<Dropout<T, D>>(o.dropout, rng));
   }
 
-  Var<T, D> forward(const Var<T, D>& x) override { return forward(x, AttentionMasks<T, D>{}); }
+  Var<T, D> forward(const Var<T, D>& x) override {
+    AttentionMasks<T, D> masks;
+    masks.is_causal = options_.causal;
+    return forward(x, masks);
+  }
 
   // PyTorch's order: post-norm x = norm1(x + sa(x)); x = norm2(x + ff(x)); norm_first
   // x = x + sa(norm1(x)); x = x + ff(norm2(x)).
@@ -192,9 +186,9 @@ class TransformerEncoderLayer : public Module<T, D> {
     return (*dropout1)(self_attn->forward(x, x, x, masks));
   }
   Var<T, D> feed_forward_block(const Var<T, D>& x) {
-    Var<T, D> h = detail::on_rows(*linear1, x);
+    Var<T, D> h = (*linear1)(x);
     h = options_.activation == Activation::gelu ? gelu(h) : relu(h);
-    return (*dropout2)(detail::on_rows(*linear2, (*dropout)(h)));
+    return (*dropout2)((*linear2)((*dropout)(h)));
   }
 
   TransformerEncoderLayerOptions options_;
@@ -217,7 +211,12 @@ class TransformerEncoder : public Module<T, D> {
       norm = this->register_module("norm", std::make_shared<LayerNorm<T, D>>(Shape{o.d_model}, o.layer_norm_eps));
   }
 
-  Var<T, D> forward(const Var<T, D>& x) override { return forward(x, AttentionMasks<T, D>{}); }
+  // Each layer as its options say (causal or not).
+  Var<T, D> forward(const Var<T, D>& x) override {
+    Var<T, D> h = x;
+    for (auto& layer : layers) h = (*layer)(h);
+    return norm ? (*norm)(h) : h;
+  }
   Var<T, D> forward(const Var<T, D>& x, const AttentionMasks<T, D>& masks) {
     Var<T, D> h = x;
     for (auto& layer : layers) h = layer->forward(h, masks);
@@ -229,12 +228,14 @@ class TransformerEncoder : public Module<T, D> {
 };
 
 // The tutorial's PositionalEncoding: x [S, N, E] + pe[:S] (pe[p, 0, 2i] = sin(p / 10000^(2i/E)),
-// pe[p, 0, 2i+1] = the cos), then dropout. pe is a buffer, saved in the state_dict as PyTorch's is.
+// pe[p, 0, 2i+1] = the cos), then dropout; batch_first: x [N, S, E]. pe is a buffer, saved in the
+// state_dict as PyTorch's is.
 template <class T = float, class D = Cpu>
 class PositionalEncoding : public Module<T, D> {
  public:
-  PositionalEncoding(std::int64_t d_model, double dropout = 0.1, std::int64_t max_len = 5000, Rng* rng = nullptr)
-      : d_model_(d_model) {
+  PositionalEncoding(std::int64_t d_model, double dropout = 0.1, std::int64_t max_len = 5000, Rng* rng = nullptr,
+                     bool batch_first = false)
+      : d_model_(d_model), batch_first_(batch_first) {
     check(d_model > 0 && max_len > 0, "PositionalEncoding(", d_model, ", max_len ", max_len,
           "): sizes must be positive");
     Tensor<T> pe = Tensor<T>::zeros({max_len, 1, d_model});
@@ -251,13 +252,19 @@ class PositionalEncoding : public Module<T, D> {
   }
 
   Var<T, D> forward(const Var<T, D>& x) override {
-    check(x.shape().rank() == 3 && x.size(2) == d_model_ && x.size(0) <= pe_.size(0), "PositionalEncoding: input ",
-          x.shape(), " (expected [S, N, ", d_model_, "] with S at most ", pe_.size(0), ")");
-    return (*dropout_)(x + Var<T, D>(pe_.slice(0, x.size(0))));
+    const int sequence_dim = batch_first_ ? 1 : 0;
+    check(x.shape().rank() == 3 && x.size(2) == d_model_ && x.size(sequence_dim) <= pe_.size(0),
+          "PositionalEncoding: input ", x.shape(), " (expected ", batch_first_ ? "[N, S, " : "[S, N, ", d_model_,
+          "] with S at most ", pe_.size(0), ")");
+    const std::int64_t s = x.size(sequence_dim);
+    Tensor<T, D> pe = pe_.slice(0, s);
+    if (batch_first_) pe = pe.reshape(Shape{1, s, d_model_});
+    return (*dropout_)(x + Var<T, D>(pe));
   }
 
  private:
   std::int64_t d_model_;
+  bool batch_first_;
   Tensor<T, D> pe_;
   std::shared_ptr<Dropout<T, D>> dropout_;
 };

@@ -64,6 +64,7 @@
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/train/checkpoint.hpp"
 #include "ptrain/train/classification.hpp"
+#include "ptrain/train/clip_grad_norm.hpp"
 #include "ptrain/train/detail/rank_timelines.hpp"
 #include "ptrain/train/detail/run_logs.hpp"
 #include "ptrain/train/detail/trainer_checkpoints.hpp"
@@ -131,7 +132,18 @@ class Trainer {
     check(model_ != nullptr && optimizer != nullptr, "Trainer: null model or optimizer");
     check(options_.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
           options_.accumulation_steps);
+    check(options_.clip_grad_norm >= 0 && std::isfinite(options_.clip_grad_norm), "Trainer: clip_grad_norm ",
+          options_.clip_grad_norm, " (expected 0 for none, or a positive norm)");
     step_optimizer_ = [optimizer] { optimizer->step(); };
+    if constexpr (requires { optimizer->params(); }) {
+      clip_gradients_ = [this, optimizer] {
+        return ptrain::clip_grad_norm(optimizer->params(), options_.clip_grad_norm,
+                                      [this](std::span<double> sums) { sum_over_model_parts(sums); });
+      };
+    } else {
+      check(options_.clip_grad_norm == 0, "Trainer: clip_grad_norm needs an optimizer whose params() gives the "
+                                          "parameters it steps (as Sgd and Adam do)");
+    }
     lr_ = [optimizer] { return optimizer->lr(); };
     optimizer_checkpoint_ = detail::OptimizerCheckpoint::of(
         optimizer, (... || OptimizerStatePoints<Policies>),
@@ -185,6 +197,9 @@ class Trainer {
   std::int64_t global_step() const { return step_; }
   // Optimizer steps skipped for an inf or NaN loss or gradient (with terminate_on_nan false).
   std::int64_t skipped_steps() const { return skipped_steps_; }
+  // The global gradient norm of the last step clipped (TrainerOptions::clip_grad_norm), before
+  // clipping; NaN before the first.
+  double last_gradient_norm() const { return last_gradient_norm_; }
 
   // Called after every optimizer step with the global step count (learning-rate schedules).
   void on_step_end(std::function<void(std::int64_t step)> callback) { step_callbacks_.push_back(std::move(callback)); }
@@ -240,6 +255,7 @@ class Trainer {
     if (proceed) {
       NoGradGuard no_grad;
       const TimelineSpan span(active_timeline(), SpanKind::optimizer);
+      if (options_.clip_grad_norm > 0) last_gradient_norm_ = clip_gradients_();
       step_optimizer_();
     }
     for_each_policy([&]<class P>(P& p) {
@@ -550,6 +566,14 @@ class Trainer {
       if constexpr (ReducePoint<P>) p.reduce(sums);
     });
   }
+  // Sums over the ranks whose gradients are different parts of the model's when the optimizer
+  // steps: a pipeline's stages, and a Sharded policy's ranks (each holds its own parameters'); not
+  // over replicas, which hold the same averaged gradients.
+  void sum_over_model_parts(std::span<double> sums) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr ((PipelineGridPoint<P> || OptimizerStatePoints<P>) && ReducePoint<P>) p.reduce(sums);
+    });
+  }
 
   // ---- Checkpoints ----
   // Whether any rank says yes: the policies' reduce over one value (every rank calls it).
@@ -673,6 +697,8 @@ class Trainer {
   std::tuple<Policies...> policies_;
   TaskType task_;
   std::function<void()> step_optimizer_;
+  std::function<double()> clip_gradients_;  // clips to options_.clip_grad_norm, returns the norm before
+  double last_gradient_norm_ = std::nan("");
   std::function<double()> lr_;
   std::optional<detail::RunLogs> logs_;  // on the main rank
   std::unique_ptr<Timeline> timeline_;

@@ -12,6 +12,10 @@ struct TrainerOptions {
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
+  // > 0: clip the gradients the optimizer steps to this global L2 norm before each step (PyTorch's
+  // clip_grad_norm_, train/clip_grad_norm.hpp): averaged over data-parallel replicas, unscaled by
+  // mixed precision, the norm taken over every pipeline stage and Sharded rank. 0: no clipping.
+  double clip_grad_norm = 0;
   // A step whose loss or gradients hold inf or NaN: true ends training with an Error naming the
   // step, epoch, rank and first such parameter (Lightning's Trainer(terminate_on_nan=True), on by
   // default here); false skips the optimizer step and counts it in skipped_steps() (DeepSpeed's

@@ -9,12 +9,12 @@
 #                                       input, output and the gradients of input and parameters
 # Run from this directory with an interpreter that has torch and safetensors:
 #   python make_transformer_reference.py
+# bench/torch_lm_peer.py imports the tutorial's model from here.
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import save_file
 
 
 # The tutorial's model (word_language_model / transformer_tutorial, before its 2023 renames).
@@ -69,40 +69,47 @@ def perturb(module):
             p.add_(0.1 * torch.randn_like(p))
 
 
-torch.manual_seed(0)
-ntoken, seq, batch = 11, 7, 3
-model = TransformerModel(ntoken, 8, 2, 16, 2, dropout=0.2)
-perturb(model)
-model.eval()
-save_file({k: v.contiguous() for k, v in model.state_dict().items()}, "transformer_lm_weights.safetensors",
-          metadata={"format": "pt"})
+def main():
+    from safetensors.torch import save_file  # only the generator needs it, not bench/torch_lm_peer.py
 
-tokens = torch.randint(0, ntoken, (seq, batch))
-targets = torch.randint(0, ntoken, (seq * batch,))
-logits = model(tokens, square_subsequent_mask(seq))
-loss = F.cross_entropy(logits.view(-1, ntoken), targets)
-loss.backward()
-out = {"tokens": tokens.float(), "targets": targets.float(), "logits": logits.detach(),
-       "loss": loss.detach().reshape(1)}
-for name, p in model.named_parameters():
-    out["grad." + name] = p.grad
+    torch.manual_seed(0)
+    ntoken, seq, batch = 11, 7, 3
+    model = TransformerModel(ntoken, 8, 2, 16, 2, dropout=0.2)
+    perturb(model)
+    model.eval()
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, "transformer_lm_weights.safetensors",
+              metadata={"format": "pt"})
 
-layer = nn.TransformerEncoderLayer(6, 3, 10, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
-perturb(layer)
-layer.eval()
-x = torch.randn(2, 5, 6, requires_grad=True)
-padding = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
-y = layer(x, src_key_padding_mask=padding)
-grad_y = torch.randn_like(y)
-y.backward(grad_y)
-out["layer.input"] = x.detach()
-out["layer.key_padding"] = padding.float()
-out["layer.output"] = y.detach()
-out["layer.grad_output"] = grad_y
-out["layer.grad_input"] = x.grad
-for name, p in layer.named_parameters():
-    out["layer." + name] = p.detach()
-    out["layer.grad." + name] = p.grad
-save_file({k: v.contiguous() for k, v in out.items()}, "transformer_reference.safetensors",
-          metadata={"torch": torch.__version__})
-print("torch", torch.__version__, "loss", loss.item())
+    tokens = torch.randint(0, ntoken, (seq, batch))
+    targets = torch.randint(0, ntoken, (seq * batch,))
+    logits = model(tokens, square_subsequent_mask(seq))
+    loss = F.cross_entropy(logits.view(-1, ntoken), targets)
+    loss.backward()
+    out = {"tokens": tokens.float(), "targets": targets.float(), "logits": logits.detach(),
+           "loss": loss.detach().reshape(1)}
+    for name, p in model.named_parameters():
+        out["grad." + name] = p.grad
+
+    layer = nn.TransformerEncoderLayer(6, 3, 10, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
+    perturb(layer)
+    layer.eval()
+    x = torch.randn(2, 5, 6, requires_grad=True)
+    padding = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
+    y = layer(x, src_key_padding_mask=padding)
+    grad_y = torch.randn_like(y)
+    y.backward(grad_y)
+    out["layer.input"] = x.detach()
+    out["layer.key_padding"] = padding.float()
+    out["layer.output"] = y.detach()
+    out["layer.grad_output"] = grad_y
+    out["layer.grad_input"] = x.grad
+    for name, p in layer.named_parameters():
+        out["layer." + name] = p.detach()
+        out["layer.grad." + name] = p.grad
+    save_file({k: v.contiguous() for k, v in out.items()}, "transformer_reference.safetensors",
+              metadata={"torch": torch.__version__})
+    print("torch", torch.__version__, "loss", loss.item())
+
+
+if __name__ == "__main__":
+    main()

@@ -120,6 +120,21 @@ void count_non_finite(const Ex& ex, const T* x, std::int64_t n, double* out) {
   sum_terms(ex, n, NonFinite<T>{x}, 1.0, out);
 }
 
+template <class T>
+struct SquareDouble {
+  const T* x;
+  PTRAIN_HOST_DEVICE double operator()(std::int64_t i) const {
+    const double v = load_double(x, i);
+    return v * v;
+  }
+};
+
+// out[0] = the sum of x[0, n)'s squares in double, in the executor's memory (a gradient norm).
+template <class T, class Ex>
+void sum_of_squares(const Ex& ex, const T* x, std::int64_t n, double* out) {
+  sum_terms(ex, n, SquareDouble<T>{x}, 1.0, out);
+}
+
 // out[0] = factor * sum(x[0, n)), summed in double: the forward of autograd/ops/reduce.hpp's sum
 // (factor 1) and mean (factor 1 / n).
 template <class T, class Ex>
