@@ -2,12 +2,13 @@
 // ran it: TransformerLM (embedding, sinusoidal positions, a causal TransformerEncoder, a linear
 // decoder; sequence-first), the training split read in bptt windows of `--batch` columns, SGD at lr
 // 5.0 with StepLR(1.0, gamma 0.95) stepped per epoch, perplexity on the validation split after each
-// epoch and on the test split at the end. One process, or data-parallel under mpiexec: rank r of R
-// takes a contiguous 1/R of the columns of every window (data/bptt_batches.hpp), so R ranks train on
-// the serial run's batches with averaged gradients.
-//
-// Not yet: --stages > 1 (the pipeline cuts a Sequential, and TransformerLM is not one) and --clip
-// (gradient clipping by global norm is not a Trainer option yet); both end the run with a sentence.
+// epoch and on the test split at the end, the gradients clipped to a global norm (--clip 0.5). One
+// process, or data-parallel under mpiexec: rank r of R takes a contiguous 1/R of the columns of every
+// window (data/bptt_batches.hpp), so R ranks train on the serial run's batches with averaged
+// gradients. --stages S cuts the model into S pipeline stages (--chunks micro-batches per batch,
+// --schedule gpipe|1f1b; with more ranks than stages, a data x pipeline grid): the model then runs
+// batch-first, since the pipeline splits a batch's first dimension into micro-batches and a window's
+// columns are its samples.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -42,12 +43,8 @@ double unigram_perplexity(const ptrain::WikiText& data) {
 template <class D, class... Policies>
 double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
   using Net = ptrain::TransformerLM<float, D>;
-  const long stages = cli.integer("--stages");
-  ptrain::check(stages <= 1, "--stages ", stages,
-                ": a TransformerLM cannot be cut into pipeline stages yet (the pipeline cuts a Sequential); run "
-                "with --stages 1, data-parallel under mpiexec");
-  ptrain::check(cli.real("--clip") == 0, "--clip ", cli.str("--clip"),
-                ": gradient clipping by global norm is not a Trainer option yet; run with --clip 0");
+  constexpr bool pipelined = (requires { Policies::micro_batches; } || ...);
+  const auto layout = pipelined ? ptrain::BpttLoader::Layout::batch_first : ptrain::BpttLoader::Layout::sequence_first;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
 
@@ -62,7 +59,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     const ptrain::Tensor<std::int64_t> source = ptrain::batchify(ids, columns);
     ptrain::check(source.size(0) >= 2, "the ", split, " split's ", ids.size(), " tokens make ", source.size(0),
                   " row(s) of ", columns, " columns: expected at least 2 (an input and its next token)");
-    return ptrain::BpttLoader(ptrain::rank_columns(source, shard.index, shard.count), bptt);
+    return ptrain::BpttLoader(ptrain::rank_columns(source, shard.index, shard.count), bptt, layout);
   };
   ptrain::BpttLoader train_loader = loader(data.train(), batch, "training");
   ptrain::BpttLoader valid_loader = loader(data.valid(), eval_batch, "validation");
@@ -73,13 +70,15 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                                                                   .nhead = cli.integer("--nhead"),
                                                                   .nhid = cli.integer("--nhid"),
                                                                   .nlayers = cli.integer("--nlayers"),
-                                                                  .dropout = cli.real("--dropout")});
+                                                                  .dropout = cli.real("--dropout"),
+                                                                  .batch_first = pipelined});
   const double lr = cli.real("--lr");
   auto sgd = std::make_shared<ptrain::Sgd<float, D>>(model->parameters(), ptrain::SgdOptions{.lr = lr});
   ptrain::TrainerOptions options = examples::trainer_options(cli);
   options.print_epochs = false;  // the tutorial's line below
-  // The targets [S, N] are laid out as the sequence-first logits [S, N, vocabulary]: one target per
-  // row of scores, which is all SequenceModelling asks.
+  options.clip_grad_norm = cli.real("--clip");
+  // The targets [S, N] are laid out as the sequence-first logits [S, N, vocabulary] (batch-first:
+  // [N, S] and [N, S, vocabulary]): one target per row of scores, which is all SequenceModelling asks.
   ptrain::Trainer<Net, ptrain::SequenceModelling, Policies...> trainer(model, sgd, options,
                                                                        ptrain::SequenceModelling{}, policies...);
   ptrain::Scheduler schedule(*sgd, ptrain::StepLR{.base_lr = lr, .step_size = 1, .gamma = cli.real("--gamma")});
@@ -127,16 +126,13 @@ int main(int argc, char** argv) {
       .integer_option("--bptt", 35, "sequence length of a training window")
       .integer_option("--batch", 20, "columns of the training stream (split over the data-parallel replicas)")
       .integer_option("--eval-batch", 10, "columns of the validation and test streams")
-      .real_option("--lr", "5.0", "SGD learning rate (the tutorial's 5.0 relies on --clip 0.5 to stay finite)")
+      .real_option("--lr", "5.0", "SGD learning rate (the tutorial's 5.0 relies on --clip 0.5 to stay finite)", 0)
       .real_option("--gamma", "0.95", "StepLR decay of the learning rate after each epoch", 0, 1)
-      .real_option("--clip", "0", "clip the gradients to this global norm (the tutorial: 0.5; not supported yet: 0)")
+      .real_option("--clip", "0.5", "clip the gradients to this global L2 norm before each step (0: none)", 0)
       .integer_option("--epochs", 3, "training epochs")
-      .integer_option("--stages", 1, "pipeline stages (not supported yet for this model: 1)")
-      .integer_option("--chunks", 8, "micro-batches per batch in a pipeline (the tutorial's Pipe(chunks=8))")
-      .choice_option("--schedule", "1f1b", {"gpipe", "1f1b"}, "pipeline schedule")
       .integer_option("--seed", 0, "seed for initialisation and dropout", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  return examples::run_example(cli, examples::perplexity("validation perplexity"), argc, argv,
+  return examples::run_example<examples::Pipelines::with>(cli, examples::perplexity("validation perplexity"), argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);
                                });

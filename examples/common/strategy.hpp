@@ -3,7 +3,8 @@
 //   one process                      no policy
 //   mpiexec -n N                     DataParallel<MpiAllreduce, --compression> (NcclAllreduce on
 //                                    the GPUs of a CUDA build)
-//   --stages S                       Pipeline<4, --schedule> over S ranks; with N > S ranks also
+//   --stages S                       Pipeline<4, --schedule> over S ranks, --chunks micro-batches
+//                                    per batch (default 4); with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
 //   mpiexec -n N --shard 1|2         Sharded<Zero1 | Zero2, --compression> instead of DataParallel
@@ -32,7 +33,8 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
   cli.choice_option("--compression", "fp32", {"fp32", "fp16", "bf16"}, "gradients on the wire when data-parallel");
   if (pipelines == Pipelines::with)
     cli.integer_option("--stages", 0, "pipeline stages (0: no pipeline); the world must be a multiple of it", 0)
-        .choice_option("--schedule", "1f1b", {"gpipe", "1f1b"}, "pipeline schedule (4 micro-batches per batch)")
+        .choice_option("--schedule", "1f1b", {"gpipe", "1f1b"}, "pipeline schedule")
+        .integer_option("--chunks", 4, "micro-batches per batch in a pipeline", 1, 1024)
         .integer_option("--checkpoint", 0, "1: recompute each pipeline stage's activations in backward", 0, 1);
   if (sharding == Sharding::with)
     cli.integer_option("--shard", 0,
@@ -78,8 +80,9 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
     if (const int stages = static_cast<int>(cli.integer("--stages")); stages != 0) {
       ptrain::check(!sharded, "--shard with --stages: a pipeline's stages are not sharded yet; give one of them");
       const auto pipelined = [&]<class Schedule>(Schedule) {
-        ptrain::Pipeline<4, Schedule> pipeline(world,
-                                               {.stages = stages, .checkpoint = cli.integer("--checkpoint") != 0});
+        ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages,
+                                                       .checkpoint = cli.integer("--checkpoint") != 0,
+                                                       .micro_batches = static_cast<int>(cli.integer("--chunks"))});
         const DataShard shard{pipeline.replica(), pipeline.replicas()};
         if (pipeline.replicas() == 1) return train(shard, pipeline);
         return with_data_parallel<Backend>(cli, world, shard, train, pipeline);

@@ -50,6 +50,23 @@ BOOST_AUTO_TEST_CASE(get_batch_as_the_tutorial) {
   BOOST_TEST(contains(error_of([&] { get_batch(source, 5, 4); }), "window at row 5 (bptt 4) of a source of 6 rows"));
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_first_loader_gives_the_windows_transposed) {
+  const Tensor<std::int64_t> source = batchify(iota_ids(26), 4);
+  BpttLoader sequence_first(source, 2), batch_first(source, 2, BpttLoader::Layout::batch_first);
+  auto a = sequence_first.begin();
+  for (auto b = batch_first.begin(); b != batch_first.end(); ++a, ++b) {
+    const BpttBatch s = *a, n = *b;
+    const std::int64_t length = s.targets.size(0), columns = s.targets.size(1);
+    BOOST_TEST(n.targets.shape() == (Shape{columns, length}));
+    BOOST_TEST(n.inputs.shape() == (Shape{columns, length}));
+    for (std::int64_t i = 0; i < length; ++i)
+      for (std::int64_t j = 0; j < columns; ++j) {
+        BOOST_TEST(n.targets[j * length + i] == s.targets[i * columns + j]);
+        BOOST_TEST(n.inputs[j * length + i] == s.inputs[i * columns + j]);
+      }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(loader_walks_the_windows_in_order) {
   BpttLoader loader(batchify(iota_ids(26), 4), 2);  // rows 0..5: windows at 0, 2, 4 (the last of 1 row)
   BOOST_TEST(loader.size() == 3u);

@@ -75,10 +75,27 @@ inline BpttBatch get_batch(const Tensor<std::int64_t>& source, std::int64_t i, s
   return {std::move(inputs), source.slice(i + 1, i + 1 + length).clone()};
 }
 
-// get_batch(source, i, bptt) for i = 0, bptt, 2 bptt, ... < rows - 1: the Trainer's loader.
+// A window batch-first, inputs and targets [N, S]: what a pipeline cuts into micro-batches (it splits
+// the first dimension, and a window's columns are its samples).
+inline BpttBatch batch_first(const BpttBatch& b) {
+  const std::int64_t length = b.targets.size(0), columns = b.targets.size(1);
+  BpttBatch out{Tensor<float>(Shape{columns, length}), Tensor<std::int64_t>(Shape{columns, length})};
+  for (std::int64_t s = 0; s < length; ++s)
+    for (std::int64_t n = 0; n < columns; ++n) {
+      out.inputs.data()[n * length + s] = b.inputs.data()[s * columns + n];
+      out.targets.data()[n * length + s] = b.targets.data()[s * columns + n];
+    }
+  return out;
+}
+
+// get_batch(source, i, bptt) for i = 0, bptt, 2 bptt, ... < rows - 1: the Trainer's loader;
+// sequence-first batches, or batch-first ones (layout) for a model built batch_first.
 class BpttLoader {
  public:
-  BpttLoader(Tensor<std::int64_t> source, std::int64_t bptt) : source_(std::move(source)), bptt_(bptt) {
+  enum class Layout { sequence_first, batch_first };
+
+  BpttLoader(Tensor<std::int64_t> source, std::int64_t bptt, Layout layout = Layout::sequence_first)
+      : source_(std::move(source)), bptt_(bptt), layout_(layout) {
     check(source_.rank() == 2 && source_.size(0) >= 2, "BpttLoader: source of shape ", source_.shape(),
           ": expected [rows, columns] with at least 2 rows (an input and its next token): too few tokens for "
           "the batch size");
@@ -103,7 +120,10 @@ class BpttLoader {
     using value_type = BpttBatch;
     using difference_type = std::ptrdiff_t;
     iterator(const BpttLoader* loader, std::int64_t window) : loader_(loader), window_(window) {}
-    BpttBatch operator*() const { return get_batch(loader_->source_, window_ * loader_->bptt_, loader_->bptt_); }
+    BpttBatch operator*() const {
+      BpttBatch b = get_batch(loader_->source_, window_ * loader_->bptt_, loader_->bptt_);
+      return loader_->layout_ == Layout::batch_first ? batch_first(b) : b;
+    }
     iterator& operator++() {
       ++window_;
       return *this;
@@ -123,6 +143,7 @@ class BpttLoader {
  private:
   Tensor<std::int64_t> source_;
   std::int64_t bptt_;
+  Layout layout_;
   std::int64_t first_ = 0;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // Pipeline<M, Schedule>: the model, a Sequential, is cut into S stages on S ranks and every batch
-// into M micro-batches; activations flow forward and gradients back with non-blocking messages,
-// the task's loss and metrics are computed on the last stage, and gradients add up over the micro-batches so that a
+// into M micro-batches (PipelineOptions::micro_batches sets another count at run time); activations
+// flow forward and gradients back with non-blocking messages, the task's loss and metrics are computed on the last stage, and gradients add up over the micro-batches so that a
 // step equals the full batch's step (as torchgpipe, FairScale Pipe and DeepSpeed do).
 //
 //   MpiComm world(session);
@@ -54,6 +54,7 @@ struct PipelineOptions {
   int stages = 0;                       // 0: one stage per rank of the world
   std::vector<std::size_t> cut_points;  // first layer of stages 1..S-1; empty: balance parameters
   bool checkpoint = false;              // keep only each micro-batch's input; recompute in backward
+  int micro_batches = 0;                // micro-batches per batch; 0: the type's M (a flag: --chunks)
   bool print_plan = true;               // rank 0 prints the grid and the split at setup
   // What the ranks do when their loaders give different numbers of batches in an epoch
   // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
@@ -89,7 +90,10 @@ class Pipeline {
         grid_(make_grid(world.size(), options_.stages)),
         up_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))),
         down_(world.split(grid_.replica_of(world_rank_), grid_.stage_of(world_rank_))),
-        world_(std::move(world)) {}
+        world_(std::move(world)) {
+    check(options_.micro_batches >= 0, "Pipeline: micro_batches ", options_.micro_batches,
+          " (expected 0 for the type's M, or at least 1)");
+  }
 
   int stage() const { return grid_.stage_of(world_rank_); }
   int stages() const { return grid_.stages; }
@@ -141,7 +145,7 @@ class Pipeline {
                                const typename TaskType::target_type& targets, const TaskType& task, double loss_scale,
                                BeforeBackward&& before_backward, BatchUpload<D>& upload) {
     const auto start = Clock::now();
-    Run<T, D, TaskType> run(*this, local, inputs, upload, targets, task, MicroBatches, loss_scale);
+    Run<T, D, TaskType> run(*this, local, inputs, upload, targets, task, micro_batches_per_batch(), loss_scale);
     const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
@@ -407,11 +411,13 @@ class Pipeline {
     PipelineStepStats stats;
   };
 
+  int micro_batches_per_batch() const { return options_.micro_batches > 0 ? options_.micro_batches : MicroBatches; }
+
   template <class Model>
   void print_plan(const Model& model, const std::vector<std::int64_t>& parameters) const {
     char line[256];
     std::snprintf(line, sizeof line, "pipeline: %d rank(s) = %d stage(s) x %d data-parallel replica(s); %s, %d micro-batches%s",
-                  grid_.stages * grid_.replicas, grid_.stages, grid_.replicas, Schedule::name, MicroBatches,
+                  grid_.stages * grid_.replicas, grid_.stages, grid_.replicas, Schedule::name, micro_batches_per_batch(),
                   options_.checkpoint ? ", activation checkpointing" : "");
     log_line(line);
     for (int s = 0; s < grid_.stages; ++s) {
