@@ -271,14 +271,7 @@ BOOST_AUTO_TEST_CASE(sync_batch_norm_makes_a_batch_norm_model_equal_the_serial_r
   MpiComm comm(test::session());
   MpiComm bn_comm = comm.split(0, comm.rank());  // the blocking statistics sums get their own communicator
   const auto data = make_batches<double>();
-  Conv2dOptions same;
-  same.pad_h = same.pad_w = 1;
-  auto make_bn_net = [&](std::uint64_t seed) {
-    manual_seed(seed);
-    return std::make_shared<Sequential<double>>(std::initializer_list<std::shared_ptr<Module<double>>>{
-        make<Conv2d<double>>(2, 4, 3, same), make<BatchNorm2d<double>>(4), make<ReLU<double>>(), make<MaxPool2d<double>>(2),
-        make<Flatten<double>>(), make<Linear<double>>(4 * 4 * 4, 3)});
-  };
+  const auto make_bn_net = test::make_small_batch_norm_net<double>;
   auto serial = make_bn_net(1);
   Trainer<Sequential<double>> reference(serial, make_sgd(*serial), {.progress_bar = false, .print_epochs = false});
   for (int s = 0; s < steps; ++s) reference.train_step(data.inputs[s], data.targets[s]);
@@ -313,14 +306,7 @@ BOOST_AUTO_TEST_CASE(mixed_precision_averages_a_half_models_float_batch_norm_wei
   MpiComm comm(test::session());
   MpiComm bn_comm = comm.split(0, comm.rank());
   const auto data = make_batches<double>();
-  Conv2dOptions same;
-  same.pad_h = same.pad_w = 1;
-  auto make_half_net = [&](std::uint64_t seed) {
-    manual_seed(seed);
-    return std::make_shared<Sequential<half>>(std::initializer_list<std::shared_ptr<Module<half>>>{
-        make<Conv2d<half>>(2, 4, 3, same), make<BatchNorm2d<half>>(4), make<ReLU<half>>(), make<MaxPool2d<half>>(2),
-        make<Flatten<half>>(), make<Linear<half>>(4 * 4 * 4, 3)});
-  };
+  const auto make_half_net = test::make_small_batch_norm_net<half>;
   const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
   const LossScalerOptions scaling{.initial_scale = 1024};
   const auto sgd_on = [](const MixedPrecision<Fp16>& amp) {
