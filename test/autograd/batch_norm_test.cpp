@@ -278,6 +278,63 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(half_input_with_float_running_statistics_tracks_th
   BOOST_TEST(relative_difference(widen(rounded_var), host(float_var)) > 1e-4, "16-bit statistics do not drift here");
 }
 
+// Apex O2's keep_batchnorm_fp32: half x with float weight and bias, the op run in float on the
+// widened x. Its output and x's gradient match the float op's within half's rounding, and weight
+// and bias get float gradients equal to the float op's on the same (rounded) x, their hooks fired.
+BOOST_AUTO_TEST_CASE_TEMPLATE(half_input_with_float_weight_matches_the_float_op, D, test::Devices) {
+  const std::int64_t C = 3;
+  const auto to_half = [](const Tensor<double>& t) { return on_device<D>(tensor_cast<half>(t)); };
+  const auto widened = [](const Tensor<double>& t) { return on_device<D>(tensor_cast<float>(tensor_cast<half>(t))); };
+  const auto as_float = [](const auto& t) { return tensor_cast<float>(t.template to<Cpu>()); };
+  const Tensor<double> wd = random_tensor({C}, 190, 0.5, 2), bd = random_tensor({C}, 191);
+  for (bool training : {true, false}) {
+    BOOST_TEST_CONTEXT("training " << training) {
+      Tensor<float, D> mean = on_device<D>(tensor_cast<float>(random_tensor({C}, 192)));
+      Tensor<float, D> var = on_device<D>(tensor_cast<float>(random_tensor({C}, 193, 0.5, 2)));
+      Tensor<float, D> float_mean = mean.clone(), float_var = var.clone();
+      const Tensor<double> xd = random_tensor({4, C, 3, 3}, 194, -2, 3), gyd = random_tensor({4, C, 3, 3}, 195);
+      Var<half, D> x(to_half(xd), true);
+      Var<float, D> w(on_device<D>(tensor_cast<float>(wd)), true), b(on_device<D>(tensor_cast<float>(bd)), true);
+      Var<float, D> xf(widened(xd), true), wf(w.value().clone(), true), bf(b.value().clone(), true);
+      int hooks = 0;
+      w.on_grad_ready([&](Node<float, D>&) { ++hooks; });
+      b.on_grad_ready([&](Node<float, D>&) { ++hooks; });
+      const Var<half, D> y = batch_norm(x, w, b, mean, var, training);
+      const Var<float, D> yf = batch_norm(xf, wf, bf, float_mean, float_var, training);
+      backward(y, to_half(gyd));
+      backward(yf, widened(gyd));
+      BOOST_TEST(relative_difference(as_float(y.value()), as_float(yf.value())) <= 2e-3);
+      BOOST_TEST(relative_difference(as_float(x.grad()), as_float(xf.grad())) <= 2e-3);
+      BOOST_TEST(relative_difference(as_float(w.grad()), as_float(wf.grad())) <= 1e-6);
+      BOOST_TEST(relative_difference(as_float(b.grad()), as_float(bf.grad())) <= 1e-6);
+      BOOST_TEST(relative_difference(as_float(mean), as_float(float_mean)) <= 1e-7);
+      BOOST_TEST(relative_difference(as_float(var), as_float(float_var)) <= 1e-7);
+      BOOST_TEST(hooks == 2);
+    }
+  }
+}
+
+// The same op with float x and double weight and bias matches the double op to float's precision:
+// the widening, the inner backward and the rounding of x's gradient lose nothing else.
+BOOST_AUTO_TEST_CASE(float_input_with_double_weight_matches_the_double_op) {
+  const Tensor<double> xd = random_tensor({5, 3, 2, 2}, 200, -2, 3), gy = random_tensor({5, 3, 2, 2}, 201);
+  const Tensor<double> wd = random_tensor({3}, 202, 0.5, 2), bd = random_tensor({3}, 203);
+  Tensor<double> rm = Tensor<double>::zeros({3}), rv = Tensor<double>::ones({3});
+  Tensor<double> rm_mixed = rm.clone(), rv_mixed = rv.clone();
+  Var<double> x(tensor_cast<double>(tensor_cast<float>(xd)), true), w(wd.clone(), true), b(bd.clone(), true);
+  Var<float> xf(tensor_cast<float>(xd), true);
+  Var<double> wm(wd.clone(), true), bm(bd.clone(), true);
+  const Var<double> y = batch_norm(x, w, b, rm, rv, true);
+  const Var<float> ym = batch_norm(xf, wm, bm, rm_mixed, rv_mixed, true);
+  backward(y, gy.clone());
+  backward(ym, tensor_cast<float>(gy));
+  BOOST_TEST(relative_difference(tensor_cast<double>(ym.value()), y.value()) <= 1e-6);
+  BOOST_TEST(relative_difference(tensor_cast<double>(xf.grad()), x.grad()) <= 1e-6);
+  BOOST_TEST(relative_difference(wm.grad(), w.grad()) <= 1e-6);
+  BOOST_TEST(relative_difference(bm.grad(), b.grad()) <= 1e-6);
+  BOOST_TEST(relative_difference(rv_mixed, rv) <= 1e-12);
+}
+
 BOOST_AUTO_TEST_CASE(batch_norm_checks_its_arguments_as_the_cpu_op) {
   const Emulated x(random_tensor({1, 2}, 80).to<HostEmulated>());
   Tensor<double, HostEmulated> mean = Tensor<double>::zeros({2}).to<HostEmulated>();

@@ -85,6 +85,7 @@ Run train(const fs::path& dir, int replicas, int replica, std::int64_t stop_at, 
       for (const T v : p.value().to_vector()) run.weights[name].push_back(static_cast<float>(v));
     for (auto& [name, b] : trainer.local_model().named_buffers())
       for (const T v : b->to_vector()) run.weights[name].push_back(static_cast<float>(v));
+    for (auto& [name, p] : trainer.local_model().named_float_parameters()) run.weights[name] = p.value().to_vector();
     for (auto& [name, b] : trainer.local_model().named_float_buffers()) run.weights[name] = b->to_vector();
     run.steps = trainer.global_step();
     run.preempted = trainer.preempted();

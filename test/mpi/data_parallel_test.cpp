@@ -2,7 +2,8 @@
 // the weights of one process training on all B, whatever the bucket size, with gradient
 // accumulation, with fp16/bf16 on the wire (within a stated tolerance); fp16 moves half the bytes;
 // a parameter unused on some ranks does not hang the step; a mismatched model is reported on
-// every rank; ranks whose loaders give different numbers of batches agree on one count.
+// every rank; ranks whose loaders give different numbers of batches agree on one count; a half
+// model's float batch norm weights under MixedPrecision are averaged as the rest.
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -22,6 +23,7 @@
 #include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/sync_batch_norm.hpp>
+#include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/list_loader.hpp"
@@ -269,14 +271,7 @@ BOOST_AUTO_TEST_CASE(sync_batch_norm_makes_a_batch_norm_model_equal_the_serial_r
   MpiComm comm(test::session());
   MpiComm bn_comm = comm.split(0, comm.rank());  // the blocking statistics sums get their own communicator
   const auto data = make_batches<double>();
-  Conv2dOptions same;
-  same.pad_h = same.pad_w = 1;
-  auto make_bn_net = [&](std::uint64_t seed) {
-    manual_seed(seed);
-    return std::make_shared<Sequential<double>>(std::initializer_list<std::shared_ptr<Module<double>>>{
-        make<Conv2d<double>>(2, 4, 3, same), make<BatchNorm2d<double>>(4), make<ReLU<double>>(), make<MaxPool2d<double>>(2),
-        make<Flatten<double>>(), make<Linear<double>>(4 * 4 * 4, 3)});
-  };
+  const auto make_bn_net = test::make_small_batch_norm_net<double>;
   auto serial = make_bn_net(1);
   Trainer<Sequential<double>> reference(serial, make_sgd(*serial), {.progress_bar = false, .print_epochs = false});
   for (int s = 0; s < steps; ++s) reference.train_step(data.inputs[s], data.targets[s]);
@@ -300,6 +295,58 @@ BOOST_AUTO_TEST_CASE(sync_batch_norm_makes_a_batch_norm_model_equal_the_serial_r
   for (std::size_t i = 0; i < got_buffers.size(); ++i)
     BOOST_TEST((got_buffers[i].second->array() - expected_buffers[i].second->array()).abs().maxCoeff() < 1e-10,
                got_buffers[i].first);
+}
+
+// MixedPrecision<Fp16> beside DataParallel on a half model with SyncBatchNorm: its batch norm
+// weight and bias are float parameters (their own masters), with gradient buckets of their own.
+// Every rank ends with the same float weights, bit for bit, and the run tracks the serial one on
+// the whole batch within fp16's rounding (the ranks' gradients are summed in half). Without the
+// float buckets each rank would step its batch norm on its own gradient and the ranks would part.
+BOOST_AUTO_TEST_CASE(mixed_precision_averages_a_half_models_float_batch_norm_weights) {
+  MpiComm comm(test::session());
+  MpiComm bn_comm = comm.split(0, comm.rank());
+  const auto data = make_batches<double>();
+  const auto make_half_net = test::make_small_batch_norm_net<half>;
+  const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
+  const LossScalerOptions scaling{.initial_scale = 1024};
+  const auto sgd_on = [](const MixedPrecision<Fp16>& amp) {
+    return std::make_shared<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
+  };
+  auto serial = make_half_net(1);
+  MixedPrecision<Fp16> serial_amp(*serial, scaling);
+  Trainer<Sequential<half>, MixedPrecision<Fp16>> reference(serial, sgd_on(serial_amp), quiet, serial_amp);
+  for (int s = 0; s < steps; ++s) reference.train_step(tensor_cast<half>(data.inputs[s]), data.targets[s]);
+
+  auto net = make_half_net(comm.rank() == 0 ? 1 : 7);
+  convert_sync_batchnorm(*net, bn_comm);
+  MixedPrecision<Fp16> amp(*net, scaling);
+  using DP = DataParallel<MpiAllreduce, Fp32>;
+  Trainer<Sequential<half>, DP, MixedPrecision<Fp16>> trainer(net, sgd_on(amp), quiet, DP(comm), amp);
+  const std::int64_t local = global_batch / comm.size();
+  for (int s = 0; s < steps; ++s) {
+    const std::int64_t begin = comm.rank() * local;
+    trainer.train_step(tensor_cast<half>(data.inputs[s].slice(begin, begin + local).clone()),
+                       {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local});
+  }
+  const auto& masters = trainer.policy<MixedPrecision<Fp16>>().master_parameters();
+  const auto& expected = reference.policy<MixedPrecision<Fp16>>().master_parameters();
+  BOOST_REQUIRE_EQUAL(masters.size(), expected.size());
+  const auto bn = std::dynamic_pointer_cast<BatchNorm2d<half>>((*net)[1]);
+  BOOST_TEST((masters[masters.size() - 2].node() == bn->weight.node()), "the float weight is its own master");
+  for (std::size_t i = 0; i < masters.size(); ++i) {
+    const Tensor<float> got = masters[i].value(), want = expected[i].value();
+    double diff = 0, scale = 1;
+    for (std::int64_t k = 0; k < want.numel(); ++k) {
+      diff = std::max(diff, std::abs(double(got[k]) - double(want[k])));
+      scale = std::max(scale, std::abs(double(want[k])));
+    }
+    BOOST_TEST(diff / scale <= 1e-2, "master " << i << " differs from the serial run's by " << diff / scale);
+  }
+  for (const Var<float>& p : {bn->weight, bn->bias}) {
+    Tensor<float> root = p.value().clone();
+    comm.broadcast(root, 0);
+    BOOST_TEST((root.array() == p.value().array()).all(), "a rank's batch norm weights part from rank 0's");
+  }
 }
 
 namespace {

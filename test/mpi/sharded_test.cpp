@@ -69,24 +69,28 @@ struct StepOptions {
 template <class T>
 std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
   std::vector<std::vector<double>> out;
-  for (auto& p : net.parameters()) {
+  const auto add = [&](const auto& p) {
     std::vector<double> w;
     for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(static_cast<double>(p.value()[i]));
     out.push_back(w);
-  }
+  };
+  for (auto& p : net.parameters()) add(p);
+  for (auto& p : net.float_parameters()) add(p);  // a 16-bit model's batch norm weights
   return out;
 }
 
 // Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
 // how.micro micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
-// by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters).
-template <class T, class Opt, class... Policies>
+// by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters). batch_norm: the net
+// with batch norm (float weights in a bf16 model).
+template <class T, class Opt, bool batch_norm = false, class... Policies>
 Outcome run(MpiComm* comm, StepOptions how, Policies... policies_without_amp) {
   const int micro = how.micro;
   constexpr bool amp = std::is_same_v<T, ptrain::bfloat16>;
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
   // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
-  auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  const std::uint64_t seed = rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank);
+  auto net = batch_norm ? test::make_small_batch_norm_net<T>(seed) : test::make_small_conv_net<T>(seed);
   const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
   const TrainerOptions options{
       .progress_bar = false, .print_epochs = false, .accumulation_steps = micro, .clip_grad_norm = how.clip_grad_norm};
@@ -260,6 +264,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_equals_them, Stage, Stages) {
     check_sharded_with_mixed_precision<Stage, std::shared_ptr<Sgd<float>>>(comm, micro, true);
     check_sharded_with_mixed_precision<Stage, std::shared_ptr<Adam<float>>>(comm, micro, false);
   }
+}
+
+// A bf16 model's batch norm weights are float, their own masters: partitioned after the bf16
+// ones, each stepped by one rank (one momentum buffer each over the world) and gathered; the run
+// equals DataParallel's as above (the batch norm statistics are each rank's own in both).
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_shards_float_batch_norm_weights, Stage, Stages) {
+  MpiComm comm(test::session());
+  using Opt = std::shared_ptr<Sgd<float>>;
+  const Outcome data_parallel = run<ptrain::bfloat16, Opt, true>(&comm, {1}, DataParallelPolicy(comm, {.bucket_bytes = 512}));
+  const Outcome sharded = run<ptrain::bfloat16, Opt, true>(&comm, {1}, Sharded<Stage>(comm, {.bucket_bytes = 512}));
+  BOOST_REQUIRE_EQUAL(sharded.weights.size(), 6u);  // conv and linear in bf16, batch norm's two in float
+  double largest_weight = 0;
+  for (const auto& w : data_parallel.weights)
+    for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= std::ldexp(largest_weight, -7));
+  BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == 6.0);
 }
 
 // A checkpoint holds the whole optimizer state: written by Zero2 on the world (N ranks), loaded by

@@ -1,11 +1,13 @@
 #pragma once
 // The small convolutional network and the random batches the data-parallel and sharded tests train
-// on: 6 parameters of unequal sizes (a conv, two linears), inputs 2 x 8 x 8, 3 classes.
+// on: 6 parameters of unequal sizes (a conv, two linears), inputs 2 x 8 x 8, 3 classes; and the
+// same with batch norm after the convolution.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include <ptrain/core/rng.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/conv.hpp>
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
@@ -21,6 +23,16 @@ std::shared_ptr<Sequential<T>> make_small_conv_net(std::uint64_t seed) {
   return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
       make<Conv2d<T>>(2, 4, 3, same), make<ReLU<T>>(), make<MaxPool2d<T>>(2), make<Flatten<T>>(),
       make<Linear<T>>(4 * 4 * 4, 8), make<ReLU<T>>(), make<Linear<T>>(8, 3)});
+}
+
+template <class T>
+std::shared_ptr<Sequential<T>> make_small_batch_norm_net(std::uint64_t seed) {
+  manual_seed(seed);
+  Conv2dOptions same;
+  same.pad_h = same.pad_w = 1;
+  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
+      make<Conv2d<T>>(2, 4, 3, same), make<BatchNorm2d<T>>(4), make<ReLU<T>>(), make<MaxPool2d<T>>(2),
+      make<Flatten<T>>(), make<Linear<T>>(4 * 4 * 4, 3)});
 }
 
 template <class T>

@@ -202,9 +202,10 @@ BOOST_AUTO_TEST_CASE(batch_norm_counters_are_int64_and_optional) {
   BOOST_TEST(bn->num_batches_tracked[0] == 11.0f);
 }
 
-// A half model's batch norm statistics are float (BatchNorm2d): saved as F32 whatever the dtype
-// asked for (and the counter as I64), under the same names, and loaded back bit for bit.
-BOOST_AUTO_TEST_CASE(a_half_model_saves_its_float_batch_norm_statistics_as_f32) {
+// A half model's batch norm weight, bias and statistics are float (BatchNorm2d): saved as F32
+// whatever the dtype asked for (and the counter as I64), under the same names, and loaded back bit
+// for bit.
+BOOST_AUTO_TEST_CASE(a_half_model_saves_its_float_batch_norm_as_f32) {
   using HalfNamed = std::initializer_list<std::pair<std::string, std::shared_ptr<Module<half>>>>;
   const auto make_model = [] {
     return make<Sequential<half>>(HalfNamed{{"fc", make<Linear<half>>(2, 3)}, {"bn", make<BatchNorm2d<half>>(3)}});
@@ -214,15 +215,23 @@ BOOST_AUTO_TEST_CASE(a_half_model_saves_its_float_batch_norm_statistics_as_f32) 
   static_assert(std::is_same_v<decltype(bn->running_mean), Tensor<float>>);
   BOOST_TEST(saved->named_buffers().empty());
   BOOST_TEST(saved->named_float_buffers().size() == 3u);
+  static_assert(std::is_same_v<decltype(bn->weight), Var<float>>);
+  BOOST_TEST(saved->named_parameters().size() == 2u);  // fc's
+  BOOST_TEST(saved->named_float_parameters().size() == 2u);
   const std::vector<float> mean{0.1f, 1.0f / 3, -2.0009765625f}, var{1.0001f, 0.5f, 3.25f};
-  for (int c = 0; c < 3; ++c) bn->running_mean[c] = mean[c], bn->running_var[c] = var[c];
+  const std::vector<float> weight{1.0001f, 0.3f, -1.7f}, bias{1e-5f, -0.1f, 2.0f / 3};
+  for (int c = 0; c < 3; ++c) {
+    bn->running_mean[c] = mean[c], bn->running_var[c] = var[c];
+    bn->weight.value()[c] = weight[c], bn->bias.value()[c] = bias[c];
+  }
   bn->num_batches_tracked[0] = 4097.0f;  // past where half counts by one
   const auto path = file_path("half_bn.safetensors");
   save_state_dict(*saved, path, io::Dtype::F16);
   const io::SafetensorsFile file(path);
   BOOST_TEST(file.tensors().size() == 7u);
   BOOST_TEST(file.at("fc.weight").dtype == io::Dtype::F16);
-  BOOST_TEST(file.at("bn.weight").dtype == io::Dtype::F16);
+  BOOST_TEST(file.at("bn.weight").dtype == io::Dtype::F32);
+  BOOST_TEST(file.at("bn.bias").dtype == io::Dtype::F32);
   BOOST_TEST(file.at("bn.running_mean").dtype == io::Dtype::F32);
   BOOST_TEST(file.at("bn.running_var").dtype == io::Dtype::F32);
   BOOST_TEST(file.at("bn.num_batches_tracked").dtype == io::Dtype::I64);
@@ -233,6 +242,8 @@ BOOST_AUTO_TEST_CASE(a_half_model_saves_its_float_batch_norm_statistics_as_f32) 
   BOOST_TEST(loaded_bn->running_mean.to_vector() == mean, boost::test_tools::per_element());
   BOOST_TEST(loaded_bn->running_var.to_vector() == var, boost::test_tools::per_element());
   BOOST_TEST(loaded_bn->num_batches_tracked[0] == 4097.0f);
+  BOOST_TEST(loaded_bn->weight.value().to_vector() == weight, boost::test_tools::per_element());
+  BOOST_TEST(loaded_bn->bias.value().to_vector() == bias, boost::test_tools::per_element());
   const auto fc = std::dynamic_pointer_cast<Linear<half>>((*saved)[0]), loaded_fc = std::dynamic_pointer_cast<Linear<half>>((*loaded)[0]);
   BOOST_TEST(tensor_cast<float>(loaded_fc->weight.value()).to_vector() == tensor_cast<float>(fc->weight.value()).to_vector(),
              boost::test_tools::per_element());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -64,13 +65,14 @@ std::vector<std::int64_t> some_targets(std::int64_t n) {
 // The reference's weights rounded to T, in both models: the two runs start from the same values.
 template <class T>
 void start_alike(Module<float>& reference, Module<T>& model) {
-  auto ref_params = reference.parameters();
-  auto params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor<T> rounded = tensor_cast<T>(ref_params[i].value());
-    params[i].value().copy_from(rounded);
-    ref_params[i].value().copy_from(tensor_cast<float>(rounded));
+  std::map<std::string, Var<float>> ref_params;
+  for (auto& [name, p] : reference.named_parameters()) ref_params.emplace(name, p);
+  for (auto& [name, p] : model.named_parameters()) {
+    const Tensor<T> rounded = tensor_cast<T>(ref_params.at(name).value());
+    p.value().copy_from(rounded);
+    ref_params.at(name).value().copy_from(tensor_cast<float>(rounded));
   }
+  for (auto& [name, p] : model.named_float_parameters()) p.value().copy_from(ref_params.at(name).value());
 }
 
 // One step of SmallCnn in the 16-bit type under MixedPrecision and in float, from the same
@@ -158,9 +160,11 @@ Tensor<T> linear_inputs(bool poisoned) {
 BOOST_AUTO_TEST_SUITE(mixed_precision_test)
 
 // The ImageNet recipe's batch norm under MixedPrecision<Fp16>: 3 epochs of 6 steps from the same
-// (half) weights and images as the fp32 run. The half model's running statistics are float
-// (BatchNorm2d) and end close to the fp32 run's, and the epoch losses track it. Measured here: the
-// losses within 0.07%, the statistics within 5e-4 (mean) and 7e-5 (var) of max(1, |fp32|).
+// (half) weights and images as the fp32 run. The half model's batch norm is float (BatchNorm2d,
+// keep_batchnorm_fp32): its weight and bias are float parameters, stepped in place as their own
+// masters, and they and the running statistics end close to the fp32 run's; the epoch losses
+// track it. Measured here: the losses within 0.07%, the statistics within 5e-4 (mean) and 7e-5
+// (var), weight and bias within 1e-4, of max(1, |fp32|).
 BOOST_AUTO_TEST_CASE(fp16_with_batch_norm_tracks_the_fp32_run) {
   auto reference = batch_norm_cnn<float>();
   auto model = batch_norm_cnn<half>();
@@ -187,6 +191,13 @@ BOOST_AUTO_TEST_CASE(fp16_with_batch_norm_tracks_the_fp32_run) {
   const auto& bn = dynamic_cast<BatchNorm2d<half>&>(*(*model)[1]);
   const auto& ref_bn = dynamic_cast<BatchNorm2d<float>&>(*(*reference)[1]);
   static_assert(std::is_same_v<decltype(bn.running_mean), Tensor<float>>, "a half model's statistics are float");
+  static_assert(std::is_same_v<decltype(bn.weight), Var<float>>, "a half model's batch norm weight is float");
+  BOOST_TEST(model->named_float_parameters().size() == 2u);
+  BOOST_TEST(model->parameters().size() == 4u);  // the convolution's and the linear layer's
+  const auto& masters = amp.master_parameters();
+  BOOST_REQUIRE_EQUAL(masters.size(), 6u);
+  BOOST_TEST((masters[4].node() == bn.weight.node() && masters[5].node() == bn.bias.node()),
+             "the float weights are their own masters");
   const auto worst = [](const Tensor<float>& got, const Tensor<float>& want) {  // relative to max(1, |want|)
     double e = 0;
     for (std::int64_t i = 0; i < want.numel(); ++i)
@@ -198,6 +209,12 @@ BOOST_AUTO_TEST_CASE(fp16_with_batch_norm_tracks_the_fp32_run) {
   BOOST_TEST_MESSAGE("running statistics: mean " << mean_error << ", var " << var_error);
   BOOST_TEST(mean_error <= 5e-3);
   BOOST_TEST(var_error <= 5e-3);
+  const double weight_error = worst(bn.weight.value(), ref_bn.weight.value());
+  const double bias_error = worst(bn.bias.value(), ref_bn.bias.value());
+  BOOST_TEST_MESSAGE("weight " << weight_error << ", bias " << bias_error);
+  BOOST_TEST(worst(bn.weight.value(), Tensor<float>::ones({4})) > 1e-3, "batch norm's weight was not trained");
+  BOOST_TEST(weight_error <= 5e-3);
+  BOOST_TEST(bias_error <= 5e-3);
   BOOST_TEST(bn.num_batches_tracked[0] == 18.0f);
 }
 
@@ -212,12 +229,8 @@ BOOST_AUTO_TEST_CASE(resnet18_bf16_step) {
   manual_seed(12);
   auto reference = resnet18<float>({.num_classes = 10, .cifar_stem = true});
   auto model = resnet18<ptrain::bfloat16>({.num_classes = 10, .cifar_stem = true});
-  auto ref_params = reference->parameters();
+  start_alike(*reference, *model);
   auto params = model->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    params[i].value().copy_from(tensor_cast<ptrain::bfloat16>(ref_params[i].value()));
-    ref_params[i].value().copy_from(tensor_cast<float>(params[i].value()));
-  }
   MixedPrecision<Bf16> amp(*model);
   auto ref_sgd = make<Sgd<float>>(reference->parameters(), SgdOptions{.lr = 0.01});
   auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.01});

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include <ptrain/device/host_emulated.hpp>
+#include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/train/non_finite.hpp>
@@ -64,6 +65,19 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_first_non_finite_gradient_is_named_and_counted
   BOOST_REQUIRE(found.has_value());
   BOOST_TEST(found->name == "0.weight");
   BOOST_TEST(found->count == 1);
+
+  // A half model's batch norm weights are float parameters, checked after the half ones.
+  auto with_batch_norm = make<Sequential<ptrain::half, D>>(std::initializer_list<std::shared_ptr<Module<ptrain::half, D>>>{
+      make<Linear<ptrain::half, D>>(3, 4), make<BatchNorm2d<ptrain::half, D>>(4)});
+  set_gradients(*with_batch_norm, 0, {}, 0);
+  Tensor<float> g = Tensor<float>::ones({4});
+  g[2] = nan;
+  with_batch_norm->float_parameters()[1].grad() = on_device<D>(g);
+  found = first_non_finite_gradient(*with_batch_norm);
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(found->name == "1.bias");
+  BOOST_TEST(found->count == 1);
+  BOOST_TEST(found->numel == 4);
 }
 
 // The sentence for a rank with the loss, and for a pipeline stage before the last, which has none.

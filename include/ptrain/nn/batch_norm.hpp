@@ -11,23 +11,24 @@
 namespace ptrain {
 
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
-// buffers named as torchvision's state_dict names them. In a half or bfloat16 model the buffers
-// are float (statistics_t<T>, Apex O2's keep_batchnorm_fp32 for them): a moving average rounded
-// to 16 bits every step drifts, and a 16-bit num_batches_tracked stops at 2048. The statistics
-// and the normalisation are computed in double and float from the 16-bit input either way. With a sync hook (set_sync, or
+// buffers named as torchvision's state_dict names them. In a half or bfloat16 model weight, bias
+// and the buffers are float (statistics_t<T>, Apex O2's keep_batchnorm_fp32; Module's
+// named_float_parameters() and named_float_buffers()): the op runs in float on the widened input
+// (autograd/ops/batch_norm.hpp), a moving average rounded to 16 bits every step would drift, and a
+// 16-bit num_batches_tracked stops at 2048. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
 // statistics of the global batch, as torch.nn.SyncBatchNorm, on any device: off the CPU
 // (autograd/ops/batch_norm.hpp) the hook sums spans in the device's memory.
 template <class T = float, class D = Cpu>
 class BatchNorm2d : public Module<T, D> {
  public:
-  using S = statistics_t<T>;  // the running statistics' type
+  using S = statistics_t<T>;  // the type of weight, bias and the running statistics
   explicit BatchNorm2d(std::int64_t channels, double eps = 1e-5, double momentum = 0.1, bool affine = true)
       : eps_(eps), momentum_(momentum) {
     check(channels > 0, "BatchNorm2d: channels must be positive");
     if (affine) {
-      weight = this->register_parameter("weight", Tensor<T>::ones({channels}));
-      bias = this->register_parameter("bias", Tensor<T>::zeros({channels}));
+      weight = this->register_wide_parameter("weight", Tensor<S>::ones({channels}));
+      bias = this->register_wide_parameter("bias", Tensor<S>::zeros({channels}));
     }
     running_mean = this->register_statistics_buffer("running_mean", Tensor<S>::zeros({channels}));
     running_var = this->register_statistics_buffer("running_var", Tensor<S>::ones({channels}));
@@ -46,7 +47,7 @@ class BatchNorm2d : public Module<T, D> {
   // with small batches, batch statistics would make its features noise.
   void freeze() {
     frozen_ = true;
-    for (auto& [name, p] : this->named_parameters()) p.set_requires_grad(false);
+    this->set_requires_grad(false);
   }
   bool frozen() const { return frozen_; }
 
@@ -56,7 +57,7 @@ class BatchNorm2d : public Module<T, D> {
   void set_sync(BatchNormSync sync) { sync_ = std::move(sync); }
   bool synchronised() const { return static_cast<bool>(sync_); }
 
-  Var<T, D> weight, bias;
+  Var<S, D> weight, bias;
   Tensor<S, D> running_mean, running_var, num_batches_tracked;
 
  private:

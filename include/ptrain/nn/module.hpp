@@ -3,8 +3,9 @@
 // torchvision's style (`layer1.0.conv1.weight`), train/eval mode and freezing. D is the device the
 // parameters live on (Cpu unless named); layers draw their initial values on the host, from the
 // same generator whatever the device, so a model built for Cuda starts with the CPU model's weights.
-// A half or bfloat16 module keeps some buffers in float (batch norm's running statistics, as Apex
-// O2 keeps batch norm in fp32): named_float_buffers(), beside named_buffers().
+// A half or bfloat16 module keeps batch norm in float, as Apex O2's keep_batchnorm_fp32: its
+// weight and bias in named_float_parameters(), beside named_parameters(), its running statistics
+// in named_float_buffers(), beside named_buffers().
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -48,6 +49,20 @@ class Module {
     for (auto& [name, p] : named_parameters()) out.push_back(p);
     return out;
   }
+  // Parameters a 16-bit module keeps in float (register_wide_parameter), in the same order; empty
+  // for a float or double module, whose such parameters are among named_parameters().
+  std::vector<std::pair<std::string, Var<float, D>>> named_float_parameters() const {
+    std::vector<std::pair<std::string, Var<float, D>>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, p] : m.float_parameters_) out.emplace_back(prefix + name, p);
+    });
+    return out;
+  }
+  std::vector<Var<float, D>> float_parameters() const {
+    std::vector<Var<float, D>> out;
+    for (auto& [name, p] : named_float_parameters()) out.push_back(p);
+    return out;
+  }
   // Buffers (running statistics): state that is saved and synchronised but not trained.
   std::vector<std::pair<std::string, Tensor<T, D>*>> named_buffers() {
     std::vector<std::pair<std::string, Tensor<T, D>*>> out;
@@ -79,6 +94,7 @@ class Module {
   std::int64_t parameter_count() const {
     std::int64_t n = 0;
     for (const auto& [name, p] : named_parameters()) n += p.numel();
+    for (const auto& [name, p] : named_float_parameters()) n += p.numel();
     return n;
   }
 
@@ -91,9 +107,11 @@ class Module {
   // Frozen parameters get no gradient and are left alone by the optimizers.
   void set_requires_grad(bool on) {
     for (auto& [name, p] : named_parameters()) p.set_requires_grad(on);
+    for (auto& [name, p] : named_float_parameters()) p.set_requires_grad(on);
   }
   void zero_grad() {
     for (auto& [name, p] : named_parameters()) p.zero_grad();
+    for (auto& [name, p] : named_float_parameters()) p.zero_grad();
   }
 
  protected:
@@ -108,6 +126,17 @@ class Module {
     check(!has_name(name), "register_buffer: '", name, "' is already registered");
     buffers_.emplace_back(std::move(name), ptrain::on_device<D>(value));
     return buffers_.back().second;
+  }
+  // A parameter in statistics_t<T> (batch norm's weight and bias): among named_parameters() for
+  // float and double modules, among named_float_parameters() for 16-bit ones.
+  Var<statistics_t<T>, D> register_wide_parameter(std::string name, Tensor<statistics_t<T>> value) {
+    if constexpr (std::is_same_v<statistics_t<T>, T>) {
+      return register_parameter(std::move(name), std::move(value));
+    } else {
+      check(!has_name(name), "register_parameter: '", name, "' is already registered");
+      float_parameters_.emplace_back(std::move(name), Var<float, D>(ptrain::on_device<D>(value), true));
+      return float_parameters_.back().second;
+    }
   }
   // A buffer of accumulated statistics, in statistics_t<T>: among named_buffers() for float and
   // double modules, among named_float_buffers() for 16-bit ones.
@@ -145,6 +174,7 @@ class Module {
 
   bool has_name(const std::string& name) const {
     for (const auto& [n, p] : parameters_) if (n == name) return true;
+    for (const auto& [n, p] : float_parameters_) if (n == name) return true;
     for (const auto& [n, b] : buffers_) if (n == name) return true;
     for (const auto& [n, b] : float_buffers_) if (n == name) return true;
     for (const auto& [n, c] : children_) if (n == name) return true;
@@ -152,6 +182,7 @@ class Module {
   }
 
   std::vector<std::pair<std::string, Var<T, D>>> parameters_;
+  std::vector<std::pair<std::string, Var<float, D>>> float_parameters_;
   std::vector<std::pair<std::string, Tensor<T, D>>> buffers_;
   std::vector<std::pair<std::string, Tensor<float, D>>> float_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

@@ -2,8 +2,9 @@
 // A module's parameters and buffers saved to and loaded from a safetensors file under their
 // torchvision names (`layer1.0.conv1.weight`), as torch's state_dict()/load_state_dict() do. A
 // module on a device is read back to the host to be saved, and loaded through the host. The
-// float buffers of a 16-bit module (batch norm's running statistics) are saved as F32 whatever
-// the dtype asked for, as an Apex O2 model's state_dict holds them, so that no save rounds them.
+// float parameters and buffers of a 16-bit module (batch norm's weight, bias and running
+// statistics) are saved as F32 whatever the dtype asked for, as an Apex O2 model's state_dict
+// holds them, so that no save rounds them.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -37,10 +38,19 @@ std::vector<std::pair<std::string, Tensor<T, D>>> state_entries(Module<T, D>& mo
   return out;
 }
 
-// How many entries the state dict has: parameters, buffers and float buffers.
+// A 16-bit module's float entries: its float parameters, then its float buffers.
+template <class T, class D>
+std::vector<std::pair<std::string, Tensor<float, D>*>> float_state_entries(Module<T, D>& module) {
+  std::vector<std::pair<std::string, Tensor<float, D>*>> out;
+  for (auto& [name, p] : module.named_float_parameters()) out.emplace_back(name, &p.value());
+  for (auto& entry : module.named_float_buffers()) out.push_back(entry);
+  return out;
+}
+
+// How many entries the state dict has: parameters, buffers and the float ones.
 template <class T, class D>
 std::size_t state_entry_count(Module<T, D>& module) {
-  return state_entries(module).size() + module.named_float_buffers().size();
+  return state_entries(module).size() + float_state_entries(module).size();
 }
 
 inline std::string join_names(const std::vector<std::string>& names) {
@@ -61,20 +71,20 @@ void save_state_dict(Module<T, D>& module, const std::filesystem::path& path, io
   const auto dtype_of = [&](const std::string& name, io::Dtype wanted) {
     return detail::is_batch_counter(name) ? io::Dtype::I64 : wanted;
   };
-  const auto float_buffers = module.named_float_buffers();
-  if (float_buffers.empty()) {
+  const auto float_entries = detail::float_state_entries(module);
+  if (float_entries.empty()) {
     std::vector<io::SafetensorsEntry<T>> entries;
     for (auto& [name, tensor] : detail::state_entries(module))
       entries.push_back({name, tensor.template to<Cpu>(), dtype_of(name, dtype)});
     io::save_safetensors(path, std::move(entries), metadata);
     return;
   }
-  // A 16-bit module's entries widened to float (exactly), written as dtype; its float buffers as F32.
+  // A 16-bit module's entries widened to float (exactly), written as dtype; its float ones as F32.
   const io::Dtype kept = dtype == io::Dtype::F64 ? dtype : io::Dtype::F32;
   std::vector<io::SafetensorsEntry<float>> entries;
   for (auto& [name, tensor] : detail::state_entries(module))
     entries.push_back({name, tensor_cast<float>(tensor.template to<Cpu>()), dtype_of(name, dtype)});
-  for (auto& [name, buffer] : float_buffers) entries.push_back({name, buffer->template to<Cpu>(), dtype_of(name, kept)});
+  for (auto& [name, tensor] : float_entries) entries.push_back({name, tensor->template to<Cpu>(), dtype_of(name, kept)});
   io::save_safetensors(path, std::move(entries), metadata);
 }
 
@@ -101,7 +111,7 @@ LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem:
                                     LoadStateDictOptions options = {}) {
   const io::SafetensorsFile file(path);
   auto entries = detail::state_entries(module);
-  const auto float_entries = module.named_float_buffers();
+  const auto float_entries = detail::float_state_entries(module);
   LoadStateDictResult result;
   std::unordered_set<std::string> known;
   // The file's entry for a model's entry of that name and shape; null (and reported) otherwise.

@@ -6,7 +6,9 @@
 //   MpiComm world(session);
 //   Trainer<Net, DataParallel<MpiAllreduce, Fp16>> trainer(model, sgd, {}, {world});
 //
-// The model may be on any device: its named_parameters() are Var<T, D>. A model in host memory
+// The model may be on any device: its named_parameters() are Var<T, D> (and a 16-bit model's
+// named_float_parameters(), batch norm's, Var<float, D>: their gradients have buckets of their
+// own, reduced in the same way). A model in host memory
 // (Cpu, HostEmulated) reduces over a host communicator (MpiAllreduce, SelfAllreduce); a Cuda
 // model over one that moves GPU memory (NcclAllreduce, parallel/nccl_allreduce.hpp).
 //
@@ -94,7 +96,9 @@ class DataParallel {
   int world_size() const { return comm_->size(); }
   Comm& communicator() { return *comm_; }
   const DataParallelOptions& options() const { return options_; }
-  std::size_t bucket_count() const { return sync_ ? sync_->bucket_count() : 0; }
+  std::size_t bucket_count() const {
+    return (sync_ ? sync_->bucket_count() : 0) + (float_sync_ ? float_sync_->bucket_count() : 0);
+  }
 
   // Trainer point: with a pipeline in the same Trainer, average over the ranks that hold the same
   // stage (the grid's data-parallel group) instead of the whole world.
@@ -115,7 +119,6 @@ class DataParallel {
   // parameter's averaged gradient: the buckets are reduce-scattered (detail/gradient_buckets.hpp).
   template <DataParallelModel Model>
   void setup(Model& model, const std::vector<int>& gradient_owners) {
-    using T = typename detail::parameter_of<Model>::scalar;
     using D = typename detail::parameter_of<Model>::device;
     static_assert(!std::is_same_v<memory_of_t<D>, Cpu> || std::is_same_v<comm_memory_t<Comm>, Cpu>,
                   "DataParallel: the model is in host memory (Cpu or HostEmulated) but the backend's communicator "
@@ -125,8 +128,10 @@ class DataParallel {
                   "DataParallel: a model on a GPU (Var<T, Cuda>) needs a communicator that moves GPU memory: use "
                   "DataParallel<NcclAllreduce, ...> (ptrain/parallel/nccl_allreduce.hpp, nvcc), not MpiAllreduce "
                   "or SelfAllreduce");
+    auto float_params = float_parameters_of(model);
     std::vector<std::string> descriptions;
     for (const auto& [name, p] : model.named_parameters()) descriptions.push_back("parameter " + name + " " + p.shape().str());
+    for (const auto& [name, p] : float_params) descriptions.push_back("float parameter " + name + " " + p.shape().str());
     for (const auto& [name, b] : model.named_buffers()) descriptions.push_back("buffer " + name + " " + b->shape().str());
     if constexpr (requires { model.named_float_buffers(); })
       for (const auto& [name, b] : model.named_float_buffers())
@@ -134,23 +139,19 @@ class DataParallel {
     detail::check_same_model(*comm_, descriptions, "DataParallel");
 
     for (auto& [name, p] : model.named_parameters()) comm_->broadcast(detail::elements(p.value()), 0);
+    for (auto& [name, p] : float_params) comm_->broadcast(detail::elements(p.value()), 0);
     broadcast_buffers(model);
 
-    std::vector<Var<T, D>> trainable;
-    std::vector<int> owners;
-    std::size_t i = 0;
-    check(gradient_owners.empty() || gradient_owners.size() == model.named_parameters().size(), "DataParallel: ",
-          gradient_owners.size(), " gradient owners for ", model.named_parameters().size(), " parameters");
-    for (auto& [name, p] : model.named_parameters()) {
-      if (p.requires_grad()) {
-        trainable.push_back(p);
-        if (!gradient_owners.empty()) owners.push_back(gradient_owners[i]);
-      }
-      ++i;
-    }
-    using Wire = typename CompressionTag::template wire<T>;
-    sync_ = std::make_shared<detail::GradientBuckets<T, Comm, Wire, D>>(*comm_, std::move(trainable),
-                                                                         options_.bucket_bytes, std::move(owners));
+    const std::size_t count = model.named_parameters().size();
+    check(gradient_owners.empty() || gradient_owners.size() == count + float_params.size(), "DataParallel: ",
+          gradient_owners.size(), " gradient owners for ", count + float_params.size(), " parameters");
+    const auto owners_from = [&](std::size_t first) {
+      return gradient_owners.empty() ? gradient_owners
+                                     : std::vector<int>(gradient_owners.begin() + static_cast<std::ptrdiff_t>(first),
+                                                        gradient_owners.end());
+    };
+    sync_ = gradient_buckets(model.named_parameters(), owners_from(0));
+    float_sync_ = float_params.empty() ? nullptr : gradient_buckets(float_params, owners_from(count));
     check_collectives("setup");
   }
 
@@ -160,6 +161,7 @@ class DataParallel {
   void before_backward(Model&, bool ends_in_step) {
     check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
     sync_->set_sync(ends_in_step);
+    if (float_sync_) float_sync_->set_sync(ends_in_step);
   }
 
   // Trainer point: every gradient averaged over the world.
@@ -167,6 +169,7 @@ class DataParallel {
   bool before_optimizer_step(Model&) {
     check(sync_ != nullptr, "DataParallel: setup() was not called (the Trainer calls it)");
     sync_->finish();
+    if (float_sync_) float_sync_->finish();
     return true;
   }
 
@@ -204,6 +207,31 @@ class DataParallel {
     if constexpr (requires { comm_->check_collectives(where); }) comm_->check_collectives("DataParallel " + where);
   }
 
+  // A 16-bit model's float parameters (batch norm's weight and bias), named; none for others.
+  template <class Model>
+  static auto float_parameters_of(const Model& model) {
+    if constexpr (requires { model.named_float_parameters(); }) return model.named_float_parameters();
+    else return std::vector<std::pair<std::string, Var<float, typename detail::parameter_of<Model>::device>>>{};
+  }
+
+  // Hooks on the trainable ones of named parameters of one type; owners[i] (if any) the rank
+  // keeping the i-th's averaged gradient.
+  template <class U, class D>
+  std::shared_ptr<detail::GradientSync> gradient_buckets(const std::vector<std::pair<std::string, Var<U, D>>>& params,
+                                                         const std::vector<int>& owners) {
+    std::vector<Var<U, D>> trainable;
+    std::vector<int> trainable_owners;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].second.requires_grad()) {
+        trainable.push_back(params[i].second);
+        if (!owners.empty()) trainable_owners.push_back(owners[i]);
+      }
+    using Wire = typename CompressionTag::template wire<U>;
+    return std::make_shared<detail::GradientBuckets<U, Comm, Wire, D>>(*comm_, std::move(trainable),
+                                                                        options_.bucket_bytes,
+                                                                        std::move(trainable_owners));
+  }
+
   template <class Model>
   void broadcast_buffers(Model& model) {
     for (auto& [name, b] : model.named_buffers()) comm_->broadcast(detail::elements(*b), 0);
@@ -215,6 +243,7 @@ class DataParallel {
   std::shared_ptr<Comm> data_group_;  // owned when split from the world by a pipeline grid
   DataParallelOptions options_;
   std::shared_ptr<detail::GradientSync> sync_;
+  std::shared_ptr<detail::GradientSync> float_sync_;  // a 16-bit model's float parameters
   detail::StepAgreement steps_agreement_{"DataParallel", options_.uneven_inputs};
   std::int64_t steps_ = 0;
 };

@@ -24,8 +24,9 @@
 // different gradients, so the Trainer makes one rank's skipped step (an fp16 overflow, a
 // non-finite gradient) every rank's.
 //
-// The partition is computed from the model's parameters at setup; the optimizer's must be the
-// same list (the model's parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// The partition is computed from the model's parameters at setup (a 16-bit model's float ones
+// last, as MixedPrecision's masters list them); the optimizer's must be the same list (the model's
+// parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads.
@@ -97,10 +98,14 @@ class Sharded {
   void setup(Model& model) {
     sizes_.clear();
     std::vector<bool> trainable;
-    for (const auto& [name, p] : model.named_parameters()) {
-      sizes_.push_back(p.numel());
-      trainable.push_back(p.requires_grad());
-    }
+    const auto count = [&](const auto& params) {
+      for (const auto& [name, p] : params) {
+        sizes_.push_back(p.numel());
+        trainable.push_back(p.requires_grad());
+      }
+    };
+    count(model.named_parameters());
+    if constexpr (requires { model.named_float_parameters(); }) count(model.named_float_parameters());
     owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
     if constexpr (shards_gradients) data_parallel_.setup(model, owners_);
     else data_parallel_.setup(model);

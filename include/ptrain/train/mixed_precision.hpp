@@ -2,7 +2,8 @@
 // MixedPrecision<Fp16 | Bf16>: Apex O2 / torch.amp training as a Trainer policy. The model is
 // built in half or bfloat16 and computes in it (products and sums in float, see kernels/); the
 // optimizer steps fp32 master copies of its parameters; each step the 16-bit gradients are
-// copied to the masters and unscaled, and the masters are copied back rounded.
+// copied to the masters and unscaled, and the masters are copied back rounded. The model's float
+// parameters (batch norm's weight and bias) are their own masters, unscaled in place.
 #include <charconv>
 #include <concepts>
 #include <cstddef>
@@ -36,16 +37,16 @@ namespace ptrain {
 // each stage checks its own gradients and the Trainer makes one stage's skip every stage's, so
 // the scale moves in step on all ranks. Outside a Trainer: ok = before_optimizer_step(model), the
 // optimizer's step if ok, step_decided(ok), after_optimizer_step(model).
-// Batch norm's running statistics stay float in the 16-bit model (BatchNorm2d, as Apex O2's
-// keep_batchnorm_fp32), its statistics and normalisation are computed in double and float from the
-// 16-bit input; its weight and bias are 16-bit copies of fp32 masters like every parameter (O2
-// keeps them fp32 in the model: a Var graph has one type, so a float leaf cannot join a half one).
+// Batch norm stays float in the 16-bit model, as Apex O2's keep_batchnorm_fp32: BatchNorm2d's
+// weight, bias and running statistics are float, the op runs in float on the widened input
+// (autograd/ops/batch_norm.hpp). Those weights (the model's float_parameters()) are stepped in
+// place: master_parameters() holds them after the masters of the 16-bit ones.
 //
 // On any device D (MixedPrecision<Fp16, Cuda>, a model of Var<half, Cuda>) the masters are
 // Var<float, D> (step them with Sgd<float, D> or Adam<float, D>); the casts and the unscaling run
 // through their dispatch points (kernels/cast.hpp, kernels/optim.hpp), and the inf/NaN check is
 // one flag in D's memory, read back once per step. A model is anything whose parameters() gives
-// the Var<T, D>s, in a fixed order.
+// the Var<T, D>s, in a fixed order (and float_parameters() its Var<float, D>s, if it has any).
 template <class Precision, class D = Cpu>
 class MixedPrecision {
   static_assert(std::same_as<Precision, Fp16> || std::same_as<Precision, Bf16>,
@@ -66,16 +67,20 @@ class MixedPrecision {
   template <class Model>
   explicit MixedPrecision(const Model& model, LossScalerOptions scaling = default_scaling())
       : params_(parameters_of(model)), scaler_(scaling) {
-    check(!params_.empty(), "MixedPrecision<", Precision::name, ">: the model has no parameters");
-    masters_.reserve(params_.size());
+    const std::vector<Var<float, D>> float_params = float_parameters_of(model);
+    check(!params_.empty() || !float_params.empty(), "MixedPrecision<", Precision::name,
+          ">: the model has no parameters");
+    masters_.reserve(params_.size() + float_params.size());
     for (const auto& p : params_) {
       Tensor<float, D> master(p.shape());
       copy(p.value(), master);
       masters_.emplace_back(std::move(master), p.requires_grad());
     }
+    masters_.insert(masters_.end(), float_params.begin(), float_params.end());
   }
 
-  // The fp32 copies the optimizer steps, in the model's parameter order.
+  // What the optimizer steps: the fp32 copies of the 16-bit parameters, in the model's parameter
+  // order, then the model's float parameters themselves.
   const std::vector<Var<float, D>>& master_parameters() const { return masters_; }
   double loss_scale() const { return scaler_.scale(); }
   const LossScaler& scaler() const { return scaler_; }
@@ -88,8 +93,12 @@ class MixedPrecision {
   void setup(Model& model) {
     std::set<const void*> ours;
     for (const auto& p : params_) ours.insert(p.node().get());
-    for (const auto& p : parameters_of(model))
-      check(ours.count(p.node().get()) == 1, "MixedPrecision<", Precision::name,
+    for (std::size_t i = params_.size(); i < masters_.size(); ++i) ours.insert(masters_[i].node().get());
+    std::vector<const void*> theirs;
+    for (const auto& p : parameters_of(model)) theirs.push_back(p.node().get());
+    for (const auto& p : float_parameters_of(model)) theirs.push_back(p.node().get());
+    for (const void* p : theirs)
+      check(ours.count(p) == 1, "MixedPrecision<", Precision::name,
             ">: the Trainer's model is not the one this policy was made from");
     for (std::size_t i = 0; i < params_.size(); ++i) copy(params_[i].value(), masters_[i].value());
   }
@@ -112,6 +121,8 @@ class MixedPrecision {
       if (!g.defined() || g.shape() != p.shape()) g = Tensor<float, D>(p.shape());
       unscale(p.grad(), g);
     }
+    for (std::size_t i = params_.size(); i < masters_.size(); ++i)
+      if (masters_[i].requires_grad() && masters_[i].grad().defined()) unscale(masters_[i].grad(), masters_[i].grad());
     return no_inf_found();
   }
 
@@ -179,6 +190,11 @@ class MixedPrecision {
                   "T the precision's 16-bit type (half for Fp16, bfloat16 for Bf16) and D this policy's device");
     return model.parameters();
   }
+  template <class Model>
+  static std::vector<Var<float, D>> float_parameters_of(const Model& model) {
+    if constexpr (requires { model.float_parameters(); }) return model.float_parameters();
+    else return {};
+  }
 
   template <class From, class To>
   static void copy(const Tensor<From, D>& from, Tensor<To, D>& to) {
@@ -191,8 +207,9 @@ class MixedPrecision {
     found_inf_.zero();
   }
 
-  // master_grad = grad / scale, raising the flag on an inf or NaN.
-  void unscale(const Tensor<T, D>& grad, Tensor<float, D>& master_grad) {
+  // master_grad = grad / scale, raising the flag on an inf or NaN; grad may be master_grad.
+  template <class G>
+  void unscale(const Tensor<G, D>& grad, Tensor<float, D>& master_grad) {
     kernels::unscale_gradients(kernels::executor_for<D>{}, grad.data(), master_grad.data(), grad.numel(),
                                scaler_.scale(), found_inf_.data());
   }
@@ -200,7 +217,7 @@ class MixedPrecision {
   bool no_inf_found() const { return found_inf_.to_vector()[0] == 0; }  // the step's one device-to-host copy
 
   std::vector<Var<T, D>> params_;
-  std::vector<Var<float, D>> masters_;
+  std::vector<Var<float, D>> masters_;  // params_' masters, then the model's float parameters
   LossScaler scaler_;
   Tensor<std::int32_t, D> found_inf_;
   bool skipped_ = false;

@@ -22,24 +22,33 @@ struct NonFiniteGradient {
   std::int64_t count = 0, numel = 0;
 };
 
-// The first trained parameter, in named_parameters() order, whose gradient holds an inf or NaN; none
-// when all are finite (a frozen parameter's stale gradient is not stepped, so not checked). One
-// count per parameter in D's memory and one copy back for them all.
+// The first trained parameter, in named_parameters() order (then a 16-bit model's
+// named_float_parameters()), whose gradient holds an inf or NaN; none when all are finite (a
+// frozen parameter's stale gradient is not stepped, so not checked). One count per parameter in
+// D's memory and one copy back for them all.
 template <class T, class D>
 std::optional<NonFiniteGradient> first_non_finite_gradient(const Module<T, D>& model) {
   const auto named = model.named_parameters();
-  if (named.empty()) return std::nullopt;
-  Tensor<double, D> counts(Shape{static_cast<std::int64_t>(named.size())});
+  const auto named_float = model.named_float_parameters();
+  const std::size_t n = named.size() + named_float.size();
+  if (n == 0) return std::nullopt;
+  Tensor<double, D> counts(Shape{static_cast<std::int64_t>(n)});
   counts.zero();
-  for (std::size_t i = 0; i < named.size(); ++i) {
-    const Tensor<T, D>& g = named[i].second.grad();
-    if (named[i].second.requires_grad() && g.defined() && g.numel() > 0)
+  const auto count = [&](const auto& p, std::size_t i) {
+    const auto& g = p.grad();
+    if (p.requires_grad() && g.defined() && g.numel() > 0)
       kernels::count_non_finite(kernels::executor_for<D>{}, g.data(), g.numel(), counts.data() + i);
-  }
+  };
+  for (std::size_t i = 0; i < named.size(); ++i) count(named[i].second, i);
+  for (std::size_t i = 0; i < named_float.size(); ++i) count(named_float[i].second, named.size() + i);
   const std::vector<double> host = counts.to_vector();
-  for (std::size_t i = 0; i < named.size(); ++i)
-    if (host[i] > 0)
-      return NonFiniteGradient{named[i].first, static_cast<std::int64_t>(host[i]), named[i].second.grad().numel()};
+  for (std::size_t i = 0; i < n; ++i)
+    if (host[i] > 0) {
+      const bool wide = i >= named.size();
+      const std::string& name = wide ? named_float[i - named.size()].first : named[i].first;
+      const std::int64_t numel = wide ? named_float[i - named.size()].second.numel() : named[i].second.numel();
+      return NonFiniteGradient{name, static_cast<std::int64_t>(host[i]), numel};
+    }
   return std::nullopt;
 }
 

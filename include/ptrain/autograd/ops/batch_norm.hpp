@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "ptrain/autograd/backward.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/batch_norm.hpp"
+#include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed/batch_norm.hpp"
@@ -183,6 +186,44 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D
     }
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
   });
+}
+
+// batch_norm with weight and bias wider than x (float beside half: Apex O2's keep_batchnorm_fp32,
+// the affine parameters fp32 leaves in a 16-bit model). The op runs in W on a widened copy of x,
+// as the 16-bit CPU kernels do anyway (kernels/cpu/widen.hpp), and y is rounded to T once. A graph
+// holds one type, so x's graph sees one op whose backward widens the gradient, runs the W op's
+// own backward (weight and bias get W gradients there, and their on_grad_ready hooks fire as in
+// any backward pass) and rounds x's gradient to T.
+template <class T, Device D, class W, class S>
+  requires(!std::is_same_v<T, W>)
+Var<T, D> batch_norm(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D>& bias, Tensor<S, D>& running_mean,
+                     Tensor<S, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+                     const BatchNormSync& sync = {}) {
+  const kernels::executor_for<D> ex;
+  Tensor<W, D> wide_x(x.shape());
+  kernels::cast(ex, x.value().data(), wide_x.data(), x.numel());
+  Var<W, D> xw(std::move(wide_x), x.requires_grad() && GradMode::enabled());
+  Var<W, D> yw = batch_norm(xw, weight, bias, running_mean, running_var, training, momentum, eps, sync);
+  Tensor<T, D> y(x.shape());
+  kernels::cast(ex, yw.value().data(), y.data(), y.numel());
+  if (!yw.requires_grad()) return Var<T, D>(std::move(y), false);
+  auto node = std::make_shared<Node<T, D>>();
+  node->value = std::move(y);
+  node->requires_grad = true;
+  node->op = "batch_norm";
+  node->inputs.push_back(x.node());
+  node->backward = [xw, yw](Node<T, D>& self) mutable {
+    const kernels::executor_for<D> ex;
+    Tensor<W, D> gy(self.grad.shape());
+    kernels::cast(ex, self.grad.data(), gy.data(), gy.numel());
+    xw.zero_grad();
+    backward(yw, std::move(gy), /*retain_graph=*/true);  // a retained outer graph may run it again
+    if (!self.input_needs_grad(0) || !xw.grad().defined()) return;
+    Tensor<T, D> gx(self.grad.shape());
+    kernels::cast(ex, xw.grad().data(), gx.data(), gx.numel());
+    self.inputs[0]->accumulate(std::move(gx));
+  };
+  return Var<T, D>(std::move(node));
 }
 
 }  // namespace ptrain
