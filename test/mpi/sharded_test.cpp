@@ -144,14 +144,16 @@ double sum_over_ranks(MpiComm& comm, std::size_t value) {
   return sum;
 }
 
-// Zero1 is DataParallel's arithmetic to the bit. Zero2 sums each gradient with a reduce-scatter,
-// whose order of addition MPI may choose otherwise than the allreduce's: within `tolerance`.
+// Zero1 is DataParallel's arithmetic to the bit, but for a clipped norm (each rank sums its own
+// parameters' squares, then the ranks' sums add up: another order). Zero2 sums each gradient with a
+// reduce-scatter, whose order of addition MPI may choose otherwise than the allreduce's: within
+// `tolerance`.
 template <class Stage, class T, class Opt>
 void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, StepOptions how, double tolerance) {
   const Outcome serial = run<T, Opt>(nullptr, how);
   const Outcome data_parallel = run<T, Opt>(&comm, how, DataParallelPolicy(comm, {.bucket_bytes = 512}));
   const Outcome sharded = run<T, Opt>(&comm, how, Sharded<Stage>(comm, {.bucket_bytes = 512}));
-  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  if (std::is_same_v<Stage, Zero1> && how.clip_grad_norm == 0) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
   else BOOST_TEST(max_difference(sharded, data_parallel) <= tolerance);
   BOOST_TEST(max_difference(sharded, serial) <= tolerance);
   BOOST_TEST(max_difference(data_parallel, serial) <= tolerance);
