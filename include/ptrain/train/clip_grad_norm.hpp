@@ -4,9 +4,9 @@
 // TrainerOptions::clip_grad_norm applies it to the gradients the optimizer steps, after the
 // policies' before_optimizer_step: data-parallel gradients already averaged, mixed precision's
 // unscaled into the fp32 masters (a step that overflowed is skipped, not clipped, as GradScaler's
-// recipe). A model cut into pipeline stages holds each gradient on one stage only: sum_over_stages
-// adds the stages' squared norms, so every stage clips by the whole model's norm (replicas hold the
-// same averaged gradients and are not summed over).
+// recipe). A model cut into pipeline stages holds each gradient on one stage only, and Sharded ranks
+// each their own parameters' by then: sum_over_parts adds those ranks' squared norms, so every rank
+// clips by the whole model's norm (replicas hold the same averaged gradients and are not summed over).
 //
 //   const double norm = clip_grad_norm(model.parameters(), 0.5);
 #include <algorithm>
@@ -39,14 +39,14 @@ double squared_gradient_norm(const std::vector<Var<T, D>>& params) {
 }
 
 // Clips the gradients of `params` to the global norm max_norm and returns the norm before
-// clipping. sum_over_stages(std::span<double>) sums the squared norm over the ranks that hold the
-// rest of the model (a pipeline's stages); alone, the params are the whole model.
-template <class T, class D, class SumOverStages>
-double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, SumOverStages&& sum_over_stages) {
+// clipping. sum_over_parts(std::span<double>) sums the squared norm over the ranks that hold the
+// rest of the gradients (a pipeline's stages, Sharded ranks); alone, the params are the whole model.
+template <class T, class D, class SumOverParts>
+double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, SumOverParts&& sum_over_parts) {
   check(max_norm > 0 && std::isfinite(max_norm), "clip_grad_norm: max_norm ", max_norm,
         " (expected a positive finite norm)");
   double squared = squared_gradient_norm(params);
-  sum_over_stages(std::span<double>(&squared, 1));
+  sum_over_parts(std::span<double>(&squared, 1));
   const double norm = std::sqrt(squared);
   // torch's clip_coef, clamped to 1: a gradient within the norm is left as it is.
   const double coefficient = max_norm / (norm + 1e-6);
