@@ -42,7 +42,7 @@ def main():
             times.append(time.perf_counter() - start)
     median = statistics.median(times)
     print(json.dumps({"model": "transformer_lm", "median_s": median, "tokens_per_sec": bptt * batch / median,
-                      "torch": torch.__version__}), flush=True)
+                      "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
 
 
 if __name__ == "__main__":

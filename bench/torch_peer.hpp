@@ -1,7 +1,8 @@
 #pragma once
-// A PyTorch peer run in the same process tree as a bench: the Python that has torch
-// (PTRAIN_TORCH_PYTHON, e.g. a venv with pip's torch, else /usr/bin/python3 with Debian's
-// python3-torch) runs a peer script from bench/, whose JSON lines come back.
+// The PyTorch peers run in the same process tree as a bench: each Python that has torch runs a
+// peer script from bench/, whose JSON lines come back. The peers are PTRAIN_TORCH_PYTHONS (paths
+// separated by ':', as bench/run_train_step.sh sets them: the venv with pip's torch, then
+// /usr/bin/python3 with Debian's python3-torch), else PTRAIN_TORCH_PYTHON, else /usr/bin/python3.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,15 +10,34 @@
 
 namespace bench {
 
-inline std::string torch_python() {
-  const char* python = std::getenv("PTRAIN_TORCH_PYTHON");
-  return python && *python ? python : "/usr/bin/python3";
+struct TorchPeer {
+  std::string python;
+  std::string name;  // "debian" for the system Python, "pip" for any other (a venv)
+};
+
+inline std::vector<TorchPeer> torch_peers() {
+  std::string list;
+  if (const char* many = std::getenv("PTRAIN_TORCH_PYTHONS"); many && *many) list = many;
+  else if (const char* one = std::getenv("PTRAIN_TORCH_PYTHON"); one && *one) list = one;
+  else list = "/usr/bin/python3";
+  std::vector<TorchPeer> peers;
+  for (std::size_t begin = 0; begin <= list.size();) {
+    std::size_t end = list.find(':', begin);
+    if (end == std::string::npos) end = list.size();
+    if (end > begin) {
+      std::string python = list.substr(begin, end - begin);
+      std::string name = python == "/usr/bin/python3" ? "debian" : "pip";
+      peers.push_back({std::move(python), std::move(name)});
+    }
+    begin = end + 1;
+  }
+  return peers;
 }
 
-// The lines `torch_python() script args` prints (its stderr dropped); none when it cannot run.
-inline std::vector<std::string> peer_lines(const std::string& script, const std::string& args) {
+// The lines `peer.python script args` prints (its stderr dropped); none when it cannot run.
+inline std::vector<std::string> peer_lines(const TorchPeer& peer, const std::string& script, const std::string& args) {
   std::vector<std::string> lines;
-  const std::string cmd = torch_python() + " " PTRAIN_BENCH_DIR "/" + script + " " + args + " 2>/dev/null";
+  const std::string cmd = peer.python + " " PTRAIN_BENCH_DIR "/" + script + " " + args + " 2>/dev/null";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return lines;
   char line[1024];
@@ -35,6 +55,9 @@ inline std::string json_field(const std::string& line, const std::string& key) {
   return value.substr(0, value.find_first_of(",}"));
 }
 
-inline std::string unavailable_reason() { return torch_python() + " cannot import torch"; }
+inline void print_unavailable(const char* bench_name, const TorchPeer& peer) {
+  std::printf("bench=%s peer=pytorch_%s status=unavailable reason=\"%s cannot import torch\"\n", bench_name,
+              peer.name.c_str(), peer.python.c_str());
+}
 
 }  // namespace bench

@@ -51,7 +51,7 @@ def main():
         make, shape, batch, warmup, steps, classes, per_pixel = configs[name]
         median = time_steps(make().train(), shape, batch, warmup, steps, classes, per_pixel)
         print(json.dumps({"model": name, "batch": batch, "median_s": median,
-                          "images_per_sec": batch / median, "torch": torch.__version__,
+                          "images_per_sec": batch / median, "torch": torch.__version__, "threads": torch.get_num_threads(),
                           "mkldnn": torch.backends.mkldnn.is_available()}), flush=True)
 
 

@@ -2,8 +2,8 @@
 // CIFAR ResNet-18 and ResNet-50 (batch 64), VGG-16 (128x128, 3 classes, batch 16) and a 5-level
 // UNet of widths 16..256 (128x128, 2 classes, per-pixel loss, batch 16), and one large GEMM for
 // this machine's attainable peak. When
-// the Python of bench/torch_peer.hpp has torch, runs bench/torch_peer.py on the same work in the same run and
-// prints the ratio. One machine-readable line per figure:
+// a PyTorch peer of bench/torch_peer.hpp has torch (bench/run_train_step.sh gives pip's and Debian's),
+// runs bench/torch_peer.py on the same work in the same run and prints the ratio to each. One machine-readable line per figure:
 //   bench=train_step model=... impl=ptrain|pytorch batch=... median_ms=... images_per_sec=...
 #include <algorithm>
 #include <chrono>
@@ -80,11 +80,20 @@ void report(std::map<std::string, double>& ours, const std::string& name, int th
   std::fflush(stdout);
 }
 
-std::map<std::string, double> run_pytorch(int threads, const std::string& models) {
+// Each peer's images/s by model, with its torch version and thread count.
+struct PeerRun {
   std::map<std::string, double> images_per_sec;
-  for (const std::string& line : bench::peer_lines("torch_peer.py", std::to_string(threads) + " " + models))
-    images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
-  return images_per_sec;
+  std::string torch_version, threads;
+};
+
+PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string& models) {
+  PeerRun run;
+  for (const std::string& line : bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models)) {
+    run.images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
+    run.torch_version = bench::json_field(line, "torch");
+    run.threads = bench::json_field(line, "threads");
+  }
+  return run;
 }
 
 }  // namespace
@@ -121,15 +130,19 @@ int main(int argc, char** argv) {
     report(ours, "unet_128", threads, 16, median_step_seconds(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
   }
 
-  const auto torch = run_pytorch(threads, only);
-  if (torch.empty()) {
-    std::printf("bench=train_step peer=pytorch status=unavailable reason=\"%s\"\n", bench::unavailable_reason().c_str());
-    return 0;
-  }
-  for (const auto& [model, ips] : torch) {
-    std::printf("bench=train_step model=%s impl=pytorch threads=%d images_per_sec=%.1f\n", model.c_str(), threads, ips);
-    if (ours.count(model))
-      std::printf("bench=train_step model=%s ratio_ptrain_over_pytorch=%.3f\n", model.c_str(), ours[model] / ips);
+  for (const bench::TorchPeer& peer : bench::torch_peers()) {
+    const PeerRun torch = run_pytorch(peer, threads, only);
+    if (torch.images_per_sec.empty()) {
+      bench::print_unavailable("train_step", peer);
+      continue;
+    }
+    for (const auto& [model, ips] : torch.images_per_sec) {
+      std::printf("bench=train_step model=%s impl=pytorch_%s torch=%s threads=%s images_per_sec=%.1f\n", model.c_str(),
+                  peer.name.c_str(), torch.torch_version.c_str(), torch.threads.c_str(), ips);
+      if (ours.count(model))
+        std::printf("bench=train_step model=%s ratio_ptrain_over_pytorch_%s=%.3f\n", model.c_str(), peer.name.c_str(),
+                    ours[model] / ips);
+    }
   }
   return 0;
 }

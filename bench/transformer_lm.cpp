@@ -84,16 +84,18 @@ int main(int argc, char** argv) {
                 static_cast<long long>(ntoken), static_cast<long long>(emsize), static_cast<long long>(nhid),
                 static_cast<long long>(nlayers), static_cast<long long>(nhead), static_cast<long long>(bptt),
                 static_cast<long long>(batch), warmup, steps);
-  for (const std::string& line : bench::peer_lines("torch_lm_peer.py", args)) {
-    const double theirs = std::atof(bench::json_field(line, "tokens_per_sec").c_str());
-    if (theirs <= 0) continue;
-    std::printf("bench=transformer_lm impl=pytorch threads=%d torch=%s median_ms=%.1f tokens_per_sec=%.1f\n", threads,
-                bench::json_field(line, "torch").c_str(), 1e3 * std::atof(bench::json_field(line, "median_s").c_str()),
-                theirs);
-    std::printf("bench=transformer_lm ratio_ptrain_over_pytorch=%.3f\n", ours / theirs);
-    return 0;
+  for (const bench::TorchPeer& peer : bench::torch_peers()) {
+    bool ran = false;
+    for (const std::string& line : bench::peer_lines(peer, "torch_lm_peer.py", args)) {
+      const double theirs = std::atof(bench::json_field(line, "tokens_per_sec").c_str());
+      if (theirs <= 0) continue;
+      std::printf("bench=transformer_lm impl=pytorch_%s threads=%s torch=%s median_ms=%.1f tokens_per_sec=%.1f\n",
+                  peer.name.c_str(), bench::json_field(line, "threads").c_str(), bench::json_field(line, "torch").c_str(),
+                  1e3 * std::atof(bench::json_field(line, "median_s").c_str()), theirs);
+      std::printf("bench=transformer_lm ratio_ptrain_over_pytorch_%s=%.3f\n", peer.name.c_str(), ours / theirs);
+      ran = true;
+    }
+    if (!ran) bench::print_unavailable("transformer_lm", peer);
   }
-  std::printf("bench=transformer_lm peer=pytorch status=unavailable reason=\"%s\"\n",
-              bench::unavailable_reason().c_str());
   return 0;
 }
