@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """The PyTorch peer of bench/train_step: the same networks, batch sizes and optimizer step,
-timed the same way (median of the timed steps after warm-up). Prints one JSON line per model."""
+timed the same way (median of the timed steps after warm-up). Prints one JSON line per model,
+then, with a third argument `profile`, one per model and kernel family: the self CPU time per
+step that torch.profiler gives the aten ops of two more steps, grouped as bench/train_step groups
+its own (FAMILIES below; the optimizer is every op under Optimizer.step)."""
 import json
+import re
 import statistics
 import sys
 import time
@@ -18,21 +22,80 @@ def small_cnn():
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
 
 
-def time_steps(model, shape, batch, warmup, steps, classes=10, per_pixel=False):
+def make_step(model, shape, batch, classes, per_pixel):
     torch.manual_seed(0)
     x = torch.randn(batch, *shape)
     y = torch.randint(0, classes, (batch, *shape[1:]) if per_pixel else (batch,))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    times = []
-    for i in range(warmup + steps):
-        start = time.perf_counter()
+
+    def step():
         opt.zero_grad(set_to_none=True)
         loss_fn(model(x), y).backward()
         opt.step()
+    return step
+
+
+def time_steps(step, warmup, steps):
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        step()
         if i >= warmup:
             times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+# aten op name -> the kernel family bench/train_step counts it under (first match wins).
+FAMILIES = [
+    (r"convolution_backward|conv.*backward", "conv_backward"),
+    (r"conv|mkldnn_convolution", "conv_forward"),
+    (r"batch_norm.*backward", "batch_norm_backward"),
+    (r"batch_norm", "batch_norm_forward"),
+    (r"pool.*backward", "pool_backward"),
+    (r"pool", "pool_forward"),
+    (r"addmm|::mm$|::bmm$|matmul|linear", "gemm"),
+    (r"nll_loss|cross_entropy|mse_loss", "loss"),
+    (r"log_softmax", "loss"),  # cross-entropy's half; ptrain's cross-entropy kernel fuses both
+    (r"softmax", "softmax"),
+    (r"upsample|interpolate", "upsample"),
+    (r"::sum$|::mean$", "reduce"),
+    (r"::empty|::zeros|::zero_|::fill_|::resize_|::as_strided|::view|::reshape|::t$|::transpose"
+     r"|::expand|::permute|::select|::slice|::set_|::to$|::_to_copy|::contiguous|::flatten|detach|_reshape_alias"
+     r"|::ones_like|::resolve_", "autograd_and_allocation"),
+    (r"^autograd::|Backward0|AccumulateGrad", "autograd_and_allocation"),
+    (r"relu|clamp|threshold|::add|::mul|::div|::sub|dropout|bernoulli|::copy_|::clone|::where", "elementwise"),
+]
+
+
+def family_of(event):
+    parent = event
+    while parent is not None:
+        if parent.name.startswith("Optimizer.step") or parent.name.startswith("Optimizer.zero_grad"):
+            return "optimizer"
+        parent = parent.cpu_parent
+    for pattern, family in FAMILIES:
+        if re.search(pattern, event.name):
+            return family
+    return "other_kernels"
+
+
+def profile_families(step, steps=2):
+    from torch.profiler import ProfilerActivity, profile
+    step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        wall_us = (time.perf_counter() - start) * 1e6
+    families = {}
+    for event in prof.events():
+        family = family_of(event)
+        families[family] = families.get(family, 0.0) + event.self_cpu_time_total
+    # What no aten op recorded (Python, the profiler's own cost) counts as bookkeeping.
+    families["autograd_and_allocation"] = families.get("autograd_and_allocation", 0.0) + max(
+        0.0, wall_us - sum(families.values()))
+    return {family: us / steps / 1e3 for family, us in families.items()}
 
 
 def main():
@@ -47,12 +110,17 @@ def main():
         "vgg16_128": (lambda: zoo.vgg16(3), (3, 128, 128), 16, 1, 4, 3, False),
         "unet_128": (lambda: zoo.UNet(3, 2), (3, 128, 128), 16, 1, 4, 2, True),
     }
+    profiling = len(sys.argv) > 3 and sys.argv[3] == "profile"
     for name in which:
         make, shape, batch, warmup, steps, classes, per_pixel = configs[name]
-        median = time_steps(make().train(), shape, batch, warmup, steps, classes, per_pixel)
+        step = make_step(make().train(), shape, batch, classes, per_pixel)
+        median = time_steps(step, warmup, steps)
         print(json.dumps({"model": name, "batch": batch, "median_s": median,
                           "images_per_sec": batch / median, "torch": torch.__version__, "threads": torch.get_num_threads(),
                           "mkldnn": torch.backends.mkldnn.is_available()}), flush=True)
+        if profiling:
+            for family, ms in sorted(profile_families(step).items()):
+                print(json.dumps({"model": name, "family": family, "ms_per_step": ms}), flush=True)
 
 
 if __name__ == "__main__":

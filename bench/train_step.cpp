@@ -1,15 +1,19 @@
 // Times a training step (forward, backward, SGD with momentum) of the demo CNN (batch 128), of
 // CIFAR ResNet-18 and ResNet-50 (batch 64), VGG-16 (128x128, 3 classes, batch 16) and a 5-level
-// UNet of widths 16..256 (128x128, 2 classes, per-pixel loss, batch 16), and one large GEMM for
-// this machine's attainable peak. When
-// a PyTorch peer of bench/torch_peer.hpp has torch (bench/run_train_step.sh gives pip's and Debian's),
-// runs bench/torch_peer.py on the same work in the same run and prints the ratio to each. One machine-readable line per figure:
-//   bench=train_step model=... impl=ptrain|pytorch batch=... median_ms=... images_per_sec=...
+// UNet of widths 16..256 (128x128, 2 classes, per-pixel loss, batch 16), each model's GFLOP/s
+// against one large GEMM's (this machine's attainable peak), and where each step's time goes by
+// kernel family (core/op_profile.hpp). Each PyTorch peer of bench/torch_peer.hpp that has torch
+// (bench/run_train_step.sh gives pip's and Debian's) runs bench/torch_peer.py on the same work in
+// the same run, its families from torch.profiler; the ratio to each is printed. One
+// machine-readable line per figure:
+//   bench=train_step model=... impl=ptrain|pytorch_pip|pytorch_debian ... images_per_sec=...
+//   bench=op_breakdown model=... impl=... family=conv_forward|...|autograd_and_allocation ms_per_step=...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +41,17 @@ double gemm_gflops(std::int64_t n, int repeats) {
   return 2.0 * double(n) * n * n / median(times) / 1e9;
 }
 
+// The timed steps' median, their kernel families' self time (the OpProfile of the timed steps:
+// timing each kernel call costs two clock reads) and the rest, autograd and allocation, in ms per step.
+struct StepTimes {
+  double median_seconds = 0;
+  std::map<std::string, double> family_ms;
+};
+
 // classes: of the targets; per_pixel: one target per output pixel (segmentation).
 template <class Model>
-double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
-                           bool per_pixel = false) {
+StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
+                     bool per_pixel = false) {
   ptrain::Rng rng(0);
   ptrain::Tensor<float> x(input_shape);
   for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
@@ -49,7 +60,10 @@ double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, 
   for (auto& t : y) t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(classes)));
   ptrain::Sgd<float> sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
   std::vector<double> times;
+  ptrain::OpProfile profile;
   for (int i = 0; i < warmup + steps; ++i) {
+    std::optional<ptrain::OpProfileScope> profiling;
+    if (i >= warmup) profiling.emplace(profile);
     const auto start = Clock::now();
     model.zero_grad();
     ptrain::backward(ptrain::cross_entropy(model.forward(ptrain::Var<float>(x)), y));
@@ -59,24 +73,41 @@ double median_step_seconds(Model& model, ptrain::Shape input_shape, int warmup, 
     }
     if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
-  return median(times);
+  StepTimes result{.median_seconds = median(times)};
+  double total_ms = 0;
+  for (double t : times) total_ms += 1e3 * t / steps;
+  for (const auto& [family, time] : profile.families()) result.family_ms[family] = time.self_us / 1e3 / steps;
+  result.family_ms["autograd_and_allocation"] = total_ms - profile.self_us() / 1e3 / steps;
+  return result;
 }
 
 // Training FLOPs per image (forward MACs x 2 x 3: forward, grad-input, grad-weight).
 const std::map<std::string, double> train_flops_per_image = {
     {"small_cnn", 3 * 2 * 4.2412e6},
     {"resnet18_cifar", 3 * 2 * 0.5562e9},
+    {"resnet50_cifar", 3 * 2 * 1.2978e9},
+    {"vgg16_128", 3 * 2 * 5.1307e9},
+    {"unet_128", 3 * 2 * 0.7584e9},
 };
 
-// One model of the comparison: its step time, printed, and kept for the ratio with PyTorch.
+void print_family(const std::string& model, const std::string& impl, const std::string& family, double ms) {
+  std::printf("bench=op_breakdown model=%s impl=%s family=%s ms_per_step=%.2f\n", model.c_str(), impl.c_str(),
+              family.c_str(), ms);
+}
+
+// One model of the comparison: its step time and kernel families, printed, and its images/s kept
+// for the ratio with PyTorch.
 void report(std::map<std::string, double>& ours, const std::string& name, int threads, std::int64_t batch,
-            double seconds, double peak) {
+            const StepTimes& times, double peak) {
+  const double seconds = times.median_seconds;
   ours[name] = static_cast<double>(batch) / seconds;
   std::printf("bench=train_step model=%s impl=ptrain threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f",
               name.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ours[name]);
   if (train_flops_per_image.count(name))
-    std::printf(" peak_fraction=%.3f", ours[name] * train_flops_per_image.at(name) / 1e9 / peak);
+    std::printf(" gflops=%.1f peak_fraction=%.3f", ours[name] * train_flops_per_image.at(name) / 1e9,
+                ours[name] * train_flops_per_image.at(name) / 1e9 / peak);
   std::printf("\n");
+  for (const auto& [family, ms] : times.family_ms) print_family(name, "ptrain", family, ms);
   std::fflush(stdout);
 }
 
@@ -88,7 +119,13 @@ struct PeerRun {
 
 PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string& models) {
   PeerRun run;
-  for (const std::string& line : bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models)) {
+  for (const std::string& line :
+       bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models + " profile")) {
+    if (!bench::json_field(line, "family").empty()) {
+      print_family(bench::json_field(line, "model"), "pytorch_" + peer.name, bench::json_field(line, "family"),
+                   std::atof(bench::json_field(line, "ms_per_step").c_str()));
+      continue;
+    }
     run.images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
     run.torch_version = bench::json_field(line, "torch");
     run.threads = bench::json_field(line, "threads");
@@ -111,23 +148,23 @@ int main(int argc, char** argv) {
   const auto wanted = [&](const char* name) { return only.find(name) != std::string::npos; };
   if (wanted("small_cnn")) {
     ptrain::SmallCnn<float> net;
-    report(ours, "small_cnn", threads, 128, median_step_seconds(net, {128, 1, 28, 28}, 3, 20), peak);
+    report(ours, "small_cnn", threads, 128, time_steps(net, {128, 1, 28, 28}, 3, 20), peak);
   }
   if (wanted("resnet18_cifar")) {
     auto net = ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true});
-    report(ours, "resnet18_cifar", threads, 64, median_step_seconds(*net, {64, 3, 32, 32}, 2, 8), peak);
+    report(ours, "resnet18_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 2, 8), peak);
   }
   if (wanted("resnet50_cifar")) {
     auto net = ptrain::resnet50<float>({.num_classes = 10, .cifar_stem = true});
-    report(ours, "resnet50_cifar", threads, 64, median_step_seconds(*net, {64, 3, 32, 32}, 1, 4), peak);
+    report(ours, "resnet50_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 1, 4), peak);
   }
   if (wanted("vgg16_128")) {
     auto net = ptrain::vgg16<float>({.num_classes = 3});
-    report(ours, "vgg16_128", threads, 16, median_step_seconds(*net, {16, 3, 128, 128}, 1, 4, 3), peak);
+    report(ours, "vgg16_128", threads, 16, time_steps(*net, {16, 3, 128, 128}, 1, 4, 3), peak);
   }
   if (wanted("unet_128")) {
     ptrain::UNet<float> net({.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
-    report(ours, "unet_128", threads, 16, median_step_seconds(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
+    report(ours, "unet_128", threads, 16, time_steps(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
   }
 
   for (const bench::TorchPeer& peer : bench::torch_peers()) {

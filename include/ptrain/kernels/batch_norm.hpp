@@ -6,6 +6,7 @@
 // ones on every executor. The double arrays are in the executor's memory.
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/batch_norm.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
@@ -16,6 +17,7 @@ namespace ptrain::kernels {
 template <class T>
 void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
                                  double eps, T* y, double* mean, double* var) {
+  ProfiledOp profiled("batch_norm_forward");
   batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var);
 }
 template <class Ex, class T>
@@ -27,6 +29,7 @@ void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& 
 template <class T>
 void batch_norm_forward_inference(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight,
                                   const T* bias, const double* mean, const double* invstd, T* y) {
+  ProfiledOp profiled("batch_norm_forward");
   batch_norm_forward_inference(x, l, weight, bias, mean, invstd, y);
 }
 template <class Ex, class T>
@@ -39,6 +42,7 @@ template <class T>
 void batch_norm_backward(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
                          const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
                          double* sum_gy_xhat) {
+  ProfiledOp profiled("batch_norm_backward");
   batch_norm_backward(x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
 }
 template <class Ex, class T>
@@ -50,6 +54,7 @@ void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLay
 
 template <class T>
 void batch_norm_moments(const CpuExecutor&, const T* x, const ChannelLayout& l, double* mean, double* var) {
+  ProfiledOp profiled("batch_norm_forward");
   batch_norm_moments(x, l, mean, var);
 }
 template <class Ex, class T>
@@ -60,6 +65,7 @@ void batch_norm_moments(const Ex& ex, const T* x, const ChannelLayout& l, double
 template <class T>
 void batch_norm_backward_sums(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const double* mean,
                               double* sum_gy, double* sum_gy_xmu) {
+  ProfiledOp profiled("batch_norm_backward");
   batch_norm_backward_sums(x, gy, l, mean, sum_gy, sum_gy_xmu);
 }
 template <class Ex, class T>
@@ -72,6 +78,7 @@ template <class T>
 void batch_norm_backward_input(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
                                const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
                                double count, T* gx) {
+  ProfiledOp profiled("batch_norm_backward");
   batch_norm_backward_input(x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
 }
 template <class Ex, class T>

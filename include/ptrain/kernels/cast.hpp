@@ -7,6 +7,7 @@
 #include <span>
 #include <type_traits>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/elementwise.hpp"
@@ -16,6 +17,7 @@ namespace ptrain::kernels {
 // dst[i] = To(src[i]); src and dst must not overlap.
 template <class From, class To>
 void cast(const CpuExecutor&, const From* src, To* dst, std::int64_t n) {
+  ProfiledOp profiled("cast");
   check(n >= 0, "cast: negative element count ", n);
   const auto count = static_cast<std::size_t>(n);
   convert(std::span<const From>(src, count), std::span<To>(dst, count));
@@ -28,6 +30,7 @@ void cast(const Ex& ex, const From* src, To* dst, std::int64_t n) {
 // dst[i] = To(src[i]) * scale; From may equal To and then src may equal dst.
 template <class From, class To>
 void cast_scaled(const CpuExecutor&, const From* src, To* dst, std::int64_t n, accumulate_t<To> scale) {
+  ProfiledOp profiled("cast");
   check(n >= 0, "cast_scaled: negative element count ", n);
   const auto s = static_cast<To>(scale);
   if constexpr (std::is_same_v<From, To>) {

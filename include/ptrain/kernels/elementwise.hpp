@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/cpu/copy.hpp"
@@ -19,6 +20,7 @@ namespace ptrain::kernels {
 // out[i] = f(in[i]), f a functor of kernels/functors.hpp.
 template <class T, class F>
 void map(const CpuExecutor&, const T* in, T* out, std::int64_t n, F f) {
+  ProfiledOp profiled("elementwise");
   map(in, out, n, f);
 }
 template <class Ex, class T, class F>
@@ -29,6 +31,7 @@ void map(const Ex& ex, const T* in, T* out, std::int64_t n, F f) {
 // out[i] = f(a[i], b[i]).
 template <class T, class F>
 void map2(const CpuExecutor&, const T* a, const T* b, T* out, std::int64_t n, F f) {
+  ProfiledOp profiled("elementwise");
   map2(a, b, out, n, f);
 }
 template <class Ex, class T, class F>
@@ -39,6 +42,7 @@ void map2(const Ex& ex, const T* a, const T* b, T* out, std::int64_t n, F f) {
 // dst[i] += src[i]: a gradient accumulated into another.
 template <class T>
 void add_into(const CpuExecutor&, T* dst, const T* src, std::int64_t n) {
+  ProfiledOp profiled("elementwise");
   detail::array_of(dst, n) += detail::array_of(src, n);
 }
 template <class Ex, class T>
@@ -49,6 +53,7 @@ void add_into(const Ex& ex, T* dst, const T* src, std::int64_t n) {
 // out[i] = factor * in[i].
 template <class T>
 void scale(const CpuExecutor&, const T* in, T* out, std::int64_t n, double factor) {
+  ProfiledOp profiled("elementwise");
   detail::array_of(out, n) = detail::array_of(in, n) * static_cast<T>(factor);
 }
 template <class Ex, class T>
@@ -60,6 +65,7 @@ void scale(const Ex& ex, const T* in, T* out, std::int64_t n, double factor) {
 // CPU computes in T with a scale in accumulate_t<T>; the indexed kernels in accumulate_t<T>.
 template <class T>
 void dropout(const CpuExecutor&, const T* in, T* out, std::int64_t n, DropoutMask mask, double scale) {
+  ProfiledOp profiled("elementwise");
   map_indexed(in, out, n, DropoutApply<T, accumulate_t<T>>{mask, static_cast<accumulate_t<T>>(scale)});
 }
 template <class Ex, class T>
@@ -72,6 +78,7 @@ void dropout(const Ex& ex, const T* in, T* out, std::int64_t n, DropoutMask mask
 template <class T>
 void copy_rows(const CpuExecutor&, const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride,
                std::int64_t rows, std::int64_t cols) {
+  ProfiledOp profiled("elementwise");
   copy_rows(src, src_stride, dst, dst_stride, rows, cols);
 }
 template <class Ex, class T>

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/device/host_emulated.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/indexed.hpp"
@@ -30,6 +31,7 @@ struct HostMemoryExecutor {
   void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, accumulate_t<T> alpha,
             const T* a, std::int64_t lda, const T* b, std::int64_t ldb, accumulate_t<T> beta, T* c,
             std::int64_t ldc) const {
+    ProfiledOp profiled("gemm", ProfiledOp::Outermost);
     kernels::gemm<T>(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
   }
   template <class T>
@@ -45,11 +47,13 @@ struct CpuExecutor : HostMemoryExecutor {
   // Indexed kernels are gathers (each i writes only its own outputs), so any split is safe.
   template <IndexedKernel F>
   void indexed(std::int64_t n, const F& f) const {
+    ProfiledOp profiled("other_kernels", ProfiledOp::Outermost);
 #pragma omp parallel for schedule(static) if (n >= parallel_grain)
     for (std::int64_t i = 0; i < n; ++i) f(i);
   }
   template <RowReduction F>
   void row_reduction(std::int64_t rows, std::int64_t length, const F& f) const {
+    ProfiledOp profiled("other_kernels", ProfiledOp::Outermost);
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * length >= parallel_grain)
     for (std::int64_t row = 0; row < rows; ++row) {
       auto total = f.identity();

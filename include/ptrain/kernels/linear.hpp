@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/elementwise.hpp"
@@ -15,6 +16,7 @@ namespace ptrain::kernels {
 template <class T>
 void linear_forward(const CpuExecutor&, std::int64_t batch, std::int64_t in, std::int64_t out, const T* x, const T* w,
                     const T* b, T* y) {
+  ProfiledOp profiled("gemm");
   if (b)
     for (std::int64_t r = 0; r < batch; ++r) std::copy(b, b + out, y + r * out);
   gemm<T>(false, true, batch, out, in, T(1), x, in, w, in, b ? T(1) : T(0), y, out);

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/cpu/cross_entropy.hpp"
@@ -25,6 +26,7 @@ namespace ptrain::kernels {
 template <class T>
 void cross_entropy_forward(const CpuExecutor&, const T* x, const std::int64_t* targets, accumulate_t<T>* lse,
                            const ReductionLayout& l, double eps, T* y) {
+  ProfiledOp profiled("loss");
   const double total = cross_entropy_forward(x, targets, lse, l, eps);
   y[0] = static_cast<T>(total / static_cast<double>(l.outer * l.inner));
 }
@@ -38,6 +40,7 @@ void cross_entropy_forward(const Ex& ex, const T* x, const std::int64_t* targets
 template <class T>
 void cross_entropy_backward(const CpuExecutor&, const T* x, const std::int64_t* targets, const accumulate_t<T>* lse,
                             const T* g, double grad_scale, T* gx, const ReductionLayout& l, double eps) {
+  ProfiledOp profiled("loss");
   const auto scale =
       static_cast<accumulate_t<T>>(static_cast<double>(g[0]) * grad_scale / static_cast<double>(l.outer * l.inner));
   cross_entropy_backward(x, targets, lse, scale, gx, l, eps);
@@ -53,6 +56,7 @@ void cross_entropy_backward(const Ex& ex, const T* x, const std::int64_t* target
 // y[0] = -mean of the log-probabilities at the targets.
 template <class T>
 void nll_loss_forward(const CpuExecutor&, const T* x, const std::int64_t* targets, const ReductionLayout& l, T* y) {
+  ProfiledOp profiled("loss");
   const std::int64_t positions = l.outer * l.inner;
   double total = 0;
   for (std::int64_t o = 0, i = 0; o < l.outer; ++o)
@@ -69,6 +73,7 @@ void nll_loss_forward(const Ex& ex, const T* x, const std::int64_t* targets, con
 // gx = -g[0] / positions at each target, 0 elsewhere.
 template <class T>
 void nll_loss_backward(const CpuExecutor&, const std::int64_t* targets, const ReductionLayout& l, const T* g, T* gx) {
+  ProfiledOp profiled("loss");
   const std::int64_t positions = l.outer * l.inner;
   std::fill_n(gx, l.numel(), T(0));
   const T share = static_cast<T>(-static_cast<double>(g[0]) / static_cast<double>(positions));
@@ -85,6 +90,7 @@ void nll_loss_backward(const Ex& ex, const std::int64_t* targets, const Reductio
 // y[0] = mean((pred - target)^2) over n elements.
 template <class T>
 void mse_loss_forward(const CpuExecutor&, const T* pred, const T* target, std::int64_t n, T* y) {
+  ProfiledOp profiled("loss");
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   const double total =
       (Eigen::Map<const Array>(pred, n) - Eigen::Map<const Array>(target, n)).template cast<double>().square().sum();
@@ -98,6 +104,7 @@ void mse_loss_forward(const Ex& ex, const T* pred, const T* target, std::int64_t
 // out = 2 g[0] / n * (a - b): the gradient of mse_loss in a (pred or target, b the other).
 template <class T>
 void mse_loss_backward(const CpuExecutor&, const T* a, const T* b, const T* g, std::int64_t n, T* out) {
+  ProfiledOp profiled("loss");
   map2(a, b, out, n, ScaledDifference<T>{static_cast<T>(2.0 * static_cast<double>(g[0]) / static_cast<double>(n))});
 }
 template <class Ex, class T>
@@ -111,6 +118,7 @@ void mse_loss_backward(const Ex& ex, const T* a, const T* b, const T* g, std::in
 template <class T>
 void bce_with_logits_forward(const CpuExecutor&, const T* x, const T* t, const T* pos_weight,
                              const BroadcastIndex& pos_weight_at, std::int64_t n, T* y) {
+  ProfiledOp profiled("loss");
   const double total = sum_indexed(n, [&](std::int64_t i) {
     return BceWithLogits{}.loss(x[i], t[i], pos_weight ? pos_weight[pos_weight_at(i)] : T(1));
   });
@@ -126,6 +134,7 @@ void bce_with_logits_forward(const Ex& ex, const T* x, const T* t, const T* pos_
 template <class T>
 void bce_with_logits_backward(const CpuExecutor&, const T* x, const T* t, const T* pos_weight,
                               const BroadcastIndex& pos_weight_at, std::int64_t n, const T* g, T* gx, T* gt) {
+  ProfiledOp profiled("loss");
   const T share = static_cast<T>(static_cast<double>(g[0]) / static_cast<double>(n));
   for (T* out : {gx, gt}) {
     if (!out) continue;

@@ -4,6 +4,7 @@
 // indexed algorithms of kernels/indexed/optim.hpp (whose comments give each contract).
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/optim.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/optim.hpp"
@@ -15,6 +16,7 @@ using indexed::AdamBuffers;
 template <class T, class Options>
 void sgd_step(const CpuExecutor&, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
               std::int64_t n) {
+  ProfiledOp profiled("optimizer");
   cpu::sgd_step(options, param, grad, momentum_buffer, first_step, n);
 }
 template <class Ex, class T, class Options>
@@ -26,6 +28,7 @@ void sgd_step(const Ex& ex, const Options& options, T* param, const T* grad, T* 
 template <class T, class Options>
 void adam_step(const CpuExecutor&, const Options& options, std::int64_t step, T* param, const T* grad,
                const AdamBuffers<T>& state, std::int64_t n) {
+  ProfiledOp profiled("optimizer");
   cpu::adam_step<false>(options, step, param, grad, state, n);
 }
 template <class Ex, class T, class Options>
@@ -37,6 +40,7 @@ void adam_step(const Ex& ex, const Options& options, std::int64_t step, T* param
 template <class T, class Options>
 void adamw_step(const CpuExecutor&, const Options& options, std::int64_t step, T* param, const T* grad,
                 const AdamBuffers<T>& state, std::int64_t n) {
+  ProfiledOp profiled("optimizer");
   cpu::adam_step<true>(options, step, param, grad, state, n);
 }
 template <class Ex, class T, class Options>
@@ -48,6 +52,7 @@ void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* para
 template <class From, class To>
 void unscale_gradients(const CpuExecutor&, const From* grad, To* master_grad, std::int64_t n, double scale,
                        std::int32_t* found_inf) {
+  ProfiledOp profiled("optimizer");
   cpu::unscale_gradients(grad, master_grad, n, scale, found_inf);
 }
 template <class Ex, class From, class To>

@@ -3,6 +3,7 @@
 // CpuExecutor reaches kernels/cpu/pool.hpp, any other executor kernels/indexed/pool.hpp.
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/pool.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/geometry/pool.hpp"
@@ -12,6 +13,7 @@ namespace ptrain::kernels {
 
 template <class T, class Index>
 void max_pool2d_forward(const CpuExecutor&, const Pool2dGeometry& g, const T* x, T* y, Index* index) {
+  ProfiledOp profiled("pool_forward");
   max_pool2d_forward(g, x, y, index);
 }
 template <class Ex, class T, class Index>
@@ -21,6 +23,7 @@ void max_pool2d_forward(const Ex& ex, const Pool2dGeometry& g, const T* x, T* y,
 
 template <class T, class Index>
 void max_pool2d_backward(const CpuExecutor&, const Pool2dGeometry& g, const T* gy, const Index* index, T* gx) {
+  ProfiledOp profiled("pool_backward");
   max_pool2d_backward(g, gy, index, gx);
 }
 template <class Ex, class T, class Index>
@@ -30,6 +33,7 @@ void max_pool2d_backward(const Ex& ex, const Pool2dGeometry& g, const T* gy, con
 
 template <class T>
 void avg_pool2d_forward(const CpuExecutor&, const Pool2dGeometry& g, const T* x, T* y) {
+  ProfiledOp profiled("pool_forward");
   avg_pool2d_forward(g, x, y);
 }
 template <class Ex, class T>
@@ -39,6 +43,7 @@ void avg_pool2d_forward(const Ex& ex, const Pool2dGeometry& g, const T* x, T* y)
 
 template <class T>
 void avg_pool2d_backward(const CpuExecutor&, const Pool2dGeometry& g, const T* gy, T* gx) {
+  ProfiledOp profiled("pool_backward");
   avg_pool2d_backward(g, gy, gx);
 }
 template <class Ex, class T>
@@ -49,6 +54,7 @@ void avg_pool2d_backward(const Ex& ex, const Pool2dGeometry& g, const T* gy, T* 
 template <class T>
 void adaptive_avg_pool2d_forward(const CpuExecutor&, std::int64_t planes, std::int64_t H, std::int64_t W,
                                  std::int64_t OH, std::int64_t OW, const T* x, T* y) {
+  ProfiledOp profiled("pool_forward");
   adaptive_avg_pool2d_forward(planes, H, W, OH, OW, x, y);
 }
 template <class Ex, class T>
@@ -60,6 +66,7 @@ void adaptive_avg_pool2d_forward(const Ex& ex, std::int64_t planes, std::int64_t
 template <class T>
 void adaptive_avg_pool2d_backward(const CpuExecutor&, std::int64_t planes, std::int64_t H, std::int64_t W,
                                   std::int64_t OH, std::int64_t OW, const T* gy, T* gx) {
+  ProfiledOp profiled("pool_backward");
   adaptive_avg_pool2d_backward(planes, H, W, OH, OW, gy, gx);
 }
 template <class Ex, class T>

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
@@ -15,6 +16,7 @@ namespace ptrain::kernels {
 // out[0] = factor * sum(x[0, n)), summed in double: sum and mean.
 template <class T>
 void sum_all(const CpuExecutor&, const T* x, std::int64_t n, double factor, T* out) {
+  ProfiledOp profiled("reduce");
   const double total = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).template cast<double>().sum();
   out[0] = static_cast<T>(total * factor);
 }
@@ -27,6 +29,7 @@ void sum_all(const Ex& ex, const T* x, std::int64_t n, double factor, T* out) {
 // reduction to a scalar.
 template <class T>
 void fill_scaled_scalar(const CpuExecutor&, const T* g, double factor, T* out, std::int64_t n) {
+  ProfiledOp profiled("reduce");
   std::fill_n(out, n, static_cast<T>(static_cast<double>(g[0]) * factor));
 }
 template <class Ex, class T>
@@ -37,6 +40,7 @@ void fill_scaled_scalar(const Ex& ex, const T* g, double factor, T* out, std::in
 // out[c] = sum over r of x[r, c], x [rows, cols], in accumulate_t<T>: linear's bias gradient.
 template <class T>
 void column_sums(const CpuExecutor&, const T* x, std::int64_t rows, std::int64_t cols, T* out) {
+  ProfiledOp profiled("reduce");
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, cols) = Eigen::Map<const Matrix>(x, rows, cols)
                                                                   .template cast<accumulate_t<T>>()
@@ -55,6 +59,7 @@ void column_sums(const Ex& ex, const T* x, std::int64_t rows, std::int64_t cols,
 // check), so on the CPU one vectorised pass without a parallel region's start-up.
 template <class T>
 void count_non_finite(const CpuExecutor&, const T* x, std::int64_t n, double* out) {
+  ProfiledOp profiled("reduce");
   out[0] = static_cast<double>((!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).isFinite()).count());
 }
 template <class Ex, class T>
@@ -66,6 +71,7 @@ void count_non_finite(const Ex& ex, const T* x, std::int64_t n, double* out) {
 // (train/clip_grad_norm.hpp).
 template <class T>
 void sum_of_squares(const CpuExecutor&, const T* x, std::int64_t n, double* out) {
+  ProfiledOp profiled("reduce");
   out[0] = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n).template cast<double>().square().sum();
 }
 template <class Ex, class T>

@@ -2,6 +2,7 @@
 // The dispatch points of softmax and log_softmax (autograd/ops/activation.hpp), the executor
 // first: CpuExecutor reaches kernels/cpu/softmax.hpp, any other executor the row reductions of
 // kernels/indexed/softmax.hpp. The masked softmax of attention has only the indexed algorithm.
+#include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/softmax.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
@@ -11,6 +12,7 @@ namespace ptrain::kernels {
 
 template <class T>
 void softmax_forward(const CpuExecutor&, const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  ProfiledOp profiled("softmax");
   softmax_forward(x, y, l, take_log);
 }
 template <class Ex, class T>
@@ -20,6 +22,7 @@ void softmax_forward(const Ex& ex, const T* x, T* y, const ReductionLayout& l, b
 
 template <class T>
 void softmax_backward(const CpuExecutor&, const T* y, const T* gy, T* gx, const ReductionLayout& l, bool take_log) {
+  ProfiledOp profiled("softmax");
   softmax_backward(y, gy, gx, l, take_log);
 }
 template <class Ex, class T>
