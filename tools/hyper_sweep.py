@@ -10,10 +10,9 @@ A sweep stopped part way goes on where it stopped when run again with the same a
 trials already in OUT/trials.csv are not run again (OUT/sweep.json records the sweep, and another
 sweep's arguments are refused there).
 
-usage: hyper_sweep.py --example fashion_mnist --grid batch=32,64,128 --grid lr=0.01,0.001,0.0001
-                      --sample 5 --seed 1 --epochs 10 --procs 4 --trial-procs 1 --out DIR [-- FLAGS...]
+for example: hyper_sweep.py --example fashion_mnist --grid batch=32,64,128 --grid lr=0.01,0.001,0.0001
+                             --sample 5 --seed 1 --epochs 10 --procs 4 --trial-procs 1 --out DIR [-- FLAGS...]
 """
-import argparse
 import concurrent.futures
 import json
 import os
@@ -22,22 +21,18 @@ import shlex
 import sys
 
 import sweep_plots
-from sweep_runs import (SweepError, example_binary, grid_points, main_guard, markdown_table, parse_grid, point_flags,
-                        read_csv, run_example, stop_runs_on_signals, writable_dir, write_text, write_csv)
+from sweep_runs import (SweepError, example_binary, grid_points, main_guard, markdown_table, parse_grid,
+                        parse_with_passthrough, point_flags, read_csv, run_example, stop_runs_on_signals, sweep_parser,
+                        writable_dir, write_csv, write_text)
 
 
 def parse_args(argv):
-    own, passthrough = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    parser = argparse.ArgumentParser(prog="hyper_sweep.py", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--example", required=True, help="an example's name (build/examples/NAME) or an executable")
-    parser.add_argument("--bin-dir", help="where the examples are built (default: build/examples of this checkout)")
-    parser.add_argument("--grid", action="append", metavar="KEY=V1,V2", required=True,
-                        help="a flag and its values; repeat for more (--grid=-mb=3,6 for a single-dash flag)")
+    parser = sweep_parser("hyper_sweep.py", __doc__, grid_required=True)
     parser.add_argument("--sample", type=int, default=0, help="train N points drawn from the grid (0: all of it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     parser.add_argument("--epochs", type=int, required=True, help="the epoch budget of each trial")
-    parser.add_argument("--epochs-flag", default="--epochs", help="the example's epochs flag (vggf_coil100: -ep)")
+    parser.add_argument("--epochs-flag", default="--epochs",
+                        help="the example's epochs flag (vggf_coil100: --epochs-flag=-ep)")
     parser.add_argument("--procs", type=int, default=1, help="processes in all (default 1)")
     parser.add_argument("--trial-procs", type=int, default=1, help="processes of each trial (default 1)")
     parser.add_argument("--goal", choices=["auto", "max", "min"], default="auto",
@@ -46,8 +41,7 @@ def parse_args(argv):
     parser.add_argument("--out", required=True, help="directory for trials.csv, summary.md, the plots and trials/")
     parser.add_argument("--timeout", type=float, default=24 * 3600, help="seconds before a trial is stopped")
     parser.add_argument("--list", action="store_true", help="print the trials' configurations and stop")
-    args = parser.parse_args(own)
-    args.passthrough = passthrough
+    args = parse_with_passthrough(parser, argv)
     if args.sample < 0 or args.epochs < 1 or args.procs < 1 or args.trial_procs < 1:
         parser.error("--sample must be at least 0, --epochs, --procs and --trial-procs at least 1")
     if args.procs % args.trial_procs:
@@ -126,7 +120,7 @@ def write_outputs(out, keys, rows, epochs, goal, command):
     write_csv(os.path.join(out, "trials.csv"), columns, rows)
     ranked, goal = best_rows(rows, goal)
     metric = next((row["metric"] for row in ranked), "final metric")
-    summary = [f"# Hyper-parameter sweep", "", f"`{command}`", ""]
+    summary = ["# Hyper-parameter sweep", "", f"`{command}`", ""]
     if ranked:
         best = ranked[0]
         summary += [f"Best configuration ({'largest' if goal == 'max' else 'smallest'} {metric}): " +

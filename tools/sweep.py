@@ -5,41 +5,32 @@ OUT/sweep.md (the same as a Markdown table) and PNG plots (sweep_plots.py): thro
 batch per process count and precision, speed-up and efficiency against processes with the ideal
 line, the final metric against processes, run time and metric against batch.
 
-usage: sweep.py --example fashion_mnist --procs 1,2,4 --grid batch=64,128,256 --grid compression=fp32,fp16
-                --out DIR [--bin-dir build/examples] [--batch-key batch] [--timeout S] [-- FLAGS...]
+for example: sweep.py --example fashion_mnist --procs 1,2,4 --grid batch=64,128,256 --grid compression=fp32,fp16
+                     --out DIR [--bin-dir build/examples] [--batch-key batch] [--timeout S] [-- FLAGS...]
 FLAGS after `--` go to every run (e.g. --epochs 2 --data DIR). images/s and the epoch time are
 the last epoch's (the Trainer's, over all ranks); the final metric, peak memory (the largest rank's
 resident set) and total run time are what run_example prints at the end.
 """
-import argparse
 import os
 import shlex
 import sys
 
 import sweep_plots
-from sweep_runs import (SweepError, example_binary, grid_points, last_epoch, main_guard, markdown_table, parse_counts,
-                        parse_grid, point_flags, run_example, stop_runs_on_signals, writable_dir, write_text,
-                        write_csv)
+from sweep_runs import (SweepError, example_binary, grid_points, last_epoch, main_guard, markdown_table,
+                        parse_counts, parse_grid, parse_with_passthrough, point_flags, run_example,
+                        stop_runs_on_signals, sweep_parser, writable_dir, write_csv, write_text)
 
 RESULTS = ["images_per_second", "epoch_seconds", "final_metric", "peak_memory_mib", "total_seconds", "speedup",
            "efficiency"]
 
 
 def parse_args(argv):
-    own, passthrough = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    parser = argparse.ArgumentParser(prog="sweep.py", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--example", required=True, help="an example's name (build/examples/NAME) or an executable")
-    parser.add_argument("--bin-dir", help="where the examples are built (default: build/examples of this checkout)")
+    parser = sweep_parser("sweep.py", __doc__, grid_required=False)
     parser.add_argument("--procs", default="1", help="process counts, comma-separated (default 1)")
-    parser.add_argument("--grid", action="append", metavar="KEY=V1,V2",
-                        help="a flag and its values; repeat for more (--grid=-mb=3,6 for a single-dash flag)")
     parser.add_argument("--out", required=True, help="directory for sweep.csv, sweep.md, the plots and runs/")
     parser.add_argument("--batch-key", default="batch", help="the grid key that is the batch (default batch)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before a run is stopped (default 3600)")
-    args = parser.parse_args(own)
-    args.passthrough = passthrough
-    return args
+    return parse_with_passthrough(parser, argv)
 
 
 def add_speedups(rows, keys):

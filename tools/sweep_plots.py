@@ -99,7 +99,8 @@ def benchmark_plots(rows, keys, out, batch_key, metric_name):
 
     def speedup(path):  # the UNet study: speed-up against GPUs next to the ideal line, and efficiency
         fig, (left, right) = figure(2)
-        line_plot(left, rows, "procs", "speedup", keys, f"speed-up over {procs[0]} process{'es' if procs[0] > 1 else ''}")
+        line_plot(left, rows, "procs", "speedup", keys,
+                  f"speed-up over {procs[0]} process{'es' if procs[0] > 1 else ''}")
         left.plot(procs, [p / procs[0] for p in procs], linestyle="--", color="grey", label="ideal")
         left.legend(fontsize="small")
         line_plot(right, rows, "procs", "efficiency", keys, "parallel efficiency")

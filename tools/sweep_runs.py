@@ -9,6 +9,7 @@ A run passes --csv RUN_DIR/epochs.csv to the example and reads back
       peak memory <MiB> MiB (the largest resident set of <N> rank(s))
       total run time <seconds> s
 """
+import argparse
 import csv
 import io
 import itertools
@@ -35,6 +36,26 @@ def main_guard(main):
     except SweepError as e:
         print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+# ---- the command line ----
+
+def sweep_parser(prog, doc, grid_required):
+    """An argument parser with the flags both sweeps take: --example, --bin-dir, --grid."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", required=True, help="an example's name (build/examples/NAME) or an executable")
+    parser.add_argument("--bin-dir", help="where the examples are built (default: build/examples of this checkout)")
+    parser.add_argument("--grid", action="append", metavar="KEY=V1,V2", required=grid_required,
+                        help="a flag and its values; repeat for more (--grid=-mb=3,6 for a single-dash flag)")
+    return parser
+
+
+def parse_with_passthrough(parser, argv):
+    """The sweep's own arguments before `--`; those after it, for every run, in args.passthrough."""
+    own, passthrough = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(own)
+    args.passthrough = passthrough
+    return args
 
 
 # ---- the grid ----
@@ -179,9 +200,9 @@ TOTAL = re.compile(r"^total run time ([0-9.]+) s$")
 
 def run_example(binary, procs, flags, run_dir, timeout, cpus=None, env=None):
     """Runs `mpiexec -n procs binary flags --csv run_dir/epochs.csv`, its output in run_dir/output.log,
-    pinned to cpus (a set of CPU numbers) when given, with env added to the environment. Returns a dict: status (ok / failed), error,
-    final_metric_name, final_metric, peak_memory_mib, total_seconds, epochs (the CSV log's rows,
-    each a dict of floats)."""
+    pinned to cpus (a set of CPU numbers) when given, with env added to the environment. Returns a
+    dict: status (ok / failed), error, final_metric_name, final_metric, peak_memory_mib,
+    total_seconds, epochs (the CSV log's rows, each a dict of floats), log (the output's path)."""
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
     epochs_csv = os.path.join(run_dir, "epochs.csv")
