@@ -7,8 +7,8 @@ the per-epoch validation metrics, the final metric and time; a failed trial with
 OUT/summary.md (the best configuration first) and a plot per parameter (param_KEY.png).
 
 A sweep stopped part way goes on where it stopped when run again with the same arguments: the
-trials already in OUT/trials.csv are not run again (OUT/sweep.json records the sweep, and another
-sweep's arguments are refused there).
+trials already in OUT/trials.csv, failed ones too, are not run again (delete a row to run its trial
+again; OUT/sweep.json records the sweep, and another sweep's arguments are refused there).
 
 for example: hyper_sweep.py --example fashion_mnist --grid batch=32,64,128 --grid lr=0.01,0.001,0.0001
                              --sample 5 --seed 1 --epochs 10 --procs 4 --trial-procs 1 --out DIR [-- FLAGS...]
@@ -21,9 +21,9 @@ import shlex
 import sys
 
 import sweep_plots
-from sweep_runs import (SweepError, example_binary, grid_points, main_guard, markdown_table, parse_grid,
-                        parse_with_passthrough, point_flags, read_csv, run_example, stop_runs_on_signals, sweep_parser,
-                        writable_dir, write_csv, write_text)
+from sweep_runs import (SweepError, block_stop_signals, example_binary, grid_points, main_guard, markdown_table,
+                        parse_grid, parse_with_passthrough, point_flags, read_csv, run_example, stop_runs_on_signals,
+                        sweep_parser, writable_dir, write_csv, write_text)
 
 
 def parse_args(argv):
@@ -171,7 +171,7 @@ def main():
         return run_example(binary, args.trial_procs, flags, os.path.join(out, "trials", name), args.timeout, cpus, env)
 
     pending = list(to_run)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=groups) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=groups, initializer=block_stop_signals) as pool:
         running = {}
         while pending or running:
             while pending and free:

@@ -142,6 +142,7 @@ def write_atomically(path, write, mode="w"):
     """Calls write(file) on a temporary beside path (opened with mode, "w" or "wb"), then renames it
     over path: a reader sees the old file or the whole new one. The file gets the umask's mode."""
     directory = os.path.dirname(os.path.abspath(path))
+    blocked = block_stop_signals()  # a sweep stopped meanwhile stops after the rename
     fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
     try:
         umask = os.umask(0)
@@ -156,6 +157,8 @@ def write_atomically(path, write, mode="w"):
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def write_text(path, text):
@@ -211,10 +214,13 @@ def run_example(binary, procs, flags, run_dir, timeout, cpus=None, env=None):
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
+        def in_child():  # the signals unblocked (a trial's thread blocks them), pinned to cpus
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if cpus:
+                os.sched_setaffinity(0, cpus)
         with _running_lock:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       env={**os.environ, **(env or {})},
-                                       preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+                                       env={**os.environ, **(env or {})}, preexec_fn=in_child)
             _running.add(process)
         try:
             code = process.wait(timeout=timeout)
@@ -265,9 +271,16 @@ def last_epoch(result, column):
 
 
 # The runs under way, each in a session of its own (so that a timeout ends all of its ranks): a
-# sweep stopped by SIGTERM or SIGINT ends them before it exits.
+# sweep stopped by SIGTERM or SIGINT ends them and exits at once, though not while it writes a file
+# (write_atomically blocks the signals) and only in the main thread (the others block them).
 _running = set()
-_running_lock = threading.Lock()
+_running_lock = threading.RLock()  # the handler runs in the main thread, which may hold the lock
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+def block_stop_signals():
+    """Blocks SIGTERM and SIGINT in this thread; returns the mask before."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
 def stop_runs_on_signals():
@@ -281,5 +294,5 @@ def stop_runs_on_signals():
         print(f"{os.path.basename(sys.argv[0])}: stopped by signal {signum}; the runs under way were ended",
               file=sys.stderr, flush=True)
         os._exit(128 + signum)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
