@@ -40,6 +40,12 @@ def positions(values):
     return {v: i for i, v in enumerate(values)}, values
 
 
+def log_scale_if_wide(axes, xs):
+    """A log x axis for positive values spanning 8x or more (learning rates, batches 32 ... 1024)."""
+    if xs and min(xs) > 0 and max(xs) >= 8 * min(xs):
+        axes.set_xscale("log")
+
+
 def series(rows, x_key, y_key, group_keys):
     """{label: [(x, y)...]}: the rows with a y grouped by the other keys' values, sorted by x."""
     groups = {}
@@ -56,9 +62,11 @@ def series(rows, x_key, y_key, group_keys):
 def line_plot(axes, rows, x_key, y_key, group_keys, ylabel):
     for label, points in series(rows, x_key, y_key, group_keys).items():
         axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-    _, names = positions([row[x_key] for row in rows])
+    where, names = positions([row[x_key] for row in rows])
     if names:
         axes.set_xticks(range(len(names)), names)
+    elif x_key != "procs":  # speed-up against processes: linear, as the ideal line is
+        log_scale_if_wide(axes, list(where.values()))
     axes.set_xlabel(x_key)
     axes.set_ylabel(ylabel)
     axes.grid(True, alpha=0.3)
@@ -144,6 +152,8 @@ def parameter_plots(rows, keys, out, metric_name):
         axes.plot([m[0] for m in means], [m[1] for m in means], color="grey", linestyle="--", label="mean")
         if names:
             axes.set_xticks(range(len(names)), names)
+        else:
+            log_scale_if_wide(axes, list(where.values()))
         axes.set_xlabel(key)
         axes.set_ylabel(metric_name)
         axes.grid(True, alpha=0.3)

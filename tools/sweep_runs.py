@@ -112,6 +112,8 @@ def known_examples():
 def example_binary(name, bin_dir):
     """The built example NAME in bin_dir (default: build/examples of this checkout); a path is
     taken as it is."""
+    if not shutil.which("mpiexec"):
+        raise SweepError("mpiexec is not on PATH: the sweeps start every run with it (Debian: mpich)")
     if os.sep in name:
         if not os.access(name, os.X_OK):
             raise SweepError(f"--example {name}: not an executable file")
@@ -196,7 +198,7 @@ def markdown_table(columns, rows, headers=None):
 
 # ---- one run ----
 
-FINAL = re.compile(r"^final (.+) (\S+?)(%?)$")
+FINAL = re.compile(r"^final (.+) (-?(?:[0-9.]+(?:e[-+]?[0-9]+)?|nan|inf))(%?)$", re.IGNORECASE)
 PEAK = re.compile(r"^peak memory ([0-9.]+) MiB")
 TOTAL = re.compile(r"^total run time ([0-9.]+) s$")
 
@@ -214,6 +216,7 @@ def run_example(binary, procs, flags, run_dir, timeout, cpus=None, env=None):
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
+
         def in_child():  # the signals unblocked (a trial's thread blocks them), pinned to cpus
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
             if cpus:
