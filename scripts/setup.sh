@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist        # the demo's data, in /usr/share/datasets/fashion-mnist
   libpng-dev libjpeg-dev       # image datasets
   python3 python3-venv         # a venv for TensorBoard's own reader of the event files (test.sh)
+  python3-matplotlib           # the sweeps' plots (tools/sweep.py, tools/hyper_sweep.py) and their tests
 )
 
 missing=()

@@ -9,13 +9,20 @@
 // on the CPU, over NCCL among one GPU per rank of a node (--device cuda, in the example's CUDA
 // build). train returns the final validation metric; a run that ends below the floor exits 1 and
 // says so, which is how the smoke tests tell a run that learned from one that did not. Rank 0
-// ends with the total run time (launch to the end of training), as the projects' tables report it.
+// ends with three lines a sweep (tools/sweep.py) reads: the final metric, the peak memory (the
+// largest resident set of any rank) and the total run time (launch to the end of training), as the
+// projects' tables report it.
 // --tensorboard DIR and --timeline FILE are every example's too: trainer_options(cli) passes them,
 // with the example's own --csv, to its Trainer.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
+
+#include <sys/resource.h>
 
 #include <ptrain/mpi.hpp>
 #if defined(__CUDACC__)
@@ -53,6 +60,28 @@ inline bool meets_floor(const Cli& cli, const FinalMetric& metric, double value,
                  cli.program().c_str(), metric.name.c_str(), value, metric.unit.c_str(),
                  metric.lower_is_better ? "above" : "below", metric.flag.c_str(), floor, metric.unit.c_str());
   return false;
+}
+
+// This process's peak resident set so far (getrusage's ru_maxrss, in KiB on Linux), in MiB.
+inline double peak_resident_mib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;
+}
+
+// The run's closing lines on rank 0 (every rank calls it: the peak memory is gathered).
+inline void print_run_summary(ptrain::MpiComm& world, const FinalMetric& metric, double value,
+                              std::chrono::steady_clock::time_point start) {
+  const double mine = peak_resident_mib();
+  std::vector<double> peaks(static_cast<std::size_t>(world.size()));
+  world.allgather(std::span<const double>(&mine, 1), std::span<double>(peaks));
+  if (world.rank() != 0) return;
+  double largest = 0;
+  for (double peak : peaks) largest = std::max(largest, peak);
+  std::printf("final %s %.6g%s\n", metric.name.c_str(), value, metric.unit.c_str());
+  std::printf("peak memory %.1f MiB (the largest resident set of %d rank(s))\n", largest, world.size());
+  std::printf("total run time %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // The Trainer's outputs the flags name: --csv (each example declares its own default),
@@ -104,9 +133,7 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
       return with_strategy<pipelines, ptrain::MpiAllreduce, sharding>(cli, world, on_cpu);
     };
     const double value = final_metric();
-    if (world.rank() == 0)
-      std::printf("total run time %.1f s\n",
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    print_run_summary(world, metric, value, start);
     if (preempted_run()) return 0;  // saved; --resume goes on
     return meets_floor(cli, metric, value, world.rank() == 0) ? 0 : 1;
   }, ptrain::MpiThreading::funneled, std::move(url));
