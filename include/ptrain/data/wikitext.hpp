@@ -78,6 +78,28 @@ inline std::vector<std::vector<std::string>> read_tokenized_lines(const std::fil
   return lines;
 }
 
+// The articles of a WikiText file (wiki.train.raw, say), ALBERT's and BERT's documents: each
+// article its paragraphs in order, a level-1 heading line (" = Title = ") starting the next one;
+// headings of every level and blank lines are left out. A file without a paragraph is an error.
+inline std::vector<std::vector<std::string>> read_wikitext_articles(const std::filesystem::path& path) {
+  const auto [text, name] = read_text_file(path);
+  std::vector<std::vector<std::string>> articles(1);
+  for (std::string_view line : text_lines(text, name)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;
+    line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
+    if (line.size() >= 3 && line.front() == '=' && line.back() == '=') {  // a heading
+      if (line.substr(0, 3) != "= =" && !articles.back().empty()) articles.emplace_back();
+      continue;
+    }
+    articles.back().emplace_back(line);
+  }
+  if (articles.back().empty()) articles.pop_back();
+  check(!articles.empty(), name, ": ", text.empty() ? "empty" : "no paragraph of text",
+        ": expected WikiText articles (' = Title = ' headings and paragraphs)");
+  return articles;
+}
+
 enum class WikiTextFormat { tokens, raw };  // wiki.*.tokens, or wiki.*.raw
 
 struct WikiTextOptions {

@@ -252,7 +252,8 @@ class WordPieceTokenizer {
       std::size_t end = starts.size() - 1;
       std::string piece;
       for (; end > start; --end) {
-        piece = (start > 0 ? "##" : "") + word.substr(starts[start], starts[end] - starts[start]);
+        piece = start > 0 ? "##" : "";
+        piece.append(word, starts[start], starts[end] - starts[start]);
         if (vocab_.contains(piece)) break;
       }
       if (end == start) {
