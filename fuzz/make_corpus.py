@@ -189,6 +189,7 @@ def wordpiece_seeds():
     put("wordpiece", "crlf_vocab.txt", (specials + "ÉCOLE\n##s\n").replace("\n", "\r\n").encode())
     put("wordpiece", "no_mask.txt", b"[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
     put("wordpiece", "twice.txt", (specials + "the\nthe\n").encode())
+    put("wordpiece", "article.raw", " = A = \n The the a . A aab !\n = = B = = \n é 中 . a\n = C = \n the\n".encode())
     put("wordpiece", "text.txt", "The UNaffable ÉCOLE's [MASK] 中国 na\u00efve\u00a0x\u0000y\u200b!".encode())
 
 
