@@ -20,7 +20,8 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff", "##
          "b", "c", "##c", "ecole", "istanbul", "straße", "strasse", "σ", "οδυσσευς", "σα", "ας", "ασβ", ",", ".",
          "!", "?", "'", "\"", "(", ")", "-", "@", "$", "¿", "«", "»", "中", "国", "人", "한", "##국", "ᄒ", "##ᅡ",
          "##ᆫ", "x", "##x", "don", "t", "##y", "cafe", "naive", "hello", "world", "##s", "game", "valkyria",
-         "chronicles", "iii", "=", "3", "s", "it", "5", "1", "000", "lo", "##ng", "long", "𝒜", "ﬁ", "ℌ"]
+         "chronicles", "iii", "=", "3", "s", "it", "5", "1", "000", "lo", "##ng", "long", "𝒜", "ﬁ", "ℌ", "The", "Un",
+         "É", "##É", "Valkyria", "III", "Café", "Σ", "Ω", "Straße", "İstanbul"]
 
 CASES = [
     "UNaffable the Unaffable",
@@ -41,11 +42,12 @@ CASES = [
 ]
 
 
-def reference_tokenize(vocab, text):
-    """BertTokenizer(vocab_file, do_lower_case=True).tokenize(text), transcribed."""
+def reference_tokenize(vocab, text, lower_case=True):
+    """BertTokenizer(vocab_file, do_lower_case=lower_case).tokenize(text), transcribed."""
     specials = ["[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
     pattern = r"(" + r"|".join(re.escape(s) for s in specials) + r")|" + r"(.+?)"
-    text = re.sub(pattern, lambda m: m.groups()[0] or m.groups()[1].lower(), text)
+    if lower_case:
+        text = re.sub(pattern, lambda m: m.groups()[0] or m.groups()[1].lower(), text)
     # The trie split: none of the specials is a prefix of another.
     pieces = re.split("(" + "|".join(re.escape(s) for s in specials) + ")", text)
     out = []
@@ -53,7 +55,7 @@ def reference_tokenize(vocab, text):
         if piece in specials:
             out.append(piece)
         elif piece:
-            for word in basic_tokenize(piece):
+            for word in basic_tokenize(piece, lower_case):
                 out.extend(wordpiece(vocab, word))
     return out
 
@@ -79,15 +81,19 @@ def is_chinese_char(cp):
                                          (0x2F800, 0x2FA1F)])
 
 
-def basic_tokenize(text):
+def basic_tokenize(text, lower_case):
     text = "".join(" " if is_whitespace(c) else c for c in text
                    if ord(c) not in (0, 0xFFFD) and not is_control(c))
     text = "".join(" %s " % c if is_chinese_char(ord(c)) else c for c in text)
-    text = unicodedata.normalize("NFC", text)
+    # NFC: a no-op before the NFD below. Cased, transformers' Python tokenizer normalises the text
+    # too from 4.3x on; the Rust tokenizer and older ones do not, and neither does this one.
+    if lower_case:
+        text = unicodedata.normalize("NFC", text)
     split = []
     for token in text.strip().split():
-        token = token.lower()
-        token = "".join(c for c in unicodedata.normalize("NFD", token) if unicodedata.category(c) != "Mn")
+        if lower_case:
+            token = token.lower()
+            token = "".join(c for c in unicodedata.normalize("NFD", token) if unicodedata.category(c) != "Mn")
         words = []
         start_new = True
         for c in token:
@@ -122,7 +128,7 @@ def wordpiece(vocab, word, max_chars=100):
     return pieces
 
 
-def tokenizers():
+def tokenizers(lower_case):
     """transformers' Python BertTokenizer over VOCAB (BertTokenizerLegacy from transformers 5 on, whose
     BertTokenizer is the Rust one, also checked), or [] without transformers."""
     try:
@@ -134,22 +140,24 @@ def tokenizers():
         f.write("\n".join(VOCAB) + "\n")
     classes = [getattr(transformers, name) for name in ("BertTokenizerLegacy", "BertTokenizer")
                if hasattr(transformers, name)]
-    return [(c.__name__, c(path, do_lower_case=True)) for c in classes]
+    return [(c.__name__, c(path, do_lower_case=lower_case)) for c in classes]
 
 
 if __name__ == "__main__":
-    checked = tokenizers()
     print("    // vocabulary:", ", ".join(cpp_string(t) for t in VOCAB))
-    print("    // the transcribed algorithm%s" % "".join(", equal to transformers %s's %s" % (
-        __import__("transformers").__version__, name) for name, _ in checked))
-    for case in CASES:
-        tokens = reference_tokenize(set(VOCAB), case)
-        for name, hf in checked:
-            # transformers 5's Python tokenizer lowers whole words, so a word-final capital sigma
-            # becomes ς; 4.x's Python tokenizer and the Rust one (5's BertTokenizer) lower each
-            # character (σ), as the transcription does.
-            if name == "BertTokenizerLegacy" and "\u03a3" in case:
-                continue
-            assert hf.tokenize(case) == tokens, (name, case, hf.tokenize(case), tokens)
-        # The case as a std::string literal ("..."s): it may hold U+0000.
-        print("    {%ss,\n     {%s}}," % (cpp_string(case), ", ".join(cpp_string(t) for t in tokens)))
+    for lower_case in (True, False):
+        checked = tokenizers(lower_case)
+        print("    // %s: the transcribed algorithm%s" % ("uncased" if lower_case else "cased", "".join(
+            ", equal to transformers %s's %s" % (__import__("transformers").__version__, name) for name, _ in checked)))
+        for case in CASES:
+            tokens = reference_tokenize(set(VOCAB), case, lower_case)
+            for name, hf in checked:
+                # transformers 5's Python tokenizer lowers whole words, so a word-final capital sigma
+                # becomes ς; 4.x's Python tokenizer and the Rust one (5's BertTokenizer) lower each
+                # character (σ), as the transcription does. Cased, it NFC-normalises the text.
+                if name == "BertTokenizerLegacy" and ("\u03a3" in case if lower_case else
+                                                      unicodedata.normalize("NFC", case) != case):
+                    continue
+                assert hf.tokenize(case) == tokens, (name, case, hf.tokenize(case), tokens)
+            # The case as a std::string literal ("..."s): it may hold U+0000.
+            print("    {%ss,\n     {%s}}," % (cpp_string(case), ", ".join(cpp_string(t) for t in tokens)))

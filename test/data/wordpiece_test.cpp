@@ -23,13 +23,14 @@ struct Case {
   Tokens tokens;
 };
 
-const Tokens vocabulary = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff", "##able", "aff", "##a", "##b", "a", "b", "c", "##c", "ecole", "istanbul", "straße", "strasse", "σ", "οδυσσευς", "σα", "ας", "ασβ", ",", ".", "!", "?", "'", "\"", "(", ")", "-", "@", "$", "¿", "«", "»", "中", "国", "人", "한", "##국", "ᄒ", "##ᅡ", "##ᆫ", "x", "##x", "don", "t", "##y", "cafe", "naive", "hello", "world", "##s", "game", "valkyria", "chronicles", "iii", "=", "3", "s", "it", "5", "1", "000", "lo", "##ng", "long", "𝒜", "ﬁ", "ℌ"};
+const Tokens vocabulary = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff", "##able", "aff", "##a", "##b", "a", "b", "c", "##c", "ecole", "istanbul", "straße", "strasse", "σ", "οδυσσευς", "σα", "ας", "ασβ", ",", ".", "!", "?", "'", "\"", "(", ")", "-", "@", "$", "¿", "«", "»", "中", "国", "人", "한", "##국", "ᄒ", "##ᅡ", "##ᆫ", "x", "##x", "don", "t", "##y", "cafe", "naive", "hello", "world", "##s", "game", "valkyria", "chronicles", "iii", "=", "3", "s", "it", "5", "1", "000", "lo", "##ng", "long", "𝒜", "ﬁ", "ℌ", "The", "Un", "É", "##É", "Valkyria", "III", "Café", "Σ", "Ω", "Straße", "İstanbul"};
 
-// What HuggingFace's BertTokenizer (uncased) gives for these texts over that vocabulary: printed by
-// make_wordpiece_cases.py, checked there against transformers 5.24's Python and Rust tokenizers (accents, CJK, Hangul, punctuation, control characters, Unicode spaces,
-// words over 100 characters, pieces outside the vocabulary, special tokens in the text).
-const std::vector<Case>& reference_cases() {
-  static const std::vector<Case> cases = {
+// What HuggingFace's BertTokenizer gives for these texts over that vocabulary, uncased and cased:
+// printed by make_wordpiece_cases.py, checked there against transformers 5.24's Python and Rust
+// tokenizers (accents, CJK, Hangul, punctuation, control characters, Unicode spaces, words over 100
+// characters, pieces outside the vocabulary, special tokens in the text).
+const std::vector<Case>& reference_cases(bool lower_case) {
+  static const std::vector<Case> uncased = {
     {"UNaffable the Unaffable"s,
      {"un", "##aff", "##able", "the", "un", "##aff", "##able"}},
     {" = Valkyria Chronicles III = \n"s,
@@ -61,7 +62,39 @@ const std::vector<Case>& reference_cases() {
     {"   \n\t "s,
      {}},
   };
-  return cases;
+  static const std::vector<Case> cased = {
+    {"UNaffable the Unaffable"s,
+     {"[UNK]", "the", "Un", "##aff", "##able"}},
+    {" = Valkyria Chronicles III = \n"s,
+     {"=", "Valkyria", "[UNK]", "III", "="}},
+    {"Don't STOP... \"believing\" (the game's 1 @,@ 000 $)!"s,
+     {"[UNK]", "'", "t", "[UNK]", ".", ".", ".", "\"", "[UNK]", "\"", "(", "the", "game", "'", "s", "1", "@", ",", "@", "000", "$", ")", "!"}},
+    {"ÉCOLE İstanbul Straße STRASSE Café NAÏVE naïve"s,
+     {"[UNK]", "İstanbul", "Straße", "[UNK]", "Café", "[UNK]", "[UNK]"}},
+    {"ΟΔΥΣΣΕΥΣ ΣΑ ΑΣ. ΑΣ́Β Σ"s,
+     {"[UNK]", "[UNK]", "[UNK]", ".", "[UNK]", "Σ"}},
+    {"中国人 x中y 한국 한 ¿Qué? «a-b»"s,
+     {"中", "国", "人", "x", "中", "[UNK]", "한", "##국", "한", "¿", "[UNK]", "?", "«", "a", "-", "b", "»"}},
+    {"hello\u00a0world\u2003the\u3000it\u2028a\u2029b\u0085c\tx\r\ny"s,
+     {"hello", "world", "the", "it", "a", "b", "##c", "x", "[UNK]"}},
+    {"he\u0000llo wo�rld a\u200bb c\u00adx x\u0007x"s,
+     {"hello", "world", "a", "##b", "c", "##x", "x", "##x"}},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa aéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaéaé"s,
+     {"a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "##a", "[UNK]", "[UNK]"}},
+    {"abc cba zzz xq aaab bax"s,
+     {"a", "##b", "##c", "c", "##b", "##a", "[UNK]", "[UNK]", "a", "##a", "##a", "##b", "b", "##a", "##x"}},
+    {"[CLS] hello [SEP] the[MASK]game [mask] [PAD]x[UNK] [SEP"s,
+     {"[CLS]", "hello", "[SEP]", "the", "[MASK]", "game", "[UNK]", "[UNK]", "[UNK]", "[PAD]", "x", "[UNK]", "[UNK]", "[UNK]"}},
+    {"𝒜 ﬁ ℌ Ǆ ǅ ǆ Ω Å `"s,
+     {"𝒜", "ﬁ", "ℌ", "[UNK]", "[UNK]", "[UNK]", "Ω", "[UNK]", "[UNK]"}},
+    {"à֮̀̕b thé́"s,
+     {"[UNK]", "[UNK]"}},
+    {""s,
+     {}},
+    {"   \n\t "s,
+     {}},
+  };
+  return lower_case ? uncased : cased;
 }
 
 fs::path write_vocab(const std::string& name, const std::string& text) {
@@ -81,10 +114,15 @@ std::string lines(const Tokens& tokens) {
 BOOST_AUTO_TEST_SUITE(wordpiece_test)
 
 BOOST_AUTO_TEST_CASE(tokens_are_huggingfaces) {
-  const WordPieceTokenizer tokenizer(write_vocab("vocab.txt", lines(vocabulary)));
-  BOOST_TEST(tokenizer.vocab().size() == static_cast<std::int64_t>(vocabulary.size()));
-  for (const auto& c : reference_cases()) {
-    BOOST_TEST_CONTEXT("text '" << c.text << "'") { BOOST_TEST(tokenizer.tokenize(c.text) == c.tokens); }
+  const fs::path vocab = write_vocab("vocab.txt", lines(vocabulary));
+  for (const bool lower_case : {true, false}) {
+    const WordPieceTokenizer tokenizer(vocab, {.lower_case = lower_case});
+    BOOST_TEST(tokenizer.vocab().size() == static_cast<std::int64_t>(vocabulary.size()));
+    for (const auto& c : reference_cases(lower_case)) {
+      BOOST_TEST_CONTEXT("text '" << c.text << "', lower_case " << lower_case) {
+        BOOST_TEST(tokenizer.tokenize(c.text) == c.tokens);
+      }
+    }
   }
 }
 

@@ -47,7 +47,7 @@ class PretrainingLoader {
  public:
   PretrainingLoader(std::vector<SentenceOrderPair> pairs, const WordPieceTokenizer& tokenizer,
                     PretrainingLoaderOptions options)
-      : pairs_(std::move(pairs)), tokenizer_(&tokenizer), options_(options) {
+      : pairs_(std::move(pairs)), tokenizer_(tokenizer), options_(options) {
     check(!pairs_.empty(), "PretrainingLoader: no sentence-order pairs: expected a corpus with at least one ",
           "document of two tokens or more");
     check(options_.batch_size >= options_.ranks, "PretrainingLoader: batch_size ", options_.batch_size, " for ",
@@ -98,7 +98,7 @@ class PretrainingLoader {
           " or fewer ranks)");
     const ColumnShare share = column_share(rows, options_.rank, options_.ranks);
     const std::int64_t mine = share.end - share.begin, s = options_.max_seq_len;
-    PretrainingBatch out{Tensor<float>::full({mine, s}, static_cast<float>(tokenizer_->pad_id())),
+    PretrainingBatch out{Tensor<float>::full({mine, s}, static_cast<float>(tokenizer_.pad_id())),
                          Tensor<float>::zeros({mine, s}),
                          Tensor<float>::zeros({mine, s}),
                          Tensor<std::int64_t>::full({mine, s}, ignored_label),
@@ -109,7 +109,7 @@ class PretrainingLoader {
     for (std::int64_t r = 0; r < mine; ++r) {
       const std::int64_t example = order[static_cast<std::size_t>(begin + share.begin + r)];
       const SentenceOrderPair& pair = pairs_[static_cast<std::size_t>(example)];
-      const MaskedTokens masked = mask_tokens(pair.input_ids, *tokenizer_, masking, epoch, example);
+      const MaskedTokens masked = mask_tokens(pair.input_ids, tokenizer_, masking, epoch, example);
       for (std::size_t t = 0; t < masked.input_ids.size(); ++t) {
         const std::int64_t at = r * s + static_cast<std::int64_t>(t);
         out.input_ids.data()[at] = static_cast<float>(masked.input_ids[t]);
@@ -149,7 +149,7 @@ class PretrainingLoader {
 
  private:
   std::vector<SentenceOrderPair> pairs_;
-  const WordPieceTokenizer* tokenizer_;
+  WordPieceTokenizer tokenizer_;  // a copy: the caller's may go before the loader
   PretrainingLoaderOptions options_;
   std::int64_t epoch_ = 0;
   std::int64_t first_ = 0;

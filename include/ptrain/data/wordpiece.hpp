@@ -1,6 +1,7 @@
 #pragma once
-// BERT's and ALBERT's WordPiece tokenizer, token for token as HuggingFace's BertTokenizer (uncased:
-// do_lower_case; the Python one of transformers 4.x, and the Rust one) turns text into tokens and ids:
+// BERT's and ALBERT's WordPiece tokenizer, token for token as HuggingFace's BertTokenizer (the
+// Python one of transformers 4.x, and the Rust one) turns text into tokens and ids; uncased
+// (do_lower_case, the default):
 //  1. special tokens ([UNK] [CLS] [SEP] [MASK] [PAD]) written in the text are cut out whole and
 //     kept as they are (the tokenizer's trie split);
 //  2. the rest is lower-cased one code point at a time (Python's str.lower() of each character, so
@@ -14,7 +15,8 @@
 //  6. each piece matched greedily, longest first, against the vocabulary, a continuation written
 //     "##piece"; a word of more than max_input_chars_per_word code points, or one that cannot be
 //     matched through, is [UNK].
-// HF also NFC-normalises before step 4; after lower-casing, NFD in step 5 makes that a no-op. The
+// HF also NFC-normalises before step 4; after lower-casing, NFD in step 5 makes that a no-op.
+// Cased (lower_case off), steps 2 and 5's decomposition and accent stripping are left out. The
 // Unicode tables are Python's (detail/unicode_bert.hpp, detail/unicode_lower.hpp).
 #include <algorithm>
 #include <array>
@@ -111,14 +113,15 @@ inline std::vector<std::uint32_t> code_points(std::string_view text) {
 }
 
 // Steps 2 to 5 of the file comment: the words of text without special tokens.
-inline std::vector<std::string> bert_basic_tokenize(std::string_view text) {
+inline std::vector<std::string> bert_basic_tokenize(std::string_view text, bool lower_case) {
   std::string lowered;
-  for (const std::uint32_t c : code_points(text)) append_lower(lowered, c);
+  if (lower_case)
+    for (const std::uint32_t c : code_points(text)) append_lower(lowered, c);
   std::vector<std::vector<std::uint32_t>> words(1);
   const auto end_word = [&] {
     if (!words.back().empty()) words.emplace_back();
   };
-  for (const std::uint32_t c : code_points(lowered)) {
+  for (const std::uint32_t c : code_points(lower_case ? std::string_view(lowered) : text)) {
     const BertClass k = bert_class(c);
     if (c == 0 || c == 0xFFFD || (k == BertClass::control && c != '\t' && c != '\n' && c != '\r')) continue;
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || k == BertClass::space || is_python_space(c)) {
@@ -134,8 +137,8 @@ inline std::vector<std::string> bert_basic_tokenize(std::string_view text) {
   std::vector<std::string> out;
   for (const auto& word : words) {
     std::string piece;
-    for (const std::uint32_t c : nfd(word)) {
-      if (bert_class(c) == BertClass::mark) continue;
+    for (const std::uint32_t c : lower_case ? nfd(word) : word) {
+      if (lower_case && bert_class(c) == BertClass::mark) continue;
       if (!is_bert_punctuation(c)) {
         append_utf8(piece, c);
         continue;
@@ -154,6 +157,10 @@ inline std::vector<std::string> bert_basic_tokenize(std::string_view text) {
 }  // namespace detail
 
 struct WordPieceOptions {
+  // do_lower_case: steps 2 and 5's accent stripping; off (a cased vocabulary), the text keeps its
+  // case and accents, and is not normalised (as the Rust tokenizer; transformers 5's Python one
+  // NFC-normalises it).
+  bool lower_case = true;
   std::int64_t max_input_chars_per_word = 100;
 };
 
@@ -207,7 +214,7 @@ class WordPieceTokenizer {
     std::vector<std::string> out;
     std::size_t begin = 0;
     const auto flush = [&](std::size_t end) {
-      for (const auto& word : detail::bert_basic_tokenize(text.substr(begin, end - begin))) word_pieces(word, out);
+      for (const auto& word : detail::bert_basic_tokenize(text.substr(begin, end - begin), options_.lower_case)) word_pieces(word, out);
     };
     for (std::size_t i = 0; i < text.size();) {
       const std::string_view* special = special_at(text, i);
