@@ -28,7 +28,8 @@ void check_tokens(const ptrain::WordPieceTokenizer& tokenizer, std::string_view 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   static const ptrain::WordPieceTokenizer fixed(
-      ptrain::Vocab({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "##b", "the", "é", ".", "中"}), "fixed");
+      ptrain::Vocab({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "##b", "the", "é", ".", "中"}),
+      "fixed vocabulary");
   check_tokens(fixed, text);
   const auto path = ptrain::fuzz::input_file(data, size, "vocab.txt");
   ptrain::fuzz::refuse_cleanly([&] {

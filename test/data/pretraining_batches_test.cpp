@@ -69,8 +69,8 @@ BOOST_AUTO_TEST_CASE(wikitext_articles_are_documents) {
                       "empty.raw: empty: expected WikiText articles"));
   BOOST_TEST(contains(error_of([&] { read_wikitext_articles(write_file("titles.raw", " = A = \n\n = = B = = \n")); }),
                       "titles.raw: no paragraph of text"));
-  BOOST_TEST(contains(error_of([&] { read_wikitext_articles(test::temp_dir("pretraining_batches_test") / "none.raw"); }),
-                      "none.raw: cannot open for reading"));
+  const fs::path none = test::temp_dir("pretraining_batches_test") / "none.raw";
+  BOOST_TEST(contains(error_of([&] { read_wikitext_articles(none); }), "none.raw: cannot open for reading"));
 }
 
 BOOST_AUTO_TEST_CASE(sentences_end_at_stops_before_a_space) {
@@ -136,7 +136,8 @@ BOOST_AUTO_TEST_CASE(long_segments_are_trimmed_to_max_seq_len) {
     // Trimmed after the swap, the longer segment first (B on a tie): 15 and 14 tokens remain.
     BOOST_TEST(p.first_b == 1 + 15 + 1);
   }
-  BOOST_TEST(contains(error_of([&] { sentence_order_pairs({}, tokenizer, {.max_seq_len = 4}); }),
+  const std::vector<std::vector<Ids>> none;
+  BOOST_TEST(contains(error_of([&] { sentence_order_pairs(none, tokenizer, {.max_seq_len = 4}); }),
                       "max_seq_len 4, expected at least 5"));
 }
 
@@ -195,8 +196,8 @@ BOOST_AUTO_TEST_CASE(chosen_tokens_are_masked_replaced_or_kept_80_10_10) {
 
 BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
   const auto tokenizer = word_tokenizer(2000);
-  auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7}, {4, 4, 4, 4, 4, 4, 9, 9}, {6, 6, 6}}),
-                                    tokenizer, {.max_seq_len = 16, .short_seq_prob = 0.3});
+  const auto docs = counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7}, {4, 4, 4, 4, 4, 4, 9, 9}, {6, 6, 6}});
+  auto pairs = sentence_order_pairs(docs, tokenizer, {.max_seq_len = 16, .short_seq_prob = 0.3});
   BOOST_TEST_REQUIRE(pairs.size() >= 6u);
   pairs.resize(6);
   const PretrainingLoaderOptions serial_options{.batch_size = 6, .max_seq_len = 16, .seed = 5};
@@ -263,17 +264,19 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
 
 // A vocab.txt and a WikiText raw file to batches: what examples/albert_pretrain reads.
 BOOST_AUTO_TEST_CASE(wikitext_and_vocab_files_to_batches) {
-  const WordPieceTokenizer tokenizer(write_file("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ngame\n##s\n.\nit\nsold\nwell\nlobster\n"));
+  const WordPieceTokenizer tokenizer(
+      write_file("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ngame\n##s\n.\nit\nsold\nwell\nlobster\n"));
   const fs::path raw = write_file("corpus.raw", " = Game = \n The games sold well . It sold . The game sold .\n"
                                                 " = Lobster = \n The lobster sold . It sold well .\n");
-  const auto pairs = sentence_order_pairs(tokenize_documents(read_wikitext_articles(raw), tokenizer), tokenizer,
-                                          {.max_seq_len = 12, .short_seq_prob = 0});
+  const auto pairs = sentence_order_pairs(raw, tokenizer, {.max_seq_len = 12, .short_seq_prob = 0});
   // Game's sentences of 6, 3 and 4 tokens reach the target of 9 at the second; the third, left
   // alone at the document's end, is cut at its middle. Lobster's two (4 + 4) end their document.
   BOOST_TEST_REQUIRE(pairs.size() == 3u);
   BOOST_TEST(pairs[0].input_ids.size() == 12u);
   BOOST_TEST(pairs[1].input_ids.size() == 7u);
   BOOST_TEST(pairs[2].input_ids.size() == 11u);
+  BOOST_TEST(contains(error_of([&] { sentence_order_pairs(write_file("short.raw", " = A = \n the\n"), tokenizer); }),
+                      "short.raw: no sentence-order pair: expected an article of two tokens or more"));
   PretrainingLoader loader(pairs, tokenizer, {.batch_size = 2, .max_seq_len = 12});
   std::vector<Shape> shapes;
   for (const auto& batch : loader) shapes.push_back(batch.input_ids.shape());

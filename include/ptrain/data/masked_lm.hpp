@@ -2,10 +2,11 @@
 // Masked language modelling's corruption of one example, drawn afresh each epoch from
 // Rng(seed, epoch, example) alone, so every rank and every run masks an example the same way: of
 // the tokens that are not special ([CLS], [SEP], [PAD], ...), round(mask_prob * count) (at least
-// one, none when mask_prob is 0) are chosen uniformly without replacement, as BERT's create_masked_lm_predictions chooses
-// them; each chosen one becomes [MASK] with probability 0.8, a token drawn uniformly from the
-// whole vocabulary with 0.1, and stays itself with 0.1. Its label is its original id; every other
-// position's label is -100 (ignored by the loss, as in HuggingFace).
+// one, none when mask_prob is 0) are chosen uniformly without replacement, as BERT's
+// create_masked_lm_predictions chooses them; each chosen one becomes [MASK] with probability 0.8,
+// a token drawn uniformly from the whole vocabulary with 0.1, and stays itself with 0.1. Its label
+// is its original id; every other position's label is -100 (ignored by the loss, as in
+// HuggingFace).
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -40,9 +41,8 @@ inline MaskedTokens mask_tokens(const std::vector<std::int64_t>& ids, const Word
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (!tokenizer.is_special(ids[i])) candidates.push_back(i);
   if (candidates.empty() || options.mask_prob == 0) return out;
-  const auto chosen = std::min(
-      candidates.size(),
-      std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(options.mask_prob * static_cast<double>(candidates.size())))));
+  const auto share = static_cast<std::size_t>(std::llround(options.mask_prob * static_cast<double>(candidates.size())));
+  const std::size_t chosen = std::min(candidates.size(), std::max<std::size_t>(1, share));
   const auto vocab_size = static_cast<std::uint64_t>(tokenizer.vocab().size());
   for (std::size_t k = 0; k < chosen; ++k) {
     std::swap(candidates[k], candidates[k + rng.below(candidates.size() - k)]);  // a partial Fisher-Yates shuffle

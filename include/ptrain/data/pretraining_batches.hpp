@@ -53,8 +53,8 @@ class PretrainingLoader {
     check(options_.batch_size >= options_.ranks, "PretrainingLoader: batch_size ", options_.batch_size, " for ",
           options_.ranks, " data-parallel ranks: expected at least one row per rank");
     column_share(options_.batch_size, options_.rank, options_.ranks);  // checks rank and ranks
-    check(options_.max_seq_len >= 2 && options_.max_seq_len < (std::int64_t{1} << 24), "PretrainingLoader: max_seq_len ",
-          options_.max_seq_len, ", expected 2 to 2^24 - 1");
+    check(options_.max_seq_len >= 2 && options_.max_seq_len < (std::int64_t{1} << 24),
+          "PretrainingLoader: max_seq_len ", options_.max_seq_len, ", expected 2 to 2^24 - 1");
     check(tokenizer.vocab().size() <= (std::int64_t{1} << 24), "PretrainingLoader: a vocabulary of ",
           tokenizer.vocab().size(), " tokens: expected at most 2^24 (ids travel as float)");
     for (std::size_t k = 0; k < pairs_.size(); ++k) {

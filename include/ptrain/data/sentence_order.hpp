@@ -11,12 +11,14 @@
 // every rank and every run builds the same examples.
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/rng.hpp"
+#include "ptrain/data/wikitext.hpp"
 #include "ptrain/data/wordpiece.hpp"
 
 namespace ptrain {
@@ -129,6 +131,15 @@ inline std::vector<SentenceOrderPair> sentence_order_pairs(
       length = 0;
     }
   }
+  return pairs;
+}
+
+// The pairs of a WikiText raw file (read_wikitext_articles: one document per article).
+inline std::vector<SentenceOrderPair> sentence_order_pairs(const std::filesystem::path& corpus,
+                                                           const WordPieceTokenizer& tokenizer,
+                                                           const SentenceOrderOptions& options = {}) {
+  auto pairs = sentence_order_pairs(tokenize_documents(read_wikitext_articles(corpus), tokenizer), tokenizer, options);
+  check(!pairs.empty(), corpus.string(), ": no sentence-order pair: expected an article of two tokens or more");
   return pairs;
 }
 

@@ -214,7 +214,8 @@ class WordPieceTokenizer {
     std::vector<std::string> out;
     std::size_t begin = 0;
     const auto flush = [&](std::size_t end) {
-      for (const auto& word : detail::bert_basic_tokenize(text.substr(begin, end - begin), options_.lower_case)) word_pieces(word, out);
+      for (const auto& word : detail::bert_basic_tokenize(text.substr(begin, end - begin), options_.lower_case))
+        word_pieces(word, out);
     };
     for (std::size_t i = 0; i < text.size();) {
       const std::string_view* special = special_at(text, i);

@@ -133,7 +133,8 @@ class Lamb {
         seen[index] |= 1;
       } else {
         const bool first = field == "exp_avg";
-        (first ? st.exp_avg : st.exp_avg_sq) = on_device<D>(detail::loaded_tensor(name, key, t, params_[index].shape()));
+        const Tensor<T> loaded = detail::loaded_tensor(name, key, t, params_[index].shape());
+        (first ? st.exp_avg : st.exp_avg_sq) = on_device<D>(loaded);
         seen[index] |= first ? 2 : 4;
       }
     }
