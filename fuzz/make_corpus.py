@@ -183,6 +183,16 @@ def wikitext_seeds():
     put("wikitext", "one_token.tokens", b"<unk>")
 
 
+def wordpiece_seeds():
+    specials = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
+    put("wordpiece", "vocab.txt", (specials + "the\n##s\nun\n##aff\n##able\né\n中\n.\n").encode())
+    put("wordpiece", "crlf_vocab.txt", (specials + "ÉCOLE\n##s\n").replace("\n", "\r\n").encode())
+    put("wordpiece", "no_mask.txt", b"[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
+    put("wordpiece", "twice.txt", (specials + "the\nthe\n").encode())
+    put("wordpiece", "article.raw", " = A = \n The the a . A aab !\n = = B = = \n é 中 . a\n = C = \n the\n".encode())
+    put("wordpiece", "text.txt", "The UNaffable ÉCOLE's [MASK] 中国 na\u00efve\u00a0x\u0000y\u200b!".encode())
+
+
 if __name__ == "__main__":
     idx_seeds()
     cifar_seeds()
@@ -194,3 +204,4 @@ if __name__ == "__main__":
     tensor_cache_seeds()
     checkpoint_seeds()
     wikitext_seeds()
+    wordpiece_seeds()

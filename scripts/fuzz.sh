@@ -2,7 +2,7 @@
 # Fuzzes one parser with libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer:
 #   scripts/fuzz.sh TARGET SECONDS    TARGET: idx, idx_gzip, cifar10, png, jpeg, image_csv,
 #                                     image_mask, safetensors, tensor_cache, checkpoint_manifest,
-#                                     checkpoint_rank_state, wikitext (fuzz/<TARGET>_fuzz.cpp)
+#                                     checkpoint_rank_state, wikitext, wordpiece (fuzz/<TARGET>_fuzz.cpp)
 #   scripts/fuzz.sh all SECONDS       every target in turn, SECONDS each
 # Builds build-fuzz/<TARGET>_fuzz with Debian's clang (installed when missing), starts from a
 # working copy of the committed seeds (build-fuzz/corpus/<TARGET>, which keeps what the fuzzer

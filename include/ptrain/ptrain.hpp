@@ -67,6 +67,7 @@
 #include "ptrain/models/small_cnn.hpp"
 
 #include "ptrain/optim/adam.hpp"
+#include "ptrain/optim/lamb.hpp"
 #include "ptrain/optim/one_cycle.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/optim/schedule.hpp"
@@ -81,11 +82,15 @@
 #include "ptrain/data/geometric_transforms.hpp"
 #include "ptrain/data/idx.hpp"
 #include "ptrain/data/loader.hpp"
+#include "ptrain/data/masked_lm.hpp"
+#include "ptrain/data/pretraining_batches.hpp"
 #include "ptrain/data/sampler.hpp"
+#include "ptrain/data/sentence_order.hpp"
 #include "ptrain/data/tensor_cache.hpp"
 #include "ptrain/data/transforms.hpp"
 #include "ptrain/data/vocab.hpp"
 #include "ptrain/data/wikitext.hpp"
+#include "ptrain/data/wordpiece.hpp"
 #include "ptrain/io/pixels.hpp"
 #ifdef PTRAIN_HAS_IMAGE  // defined by ptrain::image (libpng + libjpeg-turbo)
 #include "ptrain/io/image.hpp"

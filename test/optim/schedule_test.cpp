@@ -28,6 +28,7 @@ struct LrOnly {
 };
 static_assert(Optimizer<LrOnly> && !MomentumOptimizer<LrOnly>);
 static_assert(LrSchedule<StepLR> && LrSchedule<CosineAnnealingLR> && MomentumSchedule<OneCycleLR>);
+static_assert(LrSchedule<WarmupLinearDecay>);
 static_assert(MomentumSchedule<LinearWarmup<OneCycleLR>> && !MomentumSchedule<LinearWarmup<StepLR>>);
 
 template <LrSchedule S>
@@ -175,6 +176,16 @@ BOOST_AUTO_TEST_CASE(warmup_matches_pytorch_chained_linear_lr) {
   check_values(lrs(LinearWarmup(FixedLR{0.1}, 0, 0.0), 2), {0.1, 0.1});
   check_throws_with([] { LinearWarmup(FixedLR{0.1}, 5, 1.5); }, "start_factor is 1.5");
   check_throws_with([] { LinearWarmup(FixedLR{0.1}, -1); }, "warmup_steps is -1");
+}
+
+BOOST_AUTO_TEST_CASE(warmup_linear_decay_matches_huggingface) {
+  // get_linear_schedule_with_warmup(warmup 4, total 10): a LambdaLR; 0 from total on.
+  check_values(lrs(WarmupLinearDecay{.base_lr = 0.1, .warmup_steps = 4, .total_steps = 10}, 13),
+               {0.0, 0.025, 0.05, 0.07500000000000001, 0.1, 0.08333333333333334, 0.06666666666666667, 0.05,
+                0.03333333333333333, 0.016666666666666666, 0.0, 0.0, 0.0});
+  check_values(lrs(WarmupLinearDecay{.base_lr = 0.2, .warmup_steps = 0, .total_steps = 2}, 3), {0.2, 0.1, 0.0});
+  check_throws_with([] { WarmupLinearDecay{.base_lr = 0.1, .warmup_steps = 5, .total_steps = 4}.lr_at(0); },
+                    "expected 0 <= warmup_steps <= total_steps");
 }
 
 BOOST_AUTO_TEST_CASE(linear_scaling_ramps_from_single_worker_rate) {

@@ -23,15 +23,15 @@
 namespace ptrain {
 
 // The lines of UTF-8 text as Python's text mode splits them (universal newlines: "\n", "\r\n" and
-// "\r" each end a line), each through basic_english_tokenize. name is used in errors: a byte that
-// is not UTF-8 is named by line and byte offset.
-inline std::vector<std::vector<std::string>> tokenize_lines(std::string_view text, const std::string& name) {
-  std::vector<std::vector<std::string>> lines;
+// "\r" each end a line; a last line without an end counts, an empty one after the last end does
+// not). name is used in errors: a byte that is not UTF-8 is named by line and byte offset.
+inline std::vector<std::string_view> text_lines(std::string_view text, const std::string& name) {
+  std::vector<std::string_view> lines;
   std::size_t begin = 0;
   std::int64_t line = 1;
   for (std::size_t i = 0; i <= text.size();) {
     if (i == text.size() || text[i] == '\n' || text[i] == '\r') {
-      if (i > begin || i < text.size()) lines.push_back(basic_english_tokenize(text.substr(begin, i - begin)));
+      if (i > begin || i < text.size()) lines.push_back(text.substr(begin, i - begin));
       if (i == text.size()) break;
       i += text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
       begin = i;
@@ -40,26 +40,64 @@ inline std::vector<std::vector<std::string>> tokenize_lines(std::string_view tex
     }
     const detail::Utf8Char c = detail::decode_utf8(text, i);
     check(c.code_point <= 0x10FFFF, name, ": line ", line, ", byte offset ", i, ": byte 0x", std::hex,
-          static_cast<int>(static_cast<unsigned char>(text[i])), std::dec,
-          " is not valid UTF-8: expected UTF-8 text (WikiText files are UTF-8)");
+          static_cast<int>(static_cast<unsigned char>(text[i])), std::dec, " is not valid UTF-8: expected UTF-8 text");
     i += c.length;
   }
   return lines;
 }
 
-// A whole file's tokenized lines (a gzip-compressed file is read through zlib). A file without a
-// single token is an error: a WikiText split is never empty.
-inline std::vector<std::vector<std::string>> read_tokenized_lines(const std::filesystem::path& path) {
+// Each line of text_lines through basic_english_tokenize.
+inline std::vector<std::vector<std::string>> tokenize_lines(std::string_view text, const std::string& name) {
+  std::vector<std::vector<std::string>> lines;
+  for (const std::string_view line : text_lines(text, name)) lines.push_back(basic_english_tokenize(line));
+  return lines;
+}
+
+// A whole file's bytes (a gzip-compressed file is read through zlib) and the name errors use.
+struct TextFile {
+  std::string text;
+  std::string name;
+};
+inline TextFile read_text_file(const std::filesystem::path& path) {
   detail::ByteReader in(path);
   std::string text;
   char buffer[1 << 16];
   for (std::size_t got; (got = in.read(buffer, sizeof buffer)) > 0;) text.append(buffer, got);
-  auto lines = tokenize_lines(text, in.name());
+  return {std::move(text), in.name()};
+}
+
+// A whole file's tokenized lines. A file without a single token is an error: a WikiText split is
+// never empty.
+inline std::vector<std::vector<std::string>> read_tokenized_lines(const std::filesystem::path& path) {
+  const auto [text, name] = read_text_file(path);
+  auto lines = tokenize_lines(text, name);
   std::size_t tokens = 0;
   for (const auto& l : lines) tokens += l.size();
-  check(tokens > 0, in.name(), ": ", text.empty() ? "empty" : "no tokens (only whitespace)",
+  check(tokens > 0, name, ": ", text.empty() ? "empty" : "no tokens (only whitespace)",
         ": expected WikiText lines of text (' = Title = ' headings and paragraphs)");
   return lines;
+}
+
+// The articles of a WikiText file (wiki.train.raw, say), ALBERT's and BERT's documents: each
+// article its paragraphs in order, a level-1 heading line (" = Title = ") starting the next one;
+// headings of every level and blank lines are left out. A file without a paragraph is an error.
+inline std::vector<std::vector<std::string>> read_wikitext_articles(const std::filesystem::path& path) {
+  const auto [text, name] = read_text_file(path);
+  std::vector<std::vector<std::string>> articles(1);
+  for (std::string_view line : text_lines(text, name)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;
+    line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
+    if (line.size() >= 3 && line.front() == '=' && line.back() == '=') {  // a heading
+      if (line.substr(0, 3) != "= =" && !articles.back().empty()) articles.emplace_back();
+      continue;
+    }
+    articles.back().emplace_back(line);
+  }
+  if (articles.back().empty()) articles.pop_back();
+  check(!articles.empty(), name, ": ", text.empty() ? "empty" : "no paragraph of text",
+        ": expected WikiText articles (' = Title = ' headings and paragraphs)");
+  return articles;
 }
 
 enum class WikiTextFormat { tokens, raw };  // wiki.*.tokens, or wiki.*.raw

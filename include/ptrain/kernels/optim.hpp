@@ -1,17 +1,20 @@
 #pragma once
 // The dispatch points of the optimizer updates and of mixed precision's gradient unscaling: Cpu's
 // executor runs the Eigen chunked updates of kernels/cpu/optim.hpp, any other executor the
-// indexed algorithms of kernels/indexed/optim.hpp (whose comments give each contract).
+// indexed algorithms of kernels/indexed/optim.hpp (whose comments give each contract). LAMB's
+// elementwise passes are the indexed ones on every executor, its norms reduce.hpp's.
 #include <cstdint>
 
 #include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/optim.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/optim.hpp"
+#include "ptrain/kernels/reduce.hpp"
 
 namespace ptrain::kernels {
 
 using indexed::AdamBuffers;
+using indexed::LambBuffers;
 
 template <class T, class Options>
 void sgd_step(const CpuExecutor&, const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step,
@@ -47,6 +50,19 @@ template <class Ex, class T, class Options>
 void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
                 const AdamBuffers<T>& state, std::int64_t n) {
   indexed::adamw_step(ex, options, step, param, grad, state, n);
+}
+
+// Lamb<T, D>'s update of one parameter at its step number `step`, on every executor: the moments
+// and the update (indexed), the sums of squares of the parameter and the update (reduce.hpp's,
+// Eigen's on the CPU), the trust ratio and the step (indexed). weight_decay is the parameter's: the
+// options' or 0 for a parameter exempt from it. options: a LambOptions (optim/lamb.hpp).
+template <class Ex, class T, class Options>
+void lamb_step(const Ex& ex, const Options& options, std::int64_t step, double weight_decay, T* param,
+               const T* grad, const LambBuffers<T>& state, std::int64_t n) {
+  indexed::lamb_moments(ex, options, step, weight_decay, param, grad, state, n);
+  sum_of_squares(ex, param, n, state.norms);
+  sum_of_squares(ex, state.update, n, state.norms + 1);
+  indexed::lamb_apply(ex, options.lr, param, state, n);
 }
 
 template <class From, class To>

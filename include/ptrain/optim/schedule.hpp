@@ -78,6 +78,25 @@ struct CosineAnnealingLR {
   }
 };
 
+// BERT's and ALBERT's schedule, HuggingFace's get_linear_schedule_with_warmup: the rate climbs
+// linearly from 0 at step 0 to base_lr at warmup_steps, then falls linearly to 0 at total_steps
+// and stays 0.
+struct WarmupLinearDecay {
+  double base_lr = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t warmup_steps = 0;
+  std::int64_t total_steps = 0;
+
+  double lr_at(std::int64_t step) const {
+    detail::check_schedule_lr("WarmupLinearDecay", "base_lr", base_lr);
+    detail::check_schedule_step("WarmupLinearDecay", step);
+    check(warmup_steps >= 0 && total_steps >= warmup_steps, "WarmupLinearDecay: warmup_steps ", warmup_steps,
+          " and total_steps ", total_steps, ", expected 0 <= warmup_steps <= total_steps");
+    if (step < warmup_steps) return base_lr * static_cast<double>(step) / static_cast<double>(warmup_steps);
+    const auto decay = static_cast<double>(std::max<std::int64_t>(1, total_steps - warmup_steps));
+    return base_lr * std::max(0.0, static_cast<double>(total_steps - step) / decay);
+  }
+};
+
 // The inner schedule times factor.
 template <LrSchedule S>
 struct Scaled {

@@ -1,6 +1,6 @@
 #pragma once
 // Device checks: kernels/indexed/elementwise.hpp and kernels/indexed/optim.hpp under the
-// CudaExecutor against the same calls under the HostExecutor.
+// CudaExecutor against the same calls under the HostExecutor; Lamb on the device against the CPU.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +10,7 @@
 
 #include <ptrain/kernels/indexed/elementwise.hpp>
 #include <ptrain/kernels/indexed/optim.hpp>
+#include <ptrain/optim/lamb.hpp>
 
 #include "checks/common.cuh"
 
@@ -132,6 +133,36 @@ void check_optimizers(const char* type, double tol) {
   vmax.expect_same(tol, "Adam max_exp_avg_sq" + t);
 }
 
+// Lamb<T, Cuda> against Lamb<T> over three steps: a large weight, a LayerNorm weight (no weight
+// decay) and a zero parameter (trust ratio 1).
+template <class T>
+void check_lamb(const char* type, double tol) {
+  const std::vector<std::pair<std::string, Shape>> shapes{
+      {"encoder.weight", Shape{300007}}, {"encoder.LayerNorm.weight", Shape{77}}, {"zero.weight", Shape{5}}};
+  std::vector<std::pair<std::string, Var<T>>> cpu;
+  std::vector<std::pair<std::string, Var<T, Cuda>>> dev;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const Tensor<T> init = i == 2 ? Tensor<T>::zeros(shapes[i].second) : inputs<T>(shapes[i].second, 40 + i);
+    cpu.emplace_back(shapes[i].first, Var<T>(init.clone(), true));
+    dev.emplace_back(shapes[i].first, Var<T, Cuda>(init.template to<Cuda>(), true));
+  }
+  const LambOptions options{.lr = 1e-2, .weight_decay = 1e-2};
+  Lamb<T> cpu_lamb(cpu, options);
+  Lamb<T, Cuda> dev_lamb(dev, options);
+  for (int step = 1; step <= 3; ++step) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Tensor<T> g = inputs<T>(shapes[i].second, 100 * step + i);
+      cpu[i].second.grad() = g.clone();
+      dev[i].second.grad() = g.template to<Cuda>();
+    }
+    cpu_lamb.step();
+    dev_lamb.step();
+  }
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    expect_close(dev[i].second.value(), cpu[i].second.value(), tol,
+                 "Lamb steps: " + shapes[i].first + " (" + type + ")");
+}
+
 // 16-bit gradients into float masters, unscaled, with an inf or NaN found in a late row.
 template <class T>
 void check_unscale(const char* type, double poison) {
@@ -169,6 +200,8 @@ inline void check_pointwise() {
   check_cast<double, float>();
   check_optimizers<float>("float", 1e-5);
   check_optimizers<double>("double", 1e-12);
+  check_lamb<float>("float", 1e-5);
+  check_lamb<double>("double", 1e-12);
   for (double poison : {0.5, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
     check_unscale<half>("half", poison);
     check_unscale<bfloat16>("bfloat16", poison);

@@ -1,7 +1,7 @@
 #pragma once
-// Executor-generic optimizer steps over one parameter (the formulas of optim/sgd.hpp and
-// optim/adam.hpp, torch.optim 1.13) and mixed precision's gradient unscaling with its inf/NaN check
-// (train/mixed_precision.hpp). Masters become 16-bit weights with indexed/elementwise.hpp's cast.
+// Executor-generic optimizer steps over one parameter (the formulas of optim/sgd.hpp, optim/adam.hpp
+// (torch.optim 1.13) and optim/lamb.hpp) and mixed precision's gradient unscaling with its inf/NaN
+// check (train/mixed_precision.hpp). Masters become 16-bit weights with indexed/elementwise.hpp's cast.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -132,6 +132,99 @@ template <class Ex, class T, class Options>
 void adamw_step(const Ex& ex, const Options& options, std::int64_t step, T* param, const T* grad,
                 const AdamBuffers<T>& state, std::int64_t n) {
   detail::adam_like_step(ex, "adamw_step", true, options, step, param, grad, state, n);
+}
+
+// LAMB's per-parameter state and the scratch of its trust ratio, all in the executor's memory:
+// update holds the parameter's elements, norms 3 doubles (the sums of squares of the parameter and
+// of the update, then the trust ratio).
+template <class T>
+struct LambBuffers {
+  T* exp_avg;
+  T* exp_avg_sq;
+  T* update;
+  double* norms;
+};
+
+// LAMB's moments and its Adam-style update of element i (before the trust ratio):
+//   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2,
+//   update = m / (1 - beta1^t) / (sqrt(v) / sqrt(1 - beta2^t) + eps) + weight_decay p.
+template <class T>
+struct LambMoments {
+  using A = accumulate_t<T>;
+  const T* param;
+  const T* grad;
+  LambBuffers<T> state;
+  A beta1, beta2, keep1, keep2, correction1, correction2, eps, weight_decay;
+
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    using std::sqrt;
+    const A d = to_accumulate(grad[i]);
+    const A m = beta1 * to_accumulate(state.exp_avg[i]) + keep1 * d;
+    const A v = beta2 * to_accumulate(state.exp_avg_sq[i]) + keep2 * (d * d);
+    state.exp_avg[i] = from_accumulate<T>(m);
+    state.exp_avg_sq[i] = from_accumulate<T>(v);
+    A u = m / correction1 / (sqrt(v) / correction2 + eps);
+    if (weight_decay != A(0)) u = u + weight_decay * to_accumulate(param[i]);
+    state.update[i] = from_accumulate<T>(u);
+  }
+};
+
+// The layer's trust ratio ||p|| / ||update|| from the two sums of squares, 1 when either norm is 0
+// (as in You et al.'s reference and NVIDIA's FusedLAMB): one element's work.
+struct LambTrustRatio {
+  double* norms;
+
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t) const {
+    using std::sqrt;
+    const double weight = sqrt(norms[0]), update = sqrt(norms[1]);
+    norms[2] = weight > 0 && update > 0 ? weight / update : 1.0;
+  }
+};
+
+// p = p - lr * trust * update.
+template <class T>
+struct LambApply {
+  using A = accumulate_t<T>;
+  T* param;
+  const T* update;
+  const double* norms;
+  double lr;
+
+  PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
+    const A step = static_cast<A>(lr * norms[2]);
+    param[i] = from_accumulate<T>(to_accumulate(param[i]) - step * to_accumulate(update[i]));
+  }
+};
+
+// What lamb_step (kernels/optim.hpp) requires of its arguments.
+template <class T>
+void check_lamb_arguments(std::int64_t step, double weight_decay, const LambBuffers<T>& state, std::int64_t n) {
+  check(n >= 0, "lamb_step: negative element count ", n);
+  check(step >= 1, "lamb_step: step count ", step, ", expected the parameter's step number, starting at 1");
+  check(state.exp_avg && state.exp_avg_sq && state.update && state.norms,
+        "lamb_step: exp_avg, exp_avg_sq, the update scratch and the norms are needed");
+  check(weight_decay >= 0 && std::isfinite(weight_decay), "lamb_step: weight decay ", weight_decay,
+        ", expected a finite value >= 0");
+}
+
+// The elementwise passes of a LAMB step; the two sums of squares between them are
+// kernels/reduce.hpp's (kernels/optim.hpp's lamb_step runs the whole step).
+template <class Ex, class T, class Options>
+void lamb_moments(const Ex& ex, const Options& options, std::int64_t step, double weight_decay, const T* param,
+                  const T* grad, const LambBuffers<T>& state, std::int64_t n) {
+  using A = accumulate_t<T>;
+  check_lamb_arguments(step, weight_decay, state, n);
+  const double t = static_cast<double>(step);
+  ex.indexed(n, LambMoments<T>{param, grad, state, static_cast<A>(options.beta1), static_cast<A>(options.beta2),
+                               static_cast<A>(1 - options.beta1), static_cast<A>(1 - options.beta2),
+                               static_cast<A>(1 - std::pow(options.beta1, t)),
+                               static_cast<A>(std::sqrt(1 - std::pow(options.beta2, t))),
+                               static_cast<A>(options.eps), static_cast<A>(weight_decay)});
+}
+template <class Ex, class T>
+void lamb_apply(const Ex& ex, double lr, T* param, const LambBuffers<T>& state, std::int64_t n) {
+  ex.indexed(1, LambTrustRatio{state.norms});
+  ex.indexed(n, LambApply<T>{param, state.update, state.norms, lr});
 }
 
 // Rows of this many elements are one GPU block's share of the unscale-and-check pass.
