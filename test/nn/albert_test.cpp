@@ -20,38 +20,21 @@
 #include <ptrain/nn/state_dict.hpp>
 #include <ptrain/train/albert_pretraining.hpp>
 
-#include "../common/device_mlp.hpp"  // relative_difference
 #include "../common/files.hpp"
+#include "../common/reference_files.hpp"
 
 using namespace ptrain;
+using test::expect_close;
 using test::relative_difference;
+using test::whole_numbers;
 
 namespace {
-std::filesystem::path data(const std::string& file) {
-  return std::filesystem::path(__FILE__).parent_path() / "data" / file;
-}
-void expect_close(const Tensor<float>& got, const Tensor<float>& want, const std::string& what) {
-  BOOST_REQUIRE_MESSAGE(got.shape() == want.shape(), what << ": shape " << got.shape() << ", HF " << want.shape());
-  const double difference = relative_difference(got, want);
-  BOOST_TEST(difference <= 1e-4, what << ": relative difference " << difference);
-}
-std::vector<std::int64_t> whole_numbers(const Tensor<float>& t) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<std::int64_t>(t[i]));
-  return out;
-}
+std::filesystem::path data(const std::string& file) { return test::reference_file(file); }
 
 // make_albert_reference.py's configuration.
 AlbertConfig reference_config() {
-  AlbertConfig c;
-  c.vocab_size = 23;
-  c.embedding_size = 6;
-  c.hidden_size = 8;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 12;
-  c.max_position_embeddings = 16;
-  return c;
+  return {.vocab_size = 23, .embedding_size = 6, .hidden_size = 8, .num_hidden_layers = 3, .num_attention_heads = 2,
+          .intermediate_size = 12, .max_position_embeddings = 16};
 }
 
 struct ReferenceBatch {

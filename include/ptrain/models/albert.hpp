@@ -72,15 +72,8 @@ struct AlbertConfig {
   // A configuration a CPU trains in minutes: E 64, H 128, 4 layers, 4 heads, FFN 512, 128
   // positions.
   static AlbertConfig small(std::int64_t vocab_size) {
-    AlbertConfig c;
-    c.vocab_size = vocab_size;
-    c.embedding_size = 64;
-    c.hidden_size = 128;
-    c.num_hidden_layers = 4;
-    c.num_attention_heads = 4;
-    c.intermediate_size = 512;
-    c.max_position_embeddings = 128;
-    return c;
+    return {.vocab_size = vocab_size, .embedding_size = 64, .hidden_size = 128, .num_hidden_layers = 4,
+            .num_attention_heads = 4, .intermediate_size = 512, .max_position_embeddings = 128};
   }
 };
 
