@@ -140,6 +140,25 @@ BOOST_AUTO_TEST_CASE(saved_weights_name_the_tied_decoder_once_and_load_back) {
              0.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_tied_name_of_another_shape_is_refused_naming_both) {
+  const io::SafetensorsFile weights(data("albert_weights.safetensors"));
+  std::vector<io::SafetensorsEntry<float>> entries;
+  for (const auto& info : weights.tensors())
+    entries.push_back({info.name, info.name == "predictions.decoder.weight" ? Tensor<float>::zeros({23, 5})
+                                                                            : weights.read<float>(info)});
+  const std::filesystem::path file = test::temp_dir("albert_test") / "bad_tie.safetensors";
+  io::save_safetensors(file, entries);
+  AlbertForPreTraining<float> model(reference_config());
+  try {
+    load_state_dict(model, file);
+    BOOST_FAIL("a decoder weight of shape [23, 5] loaded");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("predictions.decoder.weight: file has [23, 5], model expects [23, 6] (it is "
+                                          "albert.embeddings.word_embeddings.weight)") != std::string::npos,
+               e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_inputs_are_refused_in_a_sentence) {
   AlbertForPreTraining<float> model(reference_config());
   const auto message_of = [&](const Tensor<float>& inputs) {
