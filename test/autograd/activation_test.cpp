@@ -170,6 +170,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sigmoid_matches_the_cpu_and_finite_differences, D,
   test::check_op<D>([](const auto& v) { return sigmoid(v[0]); }, {random_tensor({3, 7}, 1, -4, 4)});
 }
 
+BOOST_AUTO_TEST_CASE(tanh_matches_pytorch) {
+  const Var<double> x(pattern({7}, 1, 7, 0.75));
+  // torch.tanh(torch.tensor([-2.25, -1.5, -0.75, 0., 0.75, 1.5, 2.25], dtype=torch.float64))
+  check_close(tanh(x).value(), {-0.9780261147388136, -0.9051482536448664, -0.6351489523872873, 0.0,
+                                0.6351489523872873, 0.9051482536448664, 0.9780261147388136});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(tanh_matches_the_cpu_and_finite_differences, D, test::Devices) {
+  test::check_op<D>([](const auto& v) { return tanh(v[0]); }, {random_tensor({3, 7}, 3, -3, 3)});
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(softmax_and_log_softmax_match_the_cpu_along_each_dimension, D, test::Devices) {
   const std::vector<Tensor<double>> inputs{random_tensor({3, 4, 5}, 2, -3, 3)};
   for (int dim : {0, 1, -1}) {

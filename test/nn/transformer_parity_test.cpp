@@ -18,25 +18,14 @@
 #include <ptrain/nn/state_dict.hpp>
 #include <ptrain/nn/transformer.hpp>
 
-#include "../common/device_mlp.hpp"  // relative_difference
+#include "../common/reference_files.hpp"
 
 using namespace ptrain;
-using test::relative_difference;
+using test::expect_close;
+using test::whole_numbers;
 
 namespace {
-std::filesystem::path data(const std::string& file) {
-  return std::filesystem::path(__FILE__).parent_path() / "data" / file;
-}
-void expect_close(const Tensor<float>& got, const Tensor<float>& want, const std::string& what) {
-  BOOST_REQUIRE_MESSAGE(got.shape() == want.shape(), what << ": shape " << got.shape() << ", PyTorch " << want.shape());
-  const double difference = relative_difference(got, want);
-  BOOST_TEST(difference <= 1e-4, what << ": relative difference " << difference);
-}
-std::vector<std::int64_t> whole_numbers(const Tensor<float>& t) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<std::int64_t>(t[i]));
-  return out;
-}
+std::filesystem::path data(const std::string& file) { return test::reference_file(file); }
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(transformer_parity_test)

@@ -18,10 +18,12 @@
 #include <ptrain/autograd/ops/shape.hpp>
 #include <ptrain/core/rng.hpp>
 #include <ptrain/device/host_emulated.hpp>
+#include <ptrain/models/albert.hpp>
 #include <ptrain/nn/conv.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
+#include <ptrain/train/albert_pretraining.hpp>
 #include <ptrain/train/segmentation.hpp>
 #include <ptrain/train/sequence_modelling.hpp>
 #include <ptrain/train/trainer.hpp>
@@ -117,6 +119,51 @@ std::vector<EpochResult> fit_sequences() {
   auto model = std::make_shared<TokenModel<D>>();
   auto train = sequences(8, 3), val = sequences(2, 4);
   return fit_on<D>(model, SequenceModelling{.ignore_index = ignored}, train, val, 1.0);
+}
+
+// ALBERT pre-training batches [4, 3, 8] over a vocabulary of 12 (0 pads, 1 is [MASK], 2..11 the
+// words): each sequence counts up (SOP label 0) or down (1) from a random word, positions 2 and 5
+// masked; the last sequence of a batch is padded after 6 tokens.
+constexpr std::int64_t albert_vocabulary = 12, albert_length = 8;
+Loader<AlbertTargets> albert_batches(int batches, std::uint64_t seed) {
+  Rng rng(seed);
+  Loader<AlbertTargets> loader;
+  for (int b = 0; b < batches; ++b) {
+    std::vector<std::int64_t> ids, types, mask;
+    AlbertTargets targets{Tensor<std::int64_t>::full({4, albert_length}, -100), {}};
+    for (std::int64_t s = 0; s < 4; ++s) {
+      const auto start = static_cast<std::int64_t>(rng.below(10));
+      const std::int64_t down = static_cast<std::int64_t>(rng.below(2));
+      targets.sop_labels.push_back(down);
+      for (std::int64_t p = 0; p < albert_length; ++p) {
+        const bool padded = s == 3 && p >= 6;
+        const std::int64_t word = 2 + ((start + (down ? 10 - p : p)) % 10);
+        const bool masked = p == 2 || p == 5;
+        ids.push_back(padded ? 0 : masked ? 1 : word);
+        types.push_back(p < albert_length / 2 ? 0 : 1);
+        mask.push_back(padded ? 0 : 1);
+        if (masked) targets.mlm_labels[s * albert_length + p] = word;
+      }
+    }
+    loader.batches.push_back({albert_inputs<float>(ids, types, mask, 4, albert_length), targets});
+  }
+  return loader;
+}
+
+template <class D>
+std::vector<EpochResult> fit_albert() {
+  manual_seed(7);
+  AlbertConfig c = AlbertConfig::small(albert_vocabulary);
+  c.embedding_size = 8;
+  c.hidden_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 32;
+  c.max_position_embeddings = albert_length;
+  c.classifier_dropout_prob = 0.0;
+  auto model = std::make_shared<AlbertForPreTraining<float, D>>(c);
+  auto train = albert_batches(8, 5), val = albert_batches(2, 6);
+  return fit_on<D>(model, AlbertPreTraining{.vocab_size = albert_vocabulary}, train, val, 0.1);
 }
 
 // Losses agree within 1e-4 relative (the devices' training runs part in their last bits) plus an
@@ -227,6 +274,17 @@ BOOST_AUTO_TEST_CASE(sequence_model_learns_through_fit_on_cpu_and_host_emulated)
   BOOST_TEST(cpu.back().val.at("perplexity") == std::exp(cpu.back().val_loss), boost::test_tools::tolerance(1e-9));
   BOOST_TEST(cpu.back().val.at("perplexity") < 1.5);
   same_epochs(fit_sequences<HostEmulated>(), cpu);
+}
+
+BOOST_AUTO_TEST_CASE(albert_pretrains_through_fit_on_cpu_and_host_emulated) {
+  const auto cpu = fit_albert<Cpu>();
+  for (const auto& e : cpu)
+    BOOST_TEST_MESSAGE("epoch " << e.epoch << " loss " << e.train_loss << " val mlm_loss " << e.val.at("mlm_loss")
+                                << " mlm_accuracy " << e.val.at("mlm_accuracy") << " sop_accuracy "
+                                << e.val.at("sop_accuracy"));
+  BOOST_TEST(cpu.back().train_loss < cpu.front().train_loss);
+  BOOST_TEST(cpu.back().val.at("mlm_loss") < cpu.front().val.at("mlm_loss"));
+  same_epochs(fit_albert<HostEmulated>(), cpu);
 }
 
 BOOST_AUTO_TEST_CASE(custom_focal_loss_gradient_matches_finite_differences) {

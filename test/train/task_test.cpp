@@ -22,6 +22,7 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
+#include <ptrain/train/albert_pretraining.hpp>
 #include <ptrain/train/multi_head.hpp>
 #include <ptrain/train/segmentation.hpp>
 #include <ptrain/train/sequence_modelling.hpp>
@@ -144,6 +145,34 @@ BOOST_AUTO_TEST_CASE(multi_head_weighs_losses_and_prefixes_metrics) {
   const auto halves = task.slice(targets, 1, 2);
   BOOST_TEST(std::get<0>(halves) == std::vector<std::int64_t>{1});
   BOOST_TEST(std::get<1>(halves) == std::vector<std::int64_t>{0});
+}
+
+BOOST_AUTO_TEST_CASE(albert_pretraining_adds_the_masked_tokens_and_sentence_order_losses) {
+  // Two sequences of 2 tokens over a vocabulary of 2: per row the MLM logits of each position, then
+  // the two SOP logits. Masked: row 0 position 0 (predicted right), row 1 position 1 (wrong).
+  const auto scores = Tensor<double>::from(Shape{2, 6}, {1, 0, 0, 2, 1, 0, 3, 1, 0, 1, 0, 1});
+  const AlbertPreTraining task{.vocab_size = 2};
+  const AlbertTargets targets{Tensor<std::int64_t>::from(Shape{2, 2}, {0, -100, -100, 0}), {0, 0}};
+  const double mlm = (ce({1, 0}, 0) + ce({0, 1}, 0)) / 2, sop = (ce({1, 0}, 0) + ce({0, 1}, 0)) / 2;
+  BOOST_TEST(loss_of(task.loss(Var<double>(scores), targets, 1.0)) == mlm + sop, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(task.metric_names() == (std::vector<std::string>{"mlm_loss", "mlm_accuracy", "sop_accuracy"}));
+  const auto v = values_of(task, scores, targets);
+  BOOST_TEST(v[0] == mlm, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(v[1] == 0.5);
+  BOOST_TEST(v[2] == 0.5);
+  // The positions not masked get no gradient; grad_scale multiplies the rest.
+  const auto g1 = gradient(task, scores, targets, 1.0), g4 = gradient(task, scores, targets, 4.0);
+  for (std::size_t i : {2u, 3u, 6u, 7u}) BOOST_TEST(g1[i] == 0.0);
+  for (std::size_t i = 0; i < g1.size(); ++i) BOOST_TEST(g4[i] == 4 * g1[i], boost::test_tools::tolerance(1e-12));
+  // A loader's batch: target maps of S + 1 values, the labels then the SOP label.
+  ptrain::Batch batch;
+  batch.targets = {0, -100, 0, -100, 0, 1};
+  batch.target_shape = Shape{2, 3};
+  const auto read = task.batch_targets(batch);
+  BOOST_TEST(read.mlm_labels.to_vector() == (std::vector<std::int64_t>{0, -100, -100, 0}));
+  BOOST_TEST(read.sop_labels == (std::vector<std::int64_t>{0, 1}));
+  BOOST_TEST(task.slice(read, 1, 2).sop_labels == std::vector<std::int64_t>{1});
+  BOOST_CHECK_THROW(task.loss(Var<double>(scores.slice(0, 1)), targets, 1.0), Error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

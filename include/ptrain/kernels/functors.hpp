@@ -59,6 +59,25 @@ struct SigmoidBackward {
   template <class T>
   PTRAIN_HOST_DEVICE T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
+// tanh in the accumulate type (a 16-bit value widened); its gradient from the output y: g (1 - y^2).
+struct Tanh {
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T x) const {
+    using std::tanh;
+    return static_cast<T>(tanh(static_cast<accumulate_t<T>>(x)));
+  }
+};
+struct TanhBackward {
+  template <class T>
+  PTRAIN_HOST_DEVICE T operator()(T y, T g) const {
+    using A = accumulate_t<T>;
+    const A a = static_cast<A>(y);
+    return static_cast<T>(static_cast<A>(g) * (A(1) - a * a));
+  }
+};
 // GELU as torch.nn.functional.gelu, computed in the accumulate type: x * Phi(x) with the normal
 // CDF through erf (approximate='none'), or 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 // (approximate='tanh').

@@ -80,6 +80,16 @@ class Module {
     });
     return out;
   }
+  // Second names of parameters listed under their own name (a decoder tied to the embedding, as
+  // HuggingFace ties them): {alias, the parameter's name}, both in full. Not in named_parameters(),
+  // so nothing steps a tied parameter twice; state_dict.hpp accepts the alias in a file.
+  std::vector<std::pair<std::string, std::string>> named_tied_parameters() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (const auto& [alias, of] : m.tied_) out.emplace_back(prefix + alias, prefix + of);
+    });
+    return out;
+  }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   // This module under "" and then every submodule under its dotted name ("layer1.0.conv1"),
   // depth first in registration order: PyTorch's named_modules().
@@ -149,6 +159,11 @@ class Module {
       return float_buffers_.back().second;
     }
   }
+  // `alias` (a dotted name below this module) names the parameter registered as `of` (also
+  // relative to this module) a second time.
+  void register_tied_parameter(std::string alias, std::string of) {
+    tied_.emplace_back(std::move(alias), std::move(of));
+  }
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     check(!has_name(name), "register_module: '", name, "' is already registered");
@@ -186,6 +201,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor<T, D>>> buffers_;
   std::vector<std::pair<std::string, Tensor<float, D>>> float_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, std::string>> tied_;
   bool training_ = true;
 };
 

@@ -63,7 +63,9 @@ inline std::string join_names(const std::vector<std::string>& names) {
 
 // Writes every parameter and buffer as dtype (F32, F16 or BF16; F64 for double models), and
 // the BatchNorm counters as I64 as torch does, so that
-// `model.load_state_dict(safetensors.torch.load_file(path))` reads the file in Python.
+// `model.load_state_dict(safetensors.torch.load_file(path))` reads the file in Python. A tied
+// parameter is written once, under its own name, as HuggingFace's save_pretrained writes it (its
+// from_pretrained ties the other name again).
 template <class T, class D>
 void save_state_dict(Module<T, D>& module, const std::filesystem::path& path, io::Dtype dtype = io::Dtype::F32,
                      std::map<std::string, std::string> metadata = {{"format", "pt"}}) {
@@ -134,6 +136,18 @@ LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem:
   std::vector<std::pair<Tensor<float, D>*, const io::TensorInfo*>> matched_float;
   for (auto& [name, target] : float_entries)
     if (const io::TensorInfo* info = match(name, target->shape())) matched_float.emplace_back(target, info);
+  // A tied parameter's second name (HuggingFace's state_dict() lists predictions.decoder.weight
+  // beside the embedding it is) is read as that parameter's: its shape checked, its value taken from
+  // the parameter's own entry.
+  for (const auto& [alias, of] : module.named_tied_parameters()) {
+    const io::TensorInfo* info = file.find(alias);
+    if (!info) continue;
+    known.insert(alias);
+    for (const auto& [name, target] : entries)
+      if (name == of && info->shape != target.shape())
+        result.mismatched.push_back(alias + ": file has " + info->shape.str() + ", model expects " +
+                                    target.shape().str() + " (it is " + of + ")");
+  }
   for (const auto& info : file.tensors())
     if (!known.count(info.name) && !detail::is_batch_counter(info.name)) result.unexpected.push_back(info.name);
   std::sort(result.unexpected.begin(), result.unexpected.end());

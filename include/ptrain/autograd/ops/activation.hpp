@@ -1,5 +1,5 @@
 #pragma once
-// Activations on any device: relu, sigmoid (backward reads the output), gelu (erf and tanh forms,
+// Activations on any device: relu, sigmoid and tanh (backward reads the output), gelu (erf and tanh forms,
 // backward reads the input), softmax and log_softmax
 // (over any dimension, numerically stable). Kernels through kernels/elementwise.hpp and
 // kernels/softmax.hpp.
@@ -23,6 +23,11 @@ Var<T, D> relu(const Var<T, D>& x) {
 template <class T, Device D>
 Var<T, D> sigmoid(const Var<T, D>& x) {
   return detail::map_backward_from_output(x, kernels::Sigmoid{}, kernels::SigmoidBackward{}, "sigmoid");
+}
+
+template <class T, Device D>
+Var<T, D> tanh(const Var<T, D>& x) {
+  return detail::map_backward_from_output(x, kernels::Tanh{}, kernels::TanhBackward{}, "tanh");
 }
 
 // torch.nn.functional.gelu(x, approximate='none' or 'tanh'): tanh_form picks the second.
