@@ -73,7 +73,7 @@ class ParameterShards final : public ParameterSharding {
   }
   void release_all() override {
     for (std::size_t u = 0; u < units_.size(); ++u) {
-      wait(u);
+      if (units_[u].state == State::in_flight) wait(u);
       release(u);
     }
   }
