@@ -30,6 +30,7 @@
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
@@ -292,6 +293,47 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_shards_float_batch_norm_weigh
   if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
   else BOOST_TEST(max_difference(sharded, data_parallel) <= std::ldexp(largest_weight, -7));
   BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == 6.0);
+}
+
+// A data x pipeline grid (2 stages x N/2 replicas; 3 stages on 3 ranks): Sharded over each stage's
+// replicas ends with the weights of DataParallel over them, with SGD + momentum (each rank's stage;
+// Zero1 exactly, Zero2 and Zero3 within the reduce-scatter's order of addition), and each stage's
+// optimizer state is split over its replicas.
+template <class Policy>
+Outcome grid_run(MpiComm& world) {
+  using P = Pipeline<4>;
+  P pipeline(world, {.stages = world.size() == 3 ? 3 : 2, .print_plan = false});
+  auto net = test::make_small_conv_net<double>(1);
+  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
+  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
+  Trainer<Sequential<double>, Policy, P> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
+                                                 Policy(world, {.bucket_bytes = 512}), pipeline);
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + rows);
+    trainer.train_step(data.inputs[s].slice(begin, begin + rows).clone(), y);
+  }
+  if constexpr (requires(Policy& p) { p.gather_parameters(); }) trainer.template policy<Policy>().gather_parameters();
+  Outcome outcome;
+  for (const auto& p : trainer.local_model().parameters()) {
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(p.value()[i]);
+    outcome.weights.push_back(w);
+  }
+  outcome.state_tensors = sgd->state().tensors.size();
+  return outcome;
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(shards_over_a_pipeline_stage_s_replicas_as_data_parallel_averages, Stage, Stages) {
+  MpiComm world(test::session());
+  const Outcome data_parallel = grid_run<DataParallelPolicy>(world);
+  const Outcome sharded = grid_run<Sharded<Stage>>(world);
+  BOOST_REQUIRE_EQUAL(sharded.weights.size(), data_parallel.weights.size());
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= 1e-12);
+  // Every stage's momentum buffers once over its replicas: the world's sum is the model's parameters.
+  BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) == sum_over_ranks(world, data_parallel.state_tensors) /
+                                                                 (world.size() == 4 ? 2.0 : 1.0));
 }
 
 // Cpu::live_bytes() at its most as forward passes it.

@@ -36,7 +36,10 @@
 //
 // The partition is computed from the model's parameters at setup (a 16-bit model's float ones
 // last, as MixedPrecision's masters list them); the optimizer's must be the same list (the model's
-// parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// parameters(), or MixedPrecision's masters of them). Beside a Pipeline (Trainer<Net, Sharded<...>,
+// Pipeline<M>>) it shards over the replicas of each stage, as DataParallel averages over them: the
+// partition is of the stage's parameters, which the optimizer over the whole model's parameters()
+// holds among the others (MixedPrecision's masters are not sharded under a pipeline yet).
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads.
@@ -104,14 +107,17 @@ class Sharded {
     requires requires(const Grid& g) { { g.stage_of(0) } -> std::convertible_to<int>; }
   void join_pipeline_grid(const Grid& grid) {
     data_parallel_.join_pipeline_grid(grid);
+    in_pipeline_ = true;
   }
   template <DataParallelModel Model>
   void setup(Model& model) {
     sizes_.clear();
+    nodes_.clear();
     std::vector<bool> trainable;
     const auto count = [&](const auto& params) {
       for (const auto& [name, p] : params) {
         sizes_.push_back(p.numel());
+        nodes_.push_back(p.node().get());
         trainable.push_back(p.requires_grad());
       }
     };
@@ -138,20 +144,26 @@ class Sharded {
   CheckpointPart checkpoint_part() const { return data_parallel_.checkpoint_part(); }
 
   // Trainer point, once after setup: the parameters the optimizer steps (the model's, or
-  // MixedPrecision's masters), in the model's parameter order.
+  // MixedPrecision's masters), in the model's parameter order. Under a pipeline, the whole model's
+  // parameters, of which this stage's (found by identity) are partitioned over the stage's replicas.
   template <class U, class D>
   void optimizer_parameters(const std::vector<Var<U, D>>& params) {
-    bool same = params.size() == sizes_.size();
-    for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
-    check(same, "Sharded: the optimizer's ", params.size(),
-          " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
-          "parameters(), or MixedPrecision's master_parameters(), in their order (a pipeline stage's optimizer is "
-          "not sharded yet)");
+    if (in_pipeline_) {
+      optimizer_owners_ = stage_owners(params);
+    } else {
+      bool same = params.size() == sizes_.size();
+      for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
+      check(same, "Sharded: the optimizer's ", params.size(),
+            " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
+            "parameters(), or MixedPrecision's master_parameters(), in their order");
+      optimizer_owners_ = owners_;
+    }
     // Zero3: the model's own parameters stay with their owners (MixedPrecision's masters are gathered).
     std::vector<bool> stays_with_owner(params.size(), false);
     for (std::size_t i = 0; i < params.size(); ++i)
       for (const void* node : sharded_nodes_) stays_with_owner[i] = stays_with_owner[i] || params[i].node().get() == node;
-    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params, owners_,
+    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
+                                                                      optimizer_owners_,
                                                                       data_parallel_.options().bucket_bytes,
                                                                       stays_with_owner);
     // Every policy's setup has read the whole model (MixedPrecision's masters start from it).
@@ -175,7 +187,7 @@ class Sharded {
   }
   template <class U>
   OptimizerState<U> shard_optimizer_state(OptimizerState<U> whole) {
-    return detail::own_state(std::move(whole), owners_, rank());
+    return detail::own_state(std::move(whole), optimizer_owners_, rank());
   }
 
   // Trainer point: every rank agreed the step runs; the optimizer is to step this rank's part only.
@@ -193,6 +205,24 @@ class Sharded {
   }
 
  private:
+  // The owner of each of the optimizer's parameters: this stage's keep theirs, the other stages'
+  // have none here (they get no gradient on this rank).
+  template <class U, class D>
+  std::vector<int> stage_owners(const std::vector<Var<U, D>>& params) const {
+    std::vector<int> owners(params.size(), -1);
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      for (std::size_t j = 0; j < nodes_.size(); ++j)
+        if (params[i].node().get() == nodes_[j]) {
+          owners[i] = owners_[j];
+          ++found;
+        }
+    check(found == nodes_.size(), "Sharded: under a pipeline the optimizer must step the model's own parameters(), "
+          "this stage's ", nodes_.size(), " among them (", found, " found); MixedPrecision's masters are not "
+          "sharded over a stage's replicas yet");
+    return owners;
+  }
+
   template <DataParallelModel Model>
   void shard_parameters_of(Model& model) {
     using T = typename detail::parameter_of<Model>::scalar;
@@ -226,8 +256,11 @@ class Sharded {
   }
 
   DataParallelPart data_parallel_;
-  std::vector<std::int64_t> sizes_;  // the model's parameters'
-  std::vector<int> owners_;          // their ranks (detail::balanced_partition)
+  std::vector<std::int64_t> sizes_;      // the model's (a pipeline stage's) parameters'
+  std::vector<const void*> nodes_;       // and their nodes
+  std::vector<int> owners_;              // their ranks (detail::balanced_partition)
+  std::vector<int> optimizer_owners_;    // the ranks of the optimizer's parameters (-1: none here)
+  bool in_pipeline_ = false;
   std::shared_ptr<detail::OptimizerShards> shards_;
   std::shared_ptr<detail::ParameterSharding> parameters_;  // Zero3
   std::vector<const void*> sharded_nodes_;                  // Zero3: the model's parameters' nodes
