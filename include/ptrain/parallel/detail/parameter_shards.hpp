@@ -12,12 +12,14 @@
 // The unit backward reaches last stays gathered until the next forward or the optimizer step
 // (release_leftovers).
 //
-// A unit's gather is its share of an all-gather in which every shard is whole parameters: one
-// non-blocking broadcast per parameter from its owner straight into the parameter's storage, so
-// no staging buffer is padded to the largest rank's share. Every rank starts the same broadcasts
-// in the same order (the model's), interleaved alike with the gradient buckets' reduce-scatters.
+// A unit's gather is an all-gather in which every shard is whole parameters: one non-blocking
+// broadcast per rank owning some of the unit's parameters, of those packed together, so no buffer
+// is padded to the largest rank's share. Every rank starts the same broadcasts in the same order
+// (units in the model's order, owners by rank), interleaved alike with the gradient buckets'
+// reduce-scatters.
 // Frozen parameters (no owner) and those of no child stay whole on every rank.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +62,16 @@ class ParameterShards final : public ParameterSharding {
       for (const auto& p : model[u]->parameters())
         for (std::size_t i = 0; i < params_.size(); ++i)
           if (params_[i].node() == p.node() && owner_[i] >= 0) units_[u].members.push_back(i);
+    for (Unit& unit : units_)
+      for (int r = 0; r < comm_.size(); ++r) {
+        Part part{r, {}, 0, {}};
+        for (std::size_t i : unit.members)
+          if (owner_[i] == r) {
+            part.members.push_back(i);
+            part.size += params_[i].numel();
+          }
+        if (!part.members.empty()) unit.parts.push_back(std::move(part));
+      }
     model_.run_children_through(
         [this](std::size_t u, Module<T, D>& child, const Var<T, D>& x) { return run(u, child, x); });
   }
@@ -84,8 +96,16 @@ class ParameterShards final : public ParameterSharding {
 
  private:
   enum class State { released, in_flight, gathered };
+  // A rank's parameters of a unit, packed for their broadcast (the buffer only while in flight).
+  struct Part {
+    int owner;
+    std::vector<std::size_t> members;
+    std::int64_t size;
+    Tensor<T, D> buffer;
+  };
   struct Unit {
     std::vector<std::size_t> members;  // the child's sharded parameters (every rank lists the same)
+    std::vector<Part> parts;           // by owner
     State state = State::gathered;
     std::vector<typename Comm::Request> requests;
   };
@@ -124,13 +144,13 @@ class ParameterShards final : public ParameterSharding {
   void start_gather(std::size_t u) {
     Unit& unit = units_[u];
     if (unit.state != State::released) return;
-    for (std::size_t i : unit.members) {
-      Tensor<T, D>& value = params_[i].value();
-      if (owner_[i] != comm_.rank()) value = Tensor<T, D>(shapes_[i]);
+    for (Part& part : unit.parts) {
+      part.buffer = Tensor<T, D>(Shape{part.size});
+      if (part.owner == comm_.rank()) copy_members(part, true);
       if constexpr (requires { comm_.label_next_collective(std::string()); })
-        comm_.label_next_collective("parameter " + std::to_string(i) + " of unit " + std::to_string(u));
+        comm_.label_next_collective("unit " + std::to_string(u) + " parameters of rank " + std::to_string(part.owner));
       unit.requests.push_back(
-          comm_.ibroadcast(std::span<T>(value.data(), static_cast<std::size_t>(value.numel())), owner_[i]));
+          comm_.ibroadcast(std::span<T>(part.buffer.data(), static_cast<std::size_t>(part.size)), part.owner));
     }
     unit.state = State::in_flight;
   }
@@ -142,7 +162,24 @@ class ParameterShards final : public ParameterSharding {
     if (unit.state != State::in_flight) return;
     for (auto& request : unit.requests) request.wait();
     unit.requests.clear();
+    for (Part& part : unit.parts) {
+      if (part.owner != comm_.rank()) copy_members(part, false);
+      part.buffer = Tensor<T, D>();
+    }
     unit.state = State::gathered;
+  }
+
+  // The part's parameters into its buffer (pack), or out of it into new storage.
+  void copy_members(Part& part, bool pack) {
+    std::int64_t at = 0;
+    for (std::size_t i : part.members) {
+      Tensor<T, D>& value = params_[i].value();
+      if (!pack) value = Tensor<T, D>(shapes_[i]);
+      const auto n = static_cast<std::size_t>(value.numel());
+      if (pack) D::copy(part.buffer.data() + at, value.data(), n);
+      else D::copy(value.data(), part.buffer.data() + at, n);
+      at += value.numel();
+    }
   }
 
   void release(std::size_t u) {
