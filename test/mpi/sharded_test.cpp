@@ -83,6 +83,15 @@ std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
   return out;
 }
 
+// Sharded<Zero3>'s ranks hold their own parameters only: the whole model on every rank first.
+template <class... Policies, class TrainerType>
+void gather_whole_model(TrainerType& trainer) {
+  const auto whole = [&]<class P>(P*) {
+    if constexpr (requires(P& p) { p.gather_parameters(); }) trainer.template policy<P>().gather_parameters();
+  };
+  (whole(static_cast<Policies*>(nullptr)), ...);
+}
+
 // Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
 // how.micro micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
 // by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters). batch_norm: the net
@@ -107,11 +116,7 @@ Outcome run(MpiComm* comm, StepOptions how, Policies... policies_without_amp) {
         const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + part);
         trainer.train_step(data.inputs[s].slice(begin, begin + part).clone(), y);
       }
-    // Sharded<Zero3>'s ranks hold their own parameters only: the whole model first.
-    const auto whole = [&]<class P>(P*) {
-      if constexpr (requires(P& p) { p.gather_parameters(); }) trainer.template policy<P>().gather_parameters();
-    };
-    (whole(static_cast<Policies*>(nullptr)), ...);
+    gather_whole_model<Policies...>(trainer);
     outcome.weights = weights_of(*net);
     outcome.state_tensors = optimizer->state().tensors.size();
     for (const auto& p : net->parameters()) outcome.model_gradients += p.grad().defined() ? 1 : 0;
@@ -313,7 +318,7 @@ Outcome grid_run(MpiComm& world) {
     const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + rows);
     trainer.train_step(data.inputs[s].slice(begin, begin + rows).clone(), y);
   }
-  if constexpr (requires(Policy& p) { p.gather_parameters(); }) trainer.template policy<Policy>().gather_parameters();
+  gather_whole_model<Policy>(trainer);
   Outcome outcome;
   for (const auto& p : trainer.local_model().parameters()) {
     std::vector<double> w;
@@ -411,10 +416,7 @@ std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem
                               {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local}});
   }
   trainer.fit(loader, epochs);
-  const auto whole = [&]<class P>(P*) {
-    if constexpr (requires(P& p) { p.gather_parameters(); }) trainer.template policy<P>().gather_parameters();
-  };
-  (whole(static_cast<Policies*>(nullptr)), ...);
+  gather_whole_model<Policies...>(trainer);
   return weights_of(*net);
 }
 

@@ -44,6 +44,7 @@
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads.
 // DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -53,9 +54,9 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
-#include "ptrain/parallel/data_parallel.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/nn/sequential.hpp"
+#include "ptrain/parallel/data_parallel.hpp"
 #include "ptrain/parallel/detail/optimizer_shards.hpp"
 #include "ptrain/parallel/detail/parameter_shards.hpp"
 
@@ -161,7 +162,8 @@ class Sharded {
     // Zero3: the model's own parameters stay with their owners (MixedPrecision's masters are gathered).
     std::vector<bool> stays_with_owner(params.size(), false);
     for (std::size_t i = 0; i < params.size(); ++i)
-      for (const void* node : sharded_nodes_) stays_with_owner[i] = stays_with_owner[i] || params[i].node().get() == node;
+      stays_with_owner[i] = std::ranges::find(sharded_nodes_, static_cast<const void*>(params[i].node().get())) !=
+                            sharded_nodes_.end();
     shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
                                                                       optimizer_owners_,
                                                                       data_parallel_.options().bucket_bytes,
