@@ -1,8 +1,8 @@
 // ResNet-18 or ResNet-50 (CIFAR stem) on CIFAR-10's binary files, as the Horovod CIFAR-10
 // projects trained it: SGD with momentum, random crop + flip, fp16 gradients on the wire when
 // data-parallel, and images/s per epoch in the style of Horovod's benchmark table. One process,
-// data-parallel under mpiexec (with --shard 1 or 2, the optimizer state, and the gradients, sharded
-// over the ranks: Sharded<Zero1 | Zero2>), or pipelined with --stages (see common/strategy.hpp).
+// data-parallel under mpiexec (with --shard 1, 2 or 3, the optimizer state, the gradients too, and
+// the parameters too sharded over the ranks: Sharded<Zero1 | Zero2 | Zero3>), or pipelined with --stages (see common/strategy.hpp).
 //
 // resnet_cifar10_cuda is this file compiled by nvcc: with --device cuda (its default) each rank
 // trains on its GPU of the node, gradients averaged by NCCL (DataParallel<NcclAllreduce,
@@ -10,6 +10,7 @@
 // (Pipeline<4> with NCCL messages), the headline Trainer<Model, DataParallel<NcclAllreduce, Fp16>,
 // Pipeline<4>> with --compression fp16 on a grid.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -57,6 +58,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
   auto sgd = std::make_shared<ptrain::Sgd<float, typename Net::device_type>>(
       model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});
+  const std::int64_t parameters = model->parameter_count();  // before Sharded<Zero3> lets the others' go
   ptrain::Trainer<Net, Policies...> trainer(model, sgd, examples::trainer_options(cli), policies...);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   ptrain::Scheduler schedule(*sgd, ptrain::CosineAnnealingLR{
@@ -71,7 +73,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   if (trainer.is_main())
     std::printf("resnet_cifar10: %s, %lld parameters, %lld training and %lld test images, batch %ld, %d rank(s) x %d "
                 "thread(s) on %s\n",
-                cli.str("--model").c_str(), static_cast<long long>(model->parameter_count()),
+                cli.str("--model").c_str(), static_cast<long long>(parameters),
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_set.size()), batch, world.size(),
                 ptrain::num_threads(), Net::device_type::name);
   trainer.checkpoint_scheduler(schedule);
@@ -84,7 +86,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
 int main(int argc, char** argv) {
   examples::Cli cli("resnet_cifar10", "Trains ResNet-18/50 (CIFAR stem) on CIFAR-10's binary files; data-parallel "
-                                      "under mpiexec (--shard 1|2: ZeRO stages), pipelined with --stages.");
+                                      "under mpiexec (--shard 1|2|3: ZeRO stages), pipelined with --stages.");
   cli.option("--data", "cifar-10-batches-bin", "directory holding data_batch_1..5.bin and test_batch.bin")
       .choice_option("--model", "resnet18", {"resnet18", "resnet50"}, "the network")
       .integer_option("--epochs", 1, "training epochs")

@@ -5,11 +5,13 @@
 // epoch and on the test split at the end, the gradients clipped to a global norm (--clip 0.5). One
 // process, or data-parallel under mpiexec: rank r of R takes a contiguous 1/R of the columns of every
 // window (data/bptt_batches.hpp), so R ranks train on the serial run's batches with averaged
-// gradients. --stages S cuts the model into S pipeline stages (--chunks micro-batches per batch,
+// gradients; --shard 1|2|3 shards the optimizer state, the gradients too, the parameters too
+// (Sharded<Zero1 | Zero2 | Zero3>). --stages S cuts the model into S pipeline stages (--chunks micro-batches per batch,
 // --schedule gpipe|1f1b; with more ranks than stages, a data x pipeline grid): the model then runs
 // batch-first, since the pipeline splits a batch's first dimension into micro-batches and a window's
 // columns are its samples.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <unordered_map>
@@ -79,6 +81,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   options.clip_grad_norm = cli.real("--clip");
   // The targets [S, N] are laid out as the sequence-first logits [S, N, vocabulary] (batch-first:
   // [N, S] and [N, S, vocabulary]): one target per row of scores, which is all SequenceModelling asks.
+  const std::int64_t parameters = model->parameter_count();  // before Sharded<Zero3> lets the others' go
   ptrain::Trainer<Net, ptrain::SequenceModelling, Policies...> trainer(model, sgd, options,
                                                                        ptrain::SequenceModelling{}, policies...);
   ptrain::Scheduler schedule(*sgd, ptrain::StepLR{.base_lr = lr, .step_size = 1, .gamma = cli.real("--gamma")});
@@ -97,7 +100,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     std::printf("transformer_lm: vocabulary %lld, %zu / %zu / %zu train / valid / test tokens, %lld parameters, "
                 "batch %ld x bptt %ld, %d rank(s) x %d thread(s) on %s\n",
                 static_cast<long long>(data.vocab().size()), data.train().size(), data.valid().size(),
-                data.test().size(), static_cast<long long>(model->parameter_count()), batch, bptt, world.size(),
+                data.test().size(), static_cast<long long>(parameters), batch, bptt, world.size(),
                 ptrain::num_threads(), D::name);
     std::printf("a unigram model of the training split: valid ppl %.2f\n", unigram_perplexity(data));
   }
@@ -115,7 +118,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
 int main(int argc, char** argv) {
   examples::Cli cli("transformer_lm", "Trains the transformer language model of PyTorch's tutorial on WikiText-2 "
-                                      "(wiki.{train,valid,test}.tokens); data-parallel under mpiexec.");
+                                      "(wiki.{train,valid,test}.tokens); data-parallel under mpiexec (--shard 1|2|3: ZeRO stages).");
   cli.option("--data", "wikitext-2", "directory holding wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens")
       .choice_option("--format", "tokens", {"tokens", "raw"}, "which files: wiki.*.tokens or wiki.*.raw")
       .integer_option("--emsize", 200, "embedding dimension (d_model)")
@@ -132,8 +135,9 @@ int main(int argc, char** argv) {
       .integer_option("--epochs", 3, "training epochs")
       .integer_option("--seed", 0, "seed for initialisation and dropout", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  return examples::run_example<examples::Pipelines::with>(cli, examples::perplexity("validation perplexity"), argc, argv,
-                               [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-                                 return train<D>(cli, world, shard, policies...);
-                               });
+  return examples::run_example<examples::Pipelines::with, examples::Sharding::with>(
+      cli, examples::perplexity("validation perplexity"), argc, argv,
+      [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
+        return train<D>(cli, world, shard, policies...);
+      });
 }

@@ -7,7 +7,7 @@
 //                                    per batch (default 4); with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
-//   mpiexec -n N --shard 1|2         Sharded<Zero1 | Zero2, --compression> instead of DataParallel
+//   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, --compression> instead of DataParallel
 //                                    (examples that compile sharding in: Sharding::with; MPI, on
 //                                    the CPU, without --stages)
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
@@ -39,11 +39,11 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
   if (sharding == Sharding::with)
     cli.integer_option("--shard", 0,
                        "ZeRO stage when data-parallel: 1 shards the optimizer state over the ranks (Sharded<Zero1>), "
-                       "2 the gradients too (Sharded<Zero2>); 0: DataParallel",
-                       0, 2);
+                       "2 the gradients too (Sharded<Zero2>), 3 the parameters too (Sharded<Zero3>); 0: DataParallel",
+                       0, 3);
 }
 
-// Sharded<Zero1 or Zero2 (--shard), --compression> over comm, an MpiComm. Returns what train returns.
+// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression> over comm, an MpiComm. Returns what train returns.
 template <class Comm, class Train>
 auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train) {
   const auto stage = [&]<class Stage>(Stage) {
@@ -55,7 +55,8 @@ auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train) {
     ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
   };
   if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
-  return stage(ptrain::Zero2{});
+  if (cli.integer("--shard") == 2) return stage(ptrain::Zero2{});
+  return stage(ptrain::Zero3{});
 }
 
 // DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce

@@ -1,12 +1,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <ptrain/autograd/backward.hpp>
 #include <ptrain/autograd/ops/activation.hpp>
+#include <ptrain/autograd/ops/arithmetic.hpp>
+#include <ptrain/autograd/ops/backward_hook.hpp>
 #include <ptrain/autograd/ops/linear.hpp>
 #include <ptrain/autograd/ops/loss.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
 
 #include "../common/device_residual.hpp"
@@ -53,6 +57,33 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_weight_used_twice_accumulates_through_the_execut
   const auto twice = [](const auto& v) { return linear(relu(linear(v[0], v[1])), v[1]); };
   test::expect_gradcheck_on<D>(twice, inputs);
   test::check_matches_cpu_on<D>(twice_cpu, twice, inputs);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_backward_hook_passes_the_gradient_on_unchanged, D, test::Devices) {
+  const std::vector<Tensor<double>> inputs{random_tensor({5, 4}, 8), random_tensor({4, 4}, 9)};
+  int hooks = 0;
+  test::expect_gradcheck_on<D>(
+      [&](const auto& v) { return relu(linear(with_backward_hook(linear(v[0], v[1]), [&] { ++hooks; }), v[1])); },
+      inputs);
+  BOOST_TEST(hooks > 0);
+}
+
+// The hook runs once, after the ops that consume x passed their gradients back and before the op
+// that made x.
+BOOST_AUTO_TEST_CASE(a_backward_hook_runs_between_the_consumers_and_the_producer) {
+  Var<double> x(Tensor<double>::from({1, 2}, {1, 2}), true);
+  Var<double> w(Tensor<double>::from({2, 2}, {1, 0, 0, 1}), true);
+  std::vector<const char*> seen;
+  w.on_grad_ready([&](Node<double>&) { seen.push_back("w ready"); });
+  Var<double> made = linear(x, w);
+  Var<double> hooked = with_backward_hook(made, [&] {
+    seen.push_back(made.grad().defined() ? "hook after the producer" : "hook");
+  });
+  backward(sum(add(hooked, hooked)));
+  BOOST_TEST(seen.size() == 2u);
+  BOOST_TEST(std::string(seen.at(0)) == "hook");
+  BOOST_TEST(std::string(seen.at(1)) == "w ready");
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2, 2}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(no_grad_records_no_node) {

@@ -1,11 +1,13 @@
-// Sharded<Zero1> and Sharded<Zero2> under mpiexec -n 2, -n 3 and -n 4 (uneven shards: 6 parameters
-// of unequal sizes): N ranks each training on B/N of every batch end with the weights of
+// Sharded<Zero1>, <Zero2> and <Zero3> under mpiexec -n 2, -n 3 and -n 4 (uneven shards: 6
+// parameters of unequal sizes): N ranks each training on B/N of every batch end with the weights of
 // DataParallel's run and of one process training on all B (in double within 1e-12; Zero1 equals
 // DataParallel exactly, the same arithmetic), with SGD + momentum and with Adam, with gradient
 // accumulation, and with MixedPrecision<Bf16>; each rank's optimizer holds state for its own
-// parameters only (Zero2: and the model the gradients of its own only), every parameter's once;
-// a checkpoint written on N ranks resumes on 2, whose checkpoint resumes on 3 ranks, under Zero2,
-// DataParallel and one process alike.
+// parameters only (Zero2 and Zero3: and the model the gradients of its own only), every
+// parameter's once; a checkpoint written on N ranks resumes on 2, whose checkpoint resumes on 3
+// ranks, under Zero2 or Zero3, DataParallel and one process alike; between uses a Zero3 rank holds
+// its own parameters only.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -19,6 +21,7 @@
 
 #include <ptrain/comm/mpi_comm.hpp>
 #include <ptrain/core/half.hpp>
+#include <ptrain/core/rng.hpp>
 #include <ptrain/nn/conv.hpp>
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
@@ -27,6 +30,7 @@
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
+#include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
@@ -79,6 +83,15 @@ std::vector<std::vector<double>> weights_of(Sequential<T>& net) {
   return out;
 }
 
+// Sharded<Zero3>'s ranks hold their own parameters only: the whole model on every rank first.
+template <class... Policies, class TrainerType>
+void gather_whole_model(TrainerType& trainer) {
+  const auto whole = [&]<class P>(P*) {
+    if constexpr (requires(P& p) { p.gather_parameters(); }) trainer.template policy<P>().gather_parameters();
+  };
+  (whole(static_cast<Policies*>(nullptr)), ...);
+}
+
 // Trains `steps` steps: this rank's rows of every batch (all of them without a communicator), in
 // how.micro micro-batches. Policy: none, DataParallel or Sharded<Zero1>, each optionally followed
 // by MixedPrecision<Bf16> (T bfloat16, the optimizer on its fp32 masters). batch_norm: the net
@@ -103,6 +116,7 @@ Outcome run(MpiComm* comm, StepOptions how, Policies... policies_without_amp) {
         const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + part);
         trainer.train_step(data.inputs[s].slice(begin, begin + part).clone(), y);
       }
+    gather_whole_model<Policies...>(trainer);
     outcome.weights = weights_of(*net);
     outcome.state_tensors = optimizer->state().tensors.size();
     for (const auto& p : net->parameters()) outcome.model_gradients += p.grad().defined() ? 1 : 0;
@@ -132,6 +146,7 @@ double max_difference(const Outcome& a, const Outcome& b) {
 
 using Zero1Policy = Sharded<Zero1>;
 using Zero2Policy = Sharded<Zero2>;
+using Zero3Policy = Sharded<Zero3>;
 using DataParallelPolicy = DataParallel<MpiAllreduce>;
 
 // The state tensors each parameter has once stepped: SGD's momentum buffer, Adam's step and moments.
@@ -145,8 +160,8 @@ double sum_over_ranks(MpiComm& comm, std::size_t value) {
 }
 
 // Zero1 is DataParallel's arithmetic to the bit, but for a clipped norm (each rank sums its own
-// parameters' squares, then the ranks' sums add up: another order). Zero2 sums each gradient with a
-// reduce-scatter, whose order of addition MPI may choose otherwise than the allreduce's: within
+// parameters' squares, then the ranks' sums add up: another order). Zero2 and Zero3 sum each
+// gradient with a reduce-scatter, whose order of addition MPI may choose otherwise than the allreduce's: within
 // `tolerance`.
 template <class Stage, class T, class Opt>
 void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, StepOptions how, double tolerance) {
@@ -198,7 +213,7 @@ BOOST_AUTO_TEST_CASE(every_parameter_has_one_owner_on_every_rank_alike) {
   BOOST_TEST(policy.gather_bucket_count() > 1u);  // 256-byte buckets: the all-gather runs in several
 }
 
-using Stages = boost::mpl::list<Zero1, Zero2>;
+using Stages = boost::mpl::list<Zero1, Zero2, Zero3>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(equals_data_parallel_and_the_serial_run_with_sgd_momentum, Stage, Stages) {
   MpiComm comm(test::session());
@@ -233,7 +248,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(clips_by_the_global_norm_of_every_rank_s_parameter
 // bf16 model, fp32 masters stepped by the optimizer, with SGD + momentum and Adam. Zero1: DataParallel's
 // run exactly. Zero2: within two bf16 units in the last place of the largest weight (its
 // reduce-scatter adds the ranks' bf16 gradients in another order than the allreduce; on 4 ranks
-// some round the other way). The serial run with SGD + momentum within the same bound. Adam is not
+// some round the other way; Zero3 alike). The serial run with SGD + momentum within the same bound. Adam is not
 // compared with the serial run: it divides by the gradient's root mean square, so a gradient near
 // 0 that rounds the other way in bf16 can move its weight by a whole learning rate.
 template <class Stage, class Opt>
@@ -254,7 +269,7 @@ void check_sharded_with_mixed_precision(MpiComm& comm, int micro, bool compare_w
   BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == static_cast<double>(serial.state_tensors));
   BOOST_TEST(sharded.state_tensors < serial.state_tensors);
   // The model's bf16 gradients: whole on every rank under Zero1 (only the masters' are dropped), a
-  // shard of them under Zero2.
+  // shard of them under Zero2 and Zero3.
   const std::size_t parameters = serial.weights.size();
   if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(sharded.model_gradients == parameters);
   else BOOST_TEST(sum_over_ranks(comm, sharded.model_gradients) == static_cast<double>(parameters));
@@ -285,9 +300,101 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_shards_float_batch_norm_weigh
   BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == 6.0);
 }
 
-// A checkpoint holds the whole optimizer state: written by Zero2 on the world (N ranks), loaded by
-// Zero1 on 2 ranks, whose checkpoint is loaded by Zero2 on 3 ranks (N = 4: 4 -> 2 -> 3), by
-// DataParallel on 3 and by one process; each ends where one process training on every batch ends
+// A data x pipeline grid (2 stages x N/2 replicas; 3 stages on 3 ranks): Sharded over each stage's
+// replicas ends with the weights of DataParallel over them, with SGD + momentum (each rank's stage;
+// Zero1 exactly, Zero2 and Zero3 within the reduce-scatter's order of addition), and each stage's
+// optimizer state is split over its replicas.
+template <class Policy>
+Outcome grid_run(MpiComm& world) {
+  using P = Pipeline<4>;
+  P pipeline(world, {.stages = world.size() == 3 ? 3 : 2, .print_plan = false});
+  auto net = test::make_small_conv_net<double>(1);
+  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
+  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
+  Trainer<Sequential<double>, Policy, P> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
+                                                 Policy(world, {.bucket_bytes = 512}), pipeline);
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + rows);
+    trainer.train_step(data.inputs[s].slice(begin, begin + rows).clone(), y);
+  }
+  gather_whole_model<Policy>(trainer);
+  Outcome outcome;
+  for (const auto& p : trainer.local_model().parameters()) {
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(p.value()[i]);
+    outcome.weights.push_back(w);
+  }
+  outcome.state_tensors = sgd->state().tensors.size();
+  return outcome;
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(shards_over_a_pipeline_stage_s_replicas_as_data_parallel_averages, Stage, Stages) {
+  MpiComm world(test::session());
+  const Outcome data_parallel = grid_run<DataParallelPolicy>(world);
+  const Outcome sharded = grid_run<Sharded<Stage>>(world);
+  BOOST_REQUIRE_EQUAL(sharded.weights.size(), data_parallel.weights.size());
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= 1e-12);
+  // Every stage's momentum buffers once over its replicas: the world's sum is the model's parameters.
+  BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) == sum_over_ranks(world, data_parallel.state_tensors) /
+                                                                 (world.size() == 4 ? 2.0 : 1.0));
+}
+
+// Cpu::live_bytes() at its most as forward passes it.
+class LiveBytesProbe : public Module<float> {
+ public:
+  explicit LiveBytesProbe(std::shared_ptr<std::int64_t> forward_peak) : forward_peak_(std::move(forward_peak)) {}
+  Var<float> forward(const Var<float>& x) override {
+    *forward_peak_ = std::max(*forward_peak_, Cpu::live_bytes());
+    return x;
+  }
+
+ private:
+  std::shared_ptr<std::int64_t> forward_peak_;
+};
+
+// The bytes of tensors alive, beyond those before the model was made, at their most as forward
+// passes the probes between 8 linear layers of equal size (2 MiB of parameters in all), over two
+// steps of SGD (no state).
+template <class Policy>
+std::int64_t forward_peak_bytes(MpiComm& comm, Policy policy, std::int64_t& parameter_bytes) {
+  const std::int64_t rows = 24 / comm.size();
+  const Tensor<float> inputs = Tensor<float>::zeros({rows, 256});
+  const std::vector<std::int64_t> targets(static_cast<std::size_t>(rows), 1);
+  auto peak = std::make_shared<std::int64_t>(0);
+  const std::int64_t before = Cpu::live_bytes();
+  manual_seed(1);
+  auto net = std::make_shared<Sequential<float>>();
+  for (int layer = 0; layer < 8; ++layer) {
+    net->push_back(make<Linear<float>>(256, 256));
+    net->push_back(make<LiveBytesProbe>(peak));
+  }
+  parameter_bytes = net->parameter_count() * static_cast<std::int64_t>(sizeof(float));
+  auto sgd = std::make_shared<Sgd<float>>(net->parameters(), SgdOptions{.lr = 0.01});
+  Trainer<Sequential<float>, Policy> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
+                                             std::move(policy));
+  for (int step = 0; step < 2; ++step) trainer.train_step(inputs, targets);
+  return *peak - before;
+}
+
+// Zero3: between uses a rank holds its own parameters (1/N of them, up to one layer more on an
+// uneven split) and the next layer's, prefetched: at most (1/N + 1/4) of the model, where
+// DataParallel holds it whole (and its gradient buckets beside).
+BOOST_AUTO_TEST_CASE(zero3_holds_its_own_parameters_only_between_uses) {
+  MpiComm comm(test::session());
+  std::int64_t parameter_bytes = 0;
+  const std::int64_t data_parallel = forward_peak_bytes(comm, DataParallelPolicy(comm), parameter_bytes);
+  const std::int64_t zero3 = forward_peak_bytes(comm, Zero3Policy(comm), parameter_bytes);
+  BOOST_TEST_MESSAGE("live bytes in forward: DataParallel " << data_parallel << ", Zero3 " << zero3 << " (model "
+                                                            << parameter_bytes << ")");
+  BOOST_TEST(data_parallel >= parameter_bytes);
+  BOOST_TEST(static_cast<double>(zero3) <= (1.0 / comm.size() + 0.25) * static_cast<double>(parameter_bytes));
+}
+
+// A checkpoint holds the whole model and optimizer state: written by Zero2 (Zero3) on the world (N
+// ranks), loaded by Zero1 (DataParallel) on 2 ranks, whose checkpoint is loaded by Zero2 (Zero3) on
+// 3 ranks (N = 4: 4 -> 2 -> 3), by DataParallel on 3 and by one process; each ends where one process training on every batch ends
 // (Adam in double, within 1e-12).
 template <class... Policies>
 std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem::path& save_to,
@@ -309,27 +416,32 @@ std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem
                               {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local}});
   }
   trainer.fit(loader, epochs);
+  gather_whole_model<Policies...>(trainer);
   return weights_of(*net);
 }
 
-BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_world_size_stage_and_data_parallel) {
+using CheckpointStages = boost::mpl::list<Zero2, Zero3>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_checkpoint_resumes_on_another_world_size_stage_and_data_parallel, Stage,
+                              CheckpointStages) {
+  using Second = std::conditional_t<std::is_same_v<Stage, Zero3>, DataParallelPolicy, Zero1Policy>;
   MpiComm world(test::session());
   const int r = world.rank();
   const test::SharedDir first(world, "ptrain_sharded_first"), second(world, "ptrain_sharded_second");
   const Outcome reference{fit_epochs(nullptr, {}, {}, 3)};
-  fit_epochs(&world, first.path, {}, 1, Zero2Policy(world));
+  fit_epochs(&world, first.path, {}, 1, Sharded<Stage>(world));
   world.barrier();
   {
     MpiComm pair = world.split(r < 2 ? 0 : 1, r);
-    if (r < 2) fit_epochs(&pair, second.path, first.path, 2, Zero1Policy(pair));
+    if (r < 2) fit_epochs(&pair, second.path, first.path, 2, Second(pair));
   }
   world.barrier();
   const int three = std::min(world.size(), 3);
   MpiComm trio = world.split(r < three ? 0 : 1, r);
   if (r < three) {
-    const Outcome zero2{fit_epochs(&trio, {}, second.path, 3, Zero2Policy(trio))};
+    const Outcome sharded{fit_epochs(&trio, {}, second.path, 3, Sharded<Stage>(trio))};
     const Outcome data_parallel{fit_epochs(&trio, {}, second.path, 3, DataParallelPolicy(trio))};
-    BOOST_TEST(max_difference(zero2, reference) <= 1e-12);
+    BOOST_TEST(max_difference(sharded, reference) <= 1e-12);
     BOOST_TEST(max_difference(data_parallel, reference) <= 1e-12);
   }
   const Outcome one{fit_epochs(nullptr, {}, second.path, 3)};

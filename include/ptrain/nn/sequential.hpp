@@ -1,6 +1,8 @@
 #pragma once
 // Sequential: children run in order, named "0", "1", ... unless given names. Pipeline
-// parallelism cuts a model at these children.
+// parallelism cuts a model at these children, and Sharded<Zero3> gathers and frees their
+// parameters around each one's forward (run_children_through).
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -33,9 +35,16 @@ class Sequential : public Module<T, D> {
 
   Var<T, D> forward(const Var<T, D>& x) override {
     Var<T, D> h = x;
-    for (const auto& [name, layer] : this->children()) h = layer->forward(h);
+    const auto& layers = this->children();
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      h = runner_ ? runner_(i, *layers[i].second, h) : layers[i].second->forward(h);
     return h;
   }
+
+  // What runs child i on its input in forward: child.forward(h), unless a policy wraps it (nullptr:
+  // back to plain forward).
+  using ChildRunner = std::function<Var<T, D>(std::size_t i, Module<T, D>& child, const Var<T, D>& h)>;
+  void run_children_through(ChildRunner runner) { runner_ = std::move(runner); }
 
   // Puts a new module in place of the child `name`, at the same position (a new head for
   // transfer learning). forward runs the children as registered, so it uses the new one.
@@ -46,6 +55,9 @@ class Sequential : public Module<T, D> {
 
   std::size_t size() const { return this->children().size(); }
   const ModulePtr& operator[](std::size_t i) const { return this->children().at(i).second; }
+
+ private:
+  ChildRunner runner_;
 };
 
 // replace_child(*model, "fc", make<Linear<float>>(2048, 5)): replaces the child at a dotted path

@@ -24,14 +24,27 @@
 // different gradients, so the Trainer makes one rank's skipped step (an fp16 overflow, a
 // non-finite gradient) every rank's.
 //
+// Zero3 (parameters sharded too): Zero2, and each rank keeps only the parameters it owns; the
+// others' storage is let go between uses. The model must be a Sequential (ResNet, TransformerLM):
+// around each top-level child's forward its parameters are gathered (the next child's prefetched)
+// and freed after, and gathered again just before its backward (detail/parameter_shards.hpp).
+// After a step the owner has stepped its parameters and nobody gathers them. gather_parameters()
+// makes the model whole on every rank (the Trainer calls it around a checkpoint's model; call it
+// before reading the weights), shard_parameters() lets the others' parameters go again. With
+// MixedPrecision after it, the 16-bit model is sharded; the fp32 masters are gathered after each
+// step and stay whole, as under Zero1 (the masters of a rank's own parameters are rounded into it).
+//
 // The partition is computed from the model's parameters at setup (a 16-bit model's float ones
 // last, as MixedPrecision's masters list them); the optimizer's must be the same list (the model's
-// parameters(), or MixedPrecision's masters of them): not a pipeline stage's.
+// parameters(), or MixedPrecision's masters of them). Beside a Pipeline (Trainer<Net, Sharded<...>,
+// Pipeline<M>>) it shards over the replicas of each stage, as DataParallel averages over them: the
+// partition is of the stage's parameters, which the optimizer over the whole model's parameters()
+// holds among the others (MixedPrecision's masters are not sharded under a pipeline yet).
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads.
-// Zero3 is named for the stage still to come; the policy refuses it in a sentence.
 // DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -41,8 +54,11 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/nn/module.hpp"
+#include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/data_parallel.hpp"
 #include "ptrain/parallel/detail/optimizer_shards.hpp"
+#include "ptrain/parallel/detail/parameter_shards.hpp"
 
 namespace ptrain {
 
@@ -65,9 +81,6 @@ concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::sam
 template <class Stage, class CompressionTag = Fp32, class BackendTag = MpiAllreduce>
 class Sharded {
   static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
-  static_assert(!std::same_as<Stage, Zero3>,
-                "Sharded<Zero3> (parameter sharding) is not implemented yet; Sharded<Zero1> shards the optimizer "
-                "state, Sharded<Zero2> the gradients too; see docs/policies.md");
 
  public:
   using stage = Stage;
@@ -76,7 +89,9 @@ class Sharded {
   // The Trainer takes one policy that averages gradients over the ranks.
   static constexpr bool averages_gradients = true;
   // Its ranks keep different gradients: the Trainer makes them agree whether a step runs.
-  static constexpr bool shards_gradients = std::same_as<Stage, Zero2>;
+  static constexpr bool shards_gradients = !std::same_as<Stage, Zero1>;
+  // Each rank keeps its own parameters only, the others' gathered around their use.
+  static constexpr bool shards_parameters = std::same_as<Stage, Zero3>;
 
   // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
   explicit Sharded(Comm& comm, DataParallelOptions options = {}) : data_parallel_(comm, options) {}
@@ -93,14 +108,17 @@ class Sharded {
     requires requires(const Grid& g) { { g.stage_of(0) } -> std::convertible_to<int>; }
   void join_pipeline_grid(const Grid& grid) {
     data_parallel_.join_pipeline_grid(grid);
+    in_pipeline_ = true;
   }
   template <DataParallelModel Model>
   void setup(Model& model) {
     sizes_.clear();
+    nodes_.clear();
     std::vector<bool> trainable;
     const auto count = [&](const auto& params) {
       for (const auto& [name, p] : params) {
         sizes_.push_back(p.numel());
+        nodes_.push_back(p.node().get());
         trainable.push_back(p.requires_grad());
       }
     };
@@ -109,6 +127,7 @@ class Sharded {
     owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
     if constexpr (shards_gradients) data_parallel_.setup(model, owners_);
     else data_parallel_.setup(model);
+    if constexpr (shards_parameters) shard_parameters_of(model);
   }
   template <DataParallelModel Model>
   void before_backward(Model& model, bool ends_in_step) {
@@ -116,7 +135,9 @@ class Sharded {
   }
   template <DataParallelModel Model>
   bool before_optimizer_step(Model& model) {
-    return data_parallel_.before_optimizer_step(model);
+    const bool ok = data_parallel_.before_optimizer_step(model);
+    if constexpr (shards_parameters) parameters().release_leftovers();
+    return ok;
   }
   std::int64_t agree_steps(std::int64_t local_steps) { return data_parallel_.agree_steps(local_steps); }
   void reduce(std::span<double> sums) { data_parallel_.reduce(sums); }
@@ -124,17 +145,40 @@ class Sharded {
   CheckpointPart checkpoint_part() const { return data_parallel_.checkpoint_part(); }
 
   // Trainer point, once after setup: the parameters the optimizer steps (the model's, or
-  // MixedPrecision's masters), in the model's parameter order.
+  // MixedPrecision's masters), in the model's parameter order. Under a pipeline, the whole model's
+  // parameters, of which this stage's (found by identity) are partitioned over the stage's replicas.
   template <class U, class D>
   void optimizer_parameters(const std::vector<Var<U, D>>& params) {
-    bool same = params.size() == sizes_.size();
-    for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
-    check(same, "Sharded: the optimizer's ", params.size(),
-          " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
-          "parameters(), or MixedPrecision's master_parameters(), in their order (a pipeline stage's optimizer is "
-          "not sharded yet)");
-    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params, owners_,
-                                                                      data_parallel_.options().bucket_bytes);
+    if (in_pipeline_) {
+      optimizer_owners_ = stage_owners(params);
+    } else {
+      bool same = params.size() == sizes_.size();
+      for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
+      check(same, "Sharded: the optimizer's ", params.size(),
+            " parameters are not the model's (", sizes_.size(), ", setup() first): give the optimizer the model's "
+            "parameters(), or MixedPrecision's master_parameters(), in their order");
+      optimizer_owners_ = owners_;
+    }
+    // Zero3: the model's own parameters stay with their owners (MixedPrecision's masters are gathered).
+    std::vector<bool> stays_with_owner(params.size(), false);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      stays_with_owner[i] = std::ranges::find(sharded_nodes_, static_cast<const void*>(params[i].node().get())) !=
+                            sharded_nodes_.end();
+    shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
+                                                                      optimizer_owners_,
+                                                                      data_parallel_.options().bucket_bytes,
+                                                                      stays_with_owner);
+    // Every policy's setup has read the whole model (MixedPrecision's masters start from it).
+    if constexpr (shards_parameters) parameters().release_all();
+  }
+
+  // Trainer points (checkpoints), every rank: the whole model on every rank, and each rank's own
+  // parameters only again. Nothing to do below Zero3.
+  void gather_parameters() {
+    if constexpr (shards_parameters) parameters().gather_all();
+  }
+  void shard_parameters() {
+    if constexpr (shards_parameters) parameters().release_all();
   }
 
   // Trainer points (checkpoints): the whole optimizer state on rank 0, which writes it (every rank
@@ -145,7 +189,7 @@ class Sharded {
   }
   template <class U>
   OptimizerState<U> shard_optimizer_state(OptimizerState<U> whole) {
-    return detail::own_state(std::move(whole), owners_, rank());
+    return detail::own_state(std::move(whole), optimizer_owners_, rank());
   }
 
   // Trainer point: every rank agreed the step runs; the optimizer is to step this rank's part only.
@@ -163,6 +207,50 @@ class Sharded {
   }
 
  private:
+  // The owner of each of the optimizer's parameters: this stage's keep theirs, the other stages'
+  // have none here (they get no gradient on this rank).
+  template <class U, class D>
+  std::vector<int> stage_owners(const std::vector<Var<U, D>>& params) const {
+    std::vector<int> owners(params.size(), -1);
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      for (std::size_t j = 0; j < nodes_.size(); ++j)
+        if (params[i].node().get() == nodes_[j]) {
+          owners[i] = owners_[j];
+          ++found;
+        }
+    check(found == nodes_.size(), "Sharded: under a pipeline the optimizer must step the model's own parameters(), "
+          "this stage's ", nodes_.size(), " among them (", found, " found); MixedPrecision's masters are not "
+          "sharded over a stage's replicas yet");
+    return owners;
+  }
+
+  template <DataParallelModel Model>
+  void shard_parameters_of(Model& model) {
+    using T = typename detail::parameter_of<Model>::scalar;
+    using D = typename detail::parameter_of<Model>::device;
+    static_assert(std::derived_from<Model, Module<T, D>>, "Sharded<Zero3>: the model must be a ptrain::Module");
+    auto* sequential = dynamic_cast<Sequential<T, D>*>(&model);
+    check(sequential != nullptr,
+          "Sharded<Zero3>: the model is not a Sequential; Zero3 gathers and frees the parameters of a Sequential's "
+          "top-level children around their forward and backward (ResNet and TransformerLM are Sequentials). Use "
+          "Sharded<Zero2> for this model");
+    std::vector<Var<T, D>> params;
+    sharded_nodes_.clear();
+    for (const auto& [name, p] : model.named_parameters()) {
+      params.push_back(p);
+      sharded_nodes_.push_back(p.node().get());
+    }
+    const std::vector<int> owners(owners_.begin(), owners_.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    parameters_ = std::make_shared<detail::ParameterShards<T, Comm, D>>(data_parallel_.communicator(), *sequential,
+                                                                        std::move(params), owners);
+  }
+
+  detail::ParameterSharding& parameters() const {
+    check(parameters_ != nullptr, "Sharded<Zero3>: setup() was not called (the Trainer calls it)");
+    return *parameters_;
+  }
+
   detail::OptimizerShards& shards() const {
     check(shards_ != nullptr,
           "Sharded: optimizer_parameters() was not called (the Trainer calls it with its optimizer's params())");
@@ -170,9 +258,14 @@ class Sharded {
   }
 
   DataParallelPart data_parallel_;
-  std::vector<std::int64_t> sizes_;  // the model's parameters'
-  std::vector<int> owners_;          // their ranks (detail::balanced_partition)
+  std::vector<std::int64_t> sizes_;      // the model's (a pipeline stage's) parameters'
+  std::vector<const void*> nodes_;       // and their nodes
+  std::vector<int> owners_;              // their ranks (detail::balanced_partition)
+  std::vector<int> optimizer_owners_;    // the ranks of the optimizer's parameters (-1: none here)
+  bool in_pipeline_ = false;
   std::shared_ptr<detail::OptimizerShards> shards_;
+  std::shared_ptr<detail::ParameterSharding> parameters_;  // Zero3
+  std::vector<const void*> sharded_nodes_;                  // Zero3: the model's parameters' nodes
   bool stepped_ = false;
 };
 

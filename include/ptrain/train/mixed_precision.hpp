@@ -171,7 +171,8 @@ class MixedPrecision {
     for (std::size_t i = 0; i < saved.size(); ++i) masters_[i].value().copy_from(on_device<D>(*saved[i]));
   }
 
-  // The stepped masters, rounded, become the model's weights.
+  // The stepped masters, rounded, become the model's weights (those this rank holds: under
+  // Sharded<Zero3> another rank's are not here, and that rank rounds them).
   template <class Model>
   void after_optimizer_step(Model&) {
     if (skipped_) {
@@ -179,7 +180,7 @@ class MixedPrecision {
       return;
     }
     for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].requires_grad()) copy(masters_[i].value(), params_[i].value());
+      if (params_[i].requires_grad() && params_[i].value().defined()) copy(masters_[i].value(), params_[i].value());
   }
 
  private:

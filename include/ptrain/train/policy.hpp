@@ -32,7 +32,7 @@ struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
       evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
       is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, gather_optimizer_state,
-      shard_optimizer_state;
+      shard_optimizer_state, gather_parameters, shard_parameters;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -116,12 +116,19 @@ template <class P>
 concept NamesShardOptimizerState =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::shard_optimizer_state; };
 template <class P>
+concept NamesGatherParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::gather_parameters; };
+template <class P>
+concept NamesShardParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::shard_parameters; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
                          NamesStepDecided<P> || NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> ||
                          NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> ||
-                         NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P>;
+                         NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P> ||
+                         NamesGatherParameters<P> || NamesShardParameters<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -183,6 +190,13 @@ template <class P>
 concept OptimizerStatePoints = requires(P& p, OptimizerState<float> state) {
   { p.gather_optimizer_state(state) } -> std::convertible_to<OptimizerState<float>>;
   { p.shard_optimizer_state(state) } -> std::convertible_to<OptimizerState<float>>;
+};
+// A policy that splits the model's parameters over the ranks (Sharded<Zero3>): the whole model on
+// every rank for a checkpoint's model, and each rank's part only again (every rank calls both).
+template <class P>
+concept ParameterPoints = requires(P& p) {
+  p.gather_parameters();
+  p.shard_parameters();
 };
 
 // ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
@@ -251,6 +265,7 @@ concept TrainerPolicy =
     (NamesCheckpointState<P> == NamesLoadCheckpointState<P>) && (!NamesCheckpointState<P> || CheckpointStatePoint<P>) &&
     (NamesGatherOptimizerState<P> == NamesShardOptimizerState<P>) &&
     (!NamesGatherOptimizerState<P> || OptimizerStatePoints<P>) &&
+    (NamesGatherParameters<P> == NamesShardParameters<P>) && (!NamesGatherParameters<P> || ParameterPoints<P>) &&
     ImplementsTaskPoints<P, Model, TaskType>;
 
 // The Trainer instantiates this per policy: each broken rule is its own sentence, and the
@@ -265,7 +280,8 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
                 "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
                 "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, "
-                "gather_optimizer_state, shard_optimizer_state); implement at least one, spelt as listed; see "
+                "gather_optimizer_state, shard_optimizer_state, gather_parameters, shard_parameters); implement at "
+                "least one, spelt as listed; see "
                 "docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
@@ -322,6 +338,12 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "gather_optimizer_state(OptimizerState<U> mine)` and `OptimizerState<U> "
                 "shard_optimizer_state(OptimizerState<U> whole)` (U: the optimizer's scalar type); fix their "
                 "parameters or return types; see docs/policies.md");
+  static_assert(NamesGatherParameters<P> == NamesShardParameters<P>,
+                "Trainer policy: gather_parameters and shard_parameters come together (what one makes whole the "
+                "other splits again); implement both or neither; see docs/policies.md");
+  static_assert(!NamesGatherParameters<P> || ParameterPoints<P>,
+                "Trainer policy: the parameter points must be callable as `void gather_parameters()` and `void "
+                "shard_parameters()`; fix their parameters; see docs/policies.md");
   static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
 };
 

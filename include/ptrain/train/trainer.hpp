@@ -27,6 +27,8 @@
 //   checkpoint_state(), load_checkpoint_state(state)  a policy's own saved state (MixedPrecision)
 //   gather_optimizer_state(mine), shard_optimizer_state(whole)  a checkpoint's optimizer state made
 //                                       whole for saving and split again on load (Sharded)
+//   gather_parameters(), shard_parameters()  the model whole on every rank around a checkpoint's
+//                                       model, then split again (Sharded<Zero3>)
 // A policy implements only the points it needs; a point it names must have the documented
 // signature (train/policy.hpp checks it here, so a misspelt or slightly-off point does not compile).
 //
@@ -384,6 +386,7 @@ class Trainer {
     const CheckpointPart part = checkpoint_part();
     check(m.parts == part.count, manifest_path.string(), ": the checkpoint holds the model in ", m.parts,
           " part(s) (pipeline stages), this run has ", part.count);
+    for_each_parameter_policy([](auto& p) { p.gather_parameters(); });
     load_state_dict(*local_, directory / checkpoint::part_file("model", part));
     const auto tensors = static_cast<std::int64_t>(detail::state_entry_count(*model_));
     check(m.model_tensors == tensors, manifest_path.string(), ": the checkpoint's model has ", m.model_tensors,
@@ -407,6 +410,7 @@ class Trainer {
     best_ = m.best;
     resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
     if (logs_) logs_->continue_after(m.epoch);
+    for_each_parameter_policy([](auto& p) { p.shard_parameters(); });
     if (is_main()) detail::log_resume(directory, m, world);
   }
   // The newest checkpoint under directory, loaded; false when there is none (a first run).
@@ -438,6 +442,13 @@ class Trainer {
   template <class F, class P>
   static void apply_unless_task(F& f, P& p) {
     if constexpr (!NamesTargets<P>) f(p);
+  }
+  // The policies that split the model's parameters over the ranks (Sharded<Zero3>).
+  template <class F>
+  void for_each_parameter_policy(F&& f) {
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (ParameterPoints<P>) f(p);
+    });
   }
 
   template <class Batch>
@@ -640,6 +651,7 @@ class Trainer {
     const auto staging = checkpoint::staging_directory(dir, step_);
     const CheckpointPart part = checkpoint_part();
     bool policies = false;
+    for_each_parameter_policy([](auto& p) { p.gather_parameters(); });
     attempt([&] {
       if (part.writes()) save_state_dict(*local_, staging / checkpoint::part_file("model", part), io::dtype_of<T>());
       if (optimizer_checkpoint_) optimizer_checkpoint_.save(staging / checkpoint::part_file("optimizer", part), part.writes());
@@ -658,6 +670,7 @@ class Trainer {
       checkpoint::save_rank_state(staging / checkpoint::rank_file(part.rank()),
                                   {global_rng().engine(), totals});
     });
+    for_each_parameter_policy([](auto& p) { p.shard_parameters(); });
     check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
           error.empty() ? "another rank failed to write its files" : error);
     std::filesystem::path saved = checkpoint::step_directory(dir, step_);

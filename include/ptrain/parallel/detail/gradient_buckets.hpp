@@ -8,8 +8,8 @@
 // out as one block per rank holding that rank's parameters (each block as long as the longest,
 // the others padded with zeros), and each rank receives the average of its own block only. The
 // full gradient is let go once copied into its bucket; after finish() a rank holds the gradients
-// of its own parameters and none of the others'; a bucket's buffer lives from its first gradient
-// until its reduction is unpacked.
+// of its own parameters and none of the others'; a bucket's buffer lives from its first gradient,
+// and its shard from the reduction's start, until the reduction is unpacked.
 //
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
@@ -73,8 +73,7 @@ class GradientBuckets final : public GradientSync {
     }
     for (auto& b : buckets_) {
       if (scatter_) lay_out_blocks(b);
-      if (scatter_) b.shard = Tensor<Wire, D>({b.block});  // its buffer lives only while it is reduced
-      else b.buffer = Tensor<Wire, D>({b.size});
+      if (!scatter_) b.buffer = Tensor<Wire, D>({b.size});  // a reduce-scatter's only while it is reduced
       b.pending = b.slots.size();
     }
     for (std::size_t s = 0; s < slots_.size(); ++s)
@@ -130,7 +129,7 @@ class GradientBuckets final : public GradientSync {
                                inverse_world);
         }
       }
-      if (scatter_) bucket.buffer = Tensor<Wire, D>();
+      if (scatter_) bucket.buffer = bucket.shard = Tensor<Wire, D>();  // the gradients may still view the shard
       bucket.pending = bucket.slots.size();
     }
     next_ = 0;
@@ -225,6 +224,7 @@ class GradientBuckets final : public GradientSync {
       if (Timeline* timeline = active_timeline()) bucket.launched_us = timeline->now();
       const std::span<Wire> whole(bucket.buffer.data(), static_cast<std::size_t>(bucket.size));
       if (scatter_) {
+        bucket.shard = Tensor<Wire, D>({bucket.block});
         const std::span<Wire> mine(bucket.shard.data(), static_cast<std::size_t>(bucket.block));
         bucket.request.emplace(comm_.ireduce_scatter_sum(std::span<const Wire>(whole), mine));
       } else {

@@ -131,8 +131,10 @@ class OptimizerShards {
 template <class U, Communicator Comm, class D>
 class ShardedParameters final : public OptimizerShards {
  public:
-  // owner: balanced_partition of these parameters' sizes.
-  ShardedParameters(Comm& comm, std::vector<Var<U, D>> params, std::vector<int> owner, std::size_t bucket_bytes)
+  // owner: balanced_partition of these parameters' sizes. stays_with_owner[i] (if given): params[i]
+  // is not gathered after a step (Sharded<Zero3> shards the model's parameters: the owner keeps them).
+  ShardedParameters(Comm& comm, std::vector<Var<U, D>> params, std::vector<int> owner, std::size_t bucket_bytes,
+                    const std::vector<bool>& stays_with_owner = {})
       : comm_(comm), params_(std::move(params)), owner_(std::move(owner)) {
     const int world = comm_.size();
     const auto cap = static_cast<std::int64_t>(
@@ -140,7 +142,7 @@ class ShardedParameters final : public OptimizerShards {
     // chunks[r]: rank r's parameters cut into chunks of at most cap elements (a larger one alone).
     std::vector<std::vector<Chunk>> chunks(static_cast<std::size_t>(world));
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (owner_[i] < 0) continue;
+      if (owner_[i] < 0 || (!stays_with_owner.empty() && stays_with_owner[i])) continue;
       auto& mine = chunks[static_cast<std::size_t>(owner_[i])];
       if (mine.empty() || (mine.back().size > 0 && mine.back().size + params_[i].numel() > cap)) mine.emplace_back();
       mine.back().parameters.push_back(i);
