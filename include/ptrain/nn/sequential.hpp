@@ -1,6 +1,6 @@
 #pragma once
-// Sequential: children run in order, named "0", "1", ... unless given names. Pipeline
-// parallelism cuts a model at these children.
+// Sequential: children run in order (through their call operator, so their forward hooks run),
+// named "0", "1", ... unless given names. Pipeline parallelism cuts a model at these children.
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -33,7 +33,7 @@ class Sequential : public Module<T, D> {
 
   Var<T, D> forward(const Var<T, D>& x) override {
     Var<T, D> h = x;
-    for (const auto& [name, layer] : this->children()) h = layer->forward(h);
+    for (const auto& [name, layer] : this->children()) h = (*layer)(h);
     return h;
   }
 
