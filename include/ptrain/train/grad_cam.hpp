@@ -161,18 +161,6 @@ inline void scale_to_unit_range(Tensor<float>& maps) {
   }
 }
 
-// Recording on while it lives (a caller under NoGradGuard still gets its map), then as it was.
-class RecordingOn {
- public:
-  RecordingOn() : previous_(GradMode::enabled()) { GradMode::set(true); }
-  ~RecordingOn() { GradMode::set(previous_); }
-  RecordingOn(const RecordingOn&) = delete;
-  RecordingOn& operator=(const RecordingOn&) = delete;
-
- private:
-  bool previous_;
-};
-
 // The maps of output column `column`; `what` names it in errors. The scores are summed over the
 // batch for one backward: in eval mode each image's score depends on its own activations only.
 // With `output_width` > 0 the output must have that many columns.
@@ -182,7 +170,7 @@ Tensor<float> grad_cam_column(Module<T, D>& model, const Tensor<T, D>& images, c
   check(images.rank() == 4, "grad_cam: expected images [N, C, H, W], got ", images.shape());
   ParametersFrozen<T, D> frozen(model);
   ActivationCapture<T, D> capture(grad_cam_layer(model, layer), layer);
-  RecordingOn recording;
+  GradModeGuard recording(true);  // a caller under NoGradGuard still gets its map
   const Var<T, D> output = model(Var<T, D>(images));
   const Var<T, D>& activation = capture.activation();
   check(output.shape().rank() == 2, "grad_cam: the model's output is ", output.shape(),
