@@ -76,7 +76,8 @@ int run(const examples::Cli& cli) {
   ptrain::check(!cli.str("--image").empty(), "--image: give a PNG or JPEG image");
   ptrain::check(!cli.str("--out").empty(), "--out: give the PNG to write");
   const auto classes = number_list("--class", cli.str("--class"), 0);
-  const auto widths = cli.str("--heads").empty() ? std::vector<std::int64_t>{} : number_list("--heads", cli.str("--heads"), 1);
+  const auto widths =
+      cli.str("--heads").empty() ? std::vector<std::int64_t>{} : number_list("--heads", cli.str("--heads"), 1);
   ptrain::check(widths.empty() || widths.size() == classes.size(), "--class '", cli.str("--class"), "' names ",
                 classes.size(), " classes for ", widths.size(), " heads (--heads '", cli.str("--heads"),
                 "'); expected one class per head");
@@ -91,7 +92,8 @@ int run(const examples::Cli& cli) {
   const std::string layer = cli.str("--layer").empty() ? network.last_conv_stage : cli.str("--layer");
 
   const long size = cli.integer("--size");
-  const ptrain::Tensor<float> rgb = ptrain::resize_bilinear(ptrain::io::read_image_tensor(cli.str("--image")), size, size);
+  const ptrain::Tensor<float> rgb =
+      ptrain::resize_bilinear(ptrain::io::read_image_tensor(cli.str("--image")), size, size);
   ptrain::Tensor<float> input = rgb.clone();
   ptrain::Rng unused;
   ptrain::Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f})(input, unused);
@@ -107,7 +109,8 @@ int run(const examples::Cli& cli) {
     std::printf("wrote %s: Grad-CAM of %s, class %lld%s\n", path.c_str(), layer.c_str(),
                 static_cast<long long>(classes[h]), maps.size() > 1 ? (", head " + std::to_string(h)).c_str() : "");
   }
-  std::printf("total run time %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::printf("total run time %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }
 

@@ -138,10 +138,12 @@ BOOST_AUTO_TEST_CASE(bad_input_ends_the_run_without_a_picture) {
     std::string args, message;
   };
   for (const Case& c : std::vector<Case>{
-           {"--num-classes 7 --layer layer9", "the model has no layer 'layer9'; layers (module paths as in the state dict)"},
+           {"--num-classes 7 --layer layer9",
+            "the model has no layer 'layer9'; layers (module paths as in the state dict)"},
            {"--num-classes 7 --layer layer3 --class 7", "class 7 is outside the model's 7 output columns"},
            {"--heads 3,4 --layer layer3 --class 2,4", "class 4 of head 1 is out of range: the head has 4 classes"},
-           {"--num-classes 10 --layer layer3", "shape mismatch: fc.weight: file has [7, 512], model expects [10, 512]"}}) {
+           {"--num-classes 10 --layer layer3",
+            "shape mismatch: fc.weight: file has [7, 512], model expects [10, 512]"}}) {
     const fs::path out = dir() / "refused.png";
     const Run run = run_example(c.args + " --out " + out.string());
     BOOST_TEST(run.exit_code == 1, c.args << ": exit code " << run.exit_code);

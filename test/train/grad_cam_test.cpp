@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(maps_of_one_head_match_pytorch) {
   const io::SafetensorsFile reference(data("grad_cam_reference.safetensors"));
   const Tensor<float> input = reference.read<float>("input");
   // relu2 is upsampled from 8x6, block and block.0 (inside it) are at the input's 16x12.
-  for (const auto& [layer, column] : std::vector<std::pair<std::string, int>>{{"relu2", 3}, {"block", 5}, {"block.0", 0}})
+  const std::vector<std::pair<std::string, int>> requests{{"relu2", 3}, {"block", 5}, {"block.0", 0}};
+  for (const auto& [layer, column] : requests)
     expect_map(grad_cam(*model, input, layer, column), reference, "cam." + layer + "." + std::to_string(column));
 }
 
