@@ -7,7 +7,7 @@
 Grad-CAM as pytorch-grad-cam computes it: the gradient of the class's logit (summed over the
 batch) with respect to the layer's output, its spatial mean as channel weights, the ReLU of the
 weighted sum, bilinear upsampling (align_corners=False) to the input's size, and each image's map
-scaled to [0, 1]. Run from this directory with torch (Debian's python3-torch 1.13 will do; no
+scaled to [0, 1]. Run from this directory with torch (Debian's python3-torch 1.13, /usr/bin/python3; no
 safetensors package is needed, the files are written by hand):
     python3 make_grad_cam_reference.py
 """
