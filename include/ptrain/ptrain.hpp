@@ -109,9 +109,11 @@
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/safetensors.hpp"
 #include "ptrain/io/csv_log.hpp"
+#include "ptrain/io/heatmap_overlay.hpp"
 #include "ptrain/io/tensorboard.hpp"
 
 #include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/train/grad_cam.hpp"
 #include "ptrain/train/loss_scaler.hpp"
 #include "ptrain/train/metrics.hpp"
 #include "ptrain/train/mixed_precision.hpp"

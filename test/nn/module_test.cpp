@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <ptrain/autograd/backward.hpp>
+#include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/models/resnet.hpp>
 #include <ptrain/models/small_cnn.hpp>
 #include <ptrain/nn/batch_norm.hpp>
@@ -148,6 +150,39 @@ BOOST_AUTO_TEST_CASE(small_cnn_shapes) {
   SmallCnn<float> net;
   auto y = net.forward(Var<float>(Tensor<float>::zeros({2, 1, 28, 28})));
   BOOST_TEST(y.shape() == (Shape{2, 10}));
+}
+
+// The mechanism grad_cam reads a layer with: the hook sees the child's output, and what it returns
+// goes on in its place (here a leaf, which backward fills and which cuts the graph below it).
+BOOST_AUTO_TEST_CASE(a_forward_hook_sees_a_childs_output_and_can_replace_it) {
+  auto fc = make<Linear<float>>(3, 4);
+  Sequential<float> net{fc, make<ReLU<float>>()};
+  const Var<float> x(Tensor<float>::from(Shape{2, 3}, {1.0f, -2.0f, 0.5f, -1.0f, 3.0f, 2.0f}));
+  const Tensor<float> plain = net(x).value().clone();
+  const Tensor<float> fc_output = fc->forward(x).value().clone();
+
+  int calls = 0;
+  Var<float> leaf;
+  fc->set_forward_hook([&](const Var<float>& output) {
+    ++calls;
+    BOOST_TEST(output.value().to_vector() == fc_output.to_vector(), boost::test_tools::per_element());
+    leaf = Var<float>(output.value(), true);
+    return leaf;
+  });
+  BOOST_TEST(fc->has_forward_hook());
+  const Var<float> hooked = net(x);
+  BOOST_TEST(calls == 1);
+  BOOST_TEST(hooked.value().to_vector() == plain.to_vector(), boost::test_tools::per_element());
+  backward(sum(hooked));
+  BOOST_REQUIRE(leaf.grad().defined());
+  for (std::int64_t i = 0; i < fc_output.numel(); ++i)
+    BOOST_TEST(leaf.grad()[i] == (fc_output[i] > 0 ? 1.0f : 0.0f));  // relu's gradient
+  BOOST_TEST(!fc->weight.grad().defined());  // the graph below the leaf was not reached
+
+  fc->set_forward_hook({});
+  BOOST_TEST(!fc->has_forward_hook());
+  BOOST_TEST(net(x).value().to_vector() == plain.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(calls == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

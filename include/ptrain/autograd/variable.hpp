@@ -27,15 +27,21 @@ class GradMode {
   }
 };
 
-class NoGradGuard {
+// Recording on or off while it lives, then as it was.
+class GradModeGuard {
  public:
-  NoGradGuard() : previous_(GradMode::enabled()) { GradMode::set(false); }
-  ~NoGradGuard() { GradMode::set(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool on) : previous_(GradMode::enabled()) { GradMode::set(on); }
+  ~GradModeGuard() { GradMode::set(previous_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
+};
+
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 template <class T, class D = Cpu>

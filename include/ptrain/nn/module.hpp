@@ -6,6 +6,7 @@
 // A half or bfloat16 module keeps batch norm in float, as Apex O2's keep_batchnorm_fp32: its
 // weight and bias in named_float_parameters(), beside named_parameters(), its running statistics
 // in named_float_buffers(), beside named_buffers().
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,7 +35,19 @@ class Module {
   virtual ~Module() = default;
 
   virtual Var<T, D> forward(const Var<T, D>& x) = 0;
-  Var<T, D> operator()(const Var<T, D>& x) { return forward(x); }
+  // forward, then the forward hook if one is set. Sequential runs its children through here, so
+  // any child of a Sequential can be hooked; a block calling its own members' forward cannot.
+  Var<T, D> operator()(const Var<T, D>& x) {
+    Var<T, D> y = forward(x);
+    return forward_hook_ ? forward_hook_(y) : y;
+  }
+
+  // As torch's register_forward_hook: called with this module's output each time operator() runs
+  // it, and what it returns goes on in the output's place (Grad-CAM swaps in a leaf to read the
+  // gradient there). An empty function removes the hook.
+  using ForwardHook = std::function<Var<T, D>(const Var<T, D>& output)>;
+  void set_forward_hook(ForwardHook hook) { forward_hook_ = std::move(hook); }
+  bool has_forward_hook() const { return static_cast<bool>(forward_hook_); }
 
   // Parameters in registration order, depth first: the order of torchvision's state_dict.
   std::vector<std::pair<std::string, Var<T, D>>> named_parameters() const {
@@ -202,6 +215,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor<float, D>>> float_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, std::string>> tied_;
+  ForwardHook forward_hook_;
   bool training_ = true;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
-// Sequential: children run in order, named "0", "1", ... unless given names. Pipeline
-// parallelism cuts a model at these children, and Sharded<Zero3> gathers and frees their
-// parameters around each one's forward (run_children_through).
+// Sequential: children run in order (through their call operator, so their forward hooks run),
+// named "0", "1", ... unless given names. Pipeline parallelism cuts a model at these children,
+// and Sharded<Zero3> gathers and frees their parameters around each one's forward
+// (run_children_through).
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -37,7 +38,7 @@ class Sequential : public Module<T, D> {
     Var<T, D> h = x;
     const auto& layers = this->children();
     for (std::size_t i = 0; i < layers.size(); ++i)
-      h = runner_ ? runner_(i, *layers[i].second, h) : layers[i].second->forward(h);
+      h = runner_ ? runner_(i, *layers[i].second, h) : (*layers[i].second)(h);
     return h;
   }
 

@@ -111,12 +111,12 @@ class ParameterShards final : public ParameterSharding {
   };
 
   Var<T, D> run(std::size_t u, Module<T, D>& child, const Var<T, D>& x) {
-    if (units_[u].members.empty()) return hooked(u, child.forward(x));
+    if (units_[u].members.empty()) return hooked(u, child(x));
     for (std::size_t v = 0; v < units_.size(); ++v)
       if (v != u && units_[v].state == State::gathered) release(v);
     wait(u);
     if (const auto next = neighbour(u, +1)) start_gather(*next);
-    Var<T, D> y = child.forward(x);
+    Var<T, D> y = child(x);
     release(u);
     return hooked(u, std::move(y));
   }
