@@ -72,11 +72,12 @@ int main(int argc, char** argv) {
   }
   const double ours = static_cast<double>(batch) / median(times);
   std::printf("bench=albert_pretrain impl=ptrain threads=%d vocab=%lld embedding=%lld hidden=%lld layers=%lld "
-              "heads=%lld ffn=%lld batch=%lld length=%lld median_ms=%.1f sequences_per_sec=%.2f\n",
+              "heads=%lld ffn=%lld batch=%lld length=%lld parameters=%lld median_ms=%.1f sequences_per_sec=%.2f\n",
               threads, static_cast<long long>(vocab), static_cast<long long>(config.embedding_size),
               static_cast<long long>(config.hidden_size), static_cast<long long>(config.num_hidden_layers),
               static_cast<long long>(config.num_attention_heads), static_cast<long long>(config.intermediate_size),
-              static_cast<long long>(batch), static_cast<long long>(length), 1e3 * median(times), ours);
+              static_cast<long long>(batch), static_cast<long long>(length),
+              static_cast<long long>(model.parameter_count()), 1e3 * median(times), ours);
   std::fflush(stdout);
 
   char args[256];
@@ -90,11 +91,11 @@ int main(int argc, char** argv) {
     for (const std::string& line : bench::peer_lines(peer, "torch_albert_peer.py", args)) {
       const double theirs = std::atof(bench::json_field(line, "sequences_per_sec").c_str());
       if (theirs <= 0) continue;
-      std::printf("bench=albert_pretrain impl=pytorch_%s model=%s threads=%s torch=%s median_ms=%.1f "
+      std::printf("bench=albert_pretrain impl=pytorch_%s model=%s threads=%s torch=%s parameters=%s median_ms=%.1f "
                   "sequences_per_sec=%.2f\n",
                   peer.name.c_str(), bench::json_field(line, "impl").c_str(), bench::json_field(line, "threads").c_str(),
-                  bench::json_field(line, "torch").c_str(), 1e3 * std::atof(bench::json_field(line, "median_s").c_str()),
-                  theirs);
+                  bench::json_field(line, "torch").c_str(), bench::json_field(line, "parameters").c_str(),
+                  1e3 * std::atof(bench::json_field(line, "median_s").c_str()), theirs);
       std::printf("bench=albert_pretrain ratio_ptrain_over_pytorch_%s=%.3f\n", peer.name.c_str(), ours / theirs);
       ran = true;
     }

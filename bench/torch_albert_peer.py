@@ -3,14 +3,14 @@
 transformers' AlbertForPreTraining when it imports, otherwise the same architecture written below:
 factorised embedding, one post-LayerNorm layer shared by every application, gelu_new, the tied MLM
 decoder, the SOP classifier), the loss HuggingFace computes (MLM cross entropy over the labelled
-tokens plus SOP cross entropy), backward, and a LAMB step (written below, as ptrain's Lamb: Adam's
-bias-corrected moments, decoupled weight decay skipping LayerNorm and biases, the per-parameter
-trust ratio |p| / |update|). Timed as the C++ side (median of the timed steps after warm-up).
+tokens plus SOP cross entropy), backward, and a LAMB step (test/optim/torch_lamb.py, the reference
+of ptrain's Lamb tests) with weight decay skipping LayerNorm and biases. Timed as the C++ side (median of the timed steps after warm-up).
 Prints one JSON line.
 
 usage: torch_albert_peer.py THREADS VOCAB EMBEDDING HIDDEN LAYERS HEADS FFN BATCH LENGTH WARMUP STEPS"""
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -18,6 +18,9 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "optim"))
+from torch_lamb import Lamb  # noqa: E402
 
 
 def gelu_new(x):
@@ -86,36 +89,8 @@ class Albert(nn.Module):
         return mlm, self.sop_classifier(self.sop_dropout(pooled))
 
 
-class Lamb(torch.optim.Optimizer):
-    def __init__(self, named, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
-        groups = [{"params": [p for n, p in named if decays(n)], "weight_decay": weight_decay},
-                  {"params": [p for n, p in named if not decays(n)], "weight_decay": 0.0}]
-        super().__init__(groups, {"lr": lr, "betas": betas, "eps": eps})
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
-                state["step"] += 1
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.mul_(beta1).add_(p.grad, alpha=1 - beta1)
-                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
-                m_hat = m / (1 - beta1 ** state["step"])
-                v_hat = v / (1 - beta2 ** state["step"])
-                update = m_hat / (v_hat.sqrt() + group["eps"]) + group["weight_decay"] * p
-                p_norm, u_norm = p.norm(), update.norm()
-                ratio = (p_norm / u_norm).item() if p_norm > 0 and u_norm > 0 else 1.0
-                p.add_(update, alpha=-group["lr"] * ratio)
-
-
+# As optim/lamb.hpp's decays_weight: no decay for LayerNorm (HuggingFace's "LayerNorm", this
+# script's "norm") nor any bias.
 def decays(name):
     return not (name.endswith("bias") or "LayerNorm" in name or "norm" in name)
 
@@ -140,7 +115,7 @@ def main():
     chosen = torch.rand(batch, length) < 0.15
     labels[chosen] = input_ids[chosen]
     sop = torch.randint(0, 2, (batch,))
-    opt = Lamb(list(model.named_parameters()), lr=1e-3)
+    opt = Lamb(model.parameters(), lr=1e-3, no_decay=[p for n, p in model.named_parameters() if not decays(n)])
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
@@ -156,7 +131,8 @@ def main():
         if i >= warmup:
             times.append(time.perf_counter() - start)
     median = statistics.median(times)
-    print(json.dumps({"model": "albert_pretrain", "impl": impl, "median_s": median,
+    parameters = sum(p.numel() for p in model.parameters())
+    print(json.dumps({"model": "albert_pretrain", "impl": impl, "parameters": parameters, "median_s": median,
                       "sequences_per_sec": batch / median, "torch": torch.__version__,
                       "threads": torch.get_num_threads()}), flush=True)
 
