@@ -8,11 +8,14 @@
 // One machine-readable line per figure:
 //   bench=albert_pretrain impl=ptrain|pytorch_* threads=... median_ms=... sequences_per_sec=...
 //   bench=albert_pretrain ratio_ptrain_over_pytorch_*=...
+// and ptrain's median step by kernel family (core/op_profile.hpp; the rest is autograd and
+// allocation): bench=albert_pretrain family=... ms_per_step=...
 // usage: bench_albert_pretrain [threads=2] [steps=5]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,7 +63,10 @@ int main(int argc, char** argv) {
   Lamb<float> lamb(model.named_parameters(), {.lr = 1e-3});
 
   std::vector<double> times;
+  OpProfile profile;
   for (int i = 0; i < warmup + steps; ++i) {
+    std::optional<OpProfileScope> profiling;
+    if (i >= warmup) profiling.emplace(profile);
     const auto start = Clock::now();
     model.zero_grad();
     backward(task.loss(model(Var<float>(inputs)), targets, 1.0));
@@ -78,6 +84,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(config.num_attention_heads), static_cast<long long>(config.intermediate_size),
               static_cast<long long>(batch), static_cast<long long>(length),
               static_cast<long long>(model.parameter_count()), 1e3 * median(times), ours);
+  double total_ms = 0;
+  for (double t : times) total_ms += 1e3 * t / steps;
+  for (const auto& [family, time] : profile.families())
+    std::printf("bench=albert_pretrain family=%s ms_per_step=%.1f\n", family.c_str(), time.self_us / 1e3 / steps);
+  std::printf("bench=albert_pretrain family=autograd_and_allocation ms_per_step=%.1f\n",
+              total_ms - profile.self_us() / 1e3 / steps);
   std::fflush(stdout);
 
   char args[256];

@@ -207,36 +207,32 @@ class PretrainingSteps {
    public:
     using value_type = Batch;
     using difference_type = std::ptrdiff_t;
-    iterator(const PretrainingSteps* run, std::int64_t g) : run_(run), g_(g) { order_for(g); }
+    iterator(const PretrainingSteps* run, std::int64_t g) : run_(run), g_(g) {}
     Batch operator*() const {
       const auto per_epoch = static_cast<std::int64_t>(run_->loader_.size());
-      return trainer_batch(run_->loader_.batch(g_ / per_epoch, g_ % per_epoch, order_));
+      const std::int64_t epoch = g_ / per_epoch;
+      if (epoch != order_epoch_) {  // the order of the loader's epoch, made once per epoch
+        order_ = run_->loader_.order(epoch);
+        order_epoch_ = epoch;
+      }
+      return trainer_batch(run_->loader_.batch(epoch, g_ % per_epoch, order_));
     }
     iterator& operator++() {
-      order_for(++g_);
+      ++g_;
       return *this;
     }
     bool operator==(const iterator& other) const { return g_ == other.g_; }
 
    private:
-    // The order of the loader's epoch that run batch g falls in, made once per epoch.
-    void order_for(std::int64_t g) {
-      const std::int64_t epoch = g / static_cast<std::int64_t>(run_->loader_.size());
-      if (g < run_->steps_ && epoch != order_epoch_) {
-        order_ = run_->loader_.order(epoch);
-        order_epoch_ = epoch;
-      }
-    }
     const PretrainingSteps* run_;
     std::int64_t g_;
-    std::int64_t order_epoch_ = -1;
-    std::vector<std::int64_t> order_;
+    mutable std::int64_t order_epoch_ = -1;
+    mutable std::vector<std::int64_t> order_;
   };
   iterator begin() {
     const auto first = std::min<std::int64_t>(std::exchange(first_, 0), static_cast<std::int64_t>(size()));
     return {this, period_start() + first};
   }
-  // Past the period's last batch (its order not made: end() is only compared).
   iterator end() const { return {this, period_start() + static_cast<std::int64_t>(size())}; }
 
  private:
