@@ -5,6 +5,10 @@
 // grammar, "the ADJ NOUN VERB the NOUN .", where each noun has its own verb: a model that learns
 // the structure reaches a perplexity near 2, where a unigram model stays near 15 and a uniform
 // guess at the vocabulary size (about 30).
+// For albert_pretrain's smoke tests it also writes the training split as WikiText's raw files have
+// it, DIR/wiki.train.raw (a rare word itself where the .tokens file has <unk>), and DIR/vocab.txt, a
+// WordPiece vocabulary in BERT's format (one token per line, [PAD] first): the special tokens, the
+// punctuation, the words, some as a stem and ##-pieces; the rare word is not in it ([UNK]).
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -34,8 +38,15 @@ std::string sentence(ptrain::Rng& rng) {
   return "the " + adjective + " " + nouns[noun] + " " + verbs[noun] + " the " + pick(rng, nouns) + " . ";
 }
 
-// articles articles of sections sections of paragraphs paragraphs of 4..8 sentences.
-void write_split(const fs::path& path, ptrain::Rng& rng, int articles, int sections, int paragraphs) {
+const char* const rare_word = "ancient";
+
+const std::vector<std::string> word_pieces = {
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "@", "-", "<", ">", "unk", "the", "old", "small", "red",
+    "quiet", "cat", "ship", "sea", "lion", "king", "river", "bird", "sees", "carr", "##ies", "follow", "##s",
+    "rules", "cross", "##es", "hears"};
+
+// articles articles of sections sections of paragraphs paragraphs of 4..8 sentences; returns the text.
+std::string write_split(const fs::path& path, ptrain::Rng& rng, int articles, int sections, int paragraphs) {
   std::string text;
   for (int a = 0; a < articles; ++a) {
     text += " \n = Article " + std::to_string(a + 1) + " = \n \n";
@@ -50,6 +61,15 @@ void write_split(const fs::path& path, ptrain::Rng& rng, int articles, int secti
     }
   }
   ptrain::io::write_atomically(path, [&](std::ostream& out) { out << text; });
+  return text;
+}
+
+// The text with every <unk> written as the rare word, as WikiText's raw files keep it.
+std::string raw_text(std::string text) {
+  const std::string unk = "<unk>";
+  for (std::size_t at = text.find(unk); at != std::string::npos; at = text.find(unk, at))
+    text.replace(at, unk.size(), rare_word);
+  return text;
 }
 
 }  // namespace
@@ -62,9 +82,13 @@ int main(int argc, char** argv) {
   try {
     const fs::path root = argv[1];
     ptrain::Rng rng(2025);
-    write_split(root / "wiki.train.tokens", rng, 16, 3, 6);
+    const std::string train = write_split(root / "wiki.train.tokens", rng, 16, 3, 6);
     write_split(root / "wiki.valid.tokens", rng, 2, 2, 4);
     write_split(root / "wiki.test.tokens", rng, 2, 2, 4);
+    ptrain::io::write_atomically(root / "wiki.train.raw", [&](std::ostream& out) { out << raw_text(train); });
+    ptrain::io::write_atomically(root / "vocab.txt", [&](std::ostream& out) {
+      for (const std::string& piece : word_pieces) out << piece << "\n";
+    });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_wikitext_data: %s\n", e.what());
     return 1;

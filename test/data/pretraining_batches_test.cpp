@@ -8,6 +8,8 @@
 
 #include <ptrain/data/pretraining_batches.hpp>
 #include <ptrain/data/wikitext.hpp>
+#include <ptrain/models/albert.hpp>
+#include <ptrain/train/albert_pretraining.hpp>
 
 #include "../common/files.hpp"
 
@@ -260,6 +262,66 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
   BOOST_TEST(uneven.size() == 2u);
   BOOST_TEST(contains(error_of([&] { uneven.batch(0, 1, uneven.order(0)); }),
                       "the last batch has 2 pairs for 3 data-parallel ranks"));
+}
+
+// The Trainer's batch: inputs in AlbertForPreTraining's one-tensor form (as albert_inputs packs
+// them), targets that AlbertPreTraining's batch_targets reads back as the MLM and SOP labels.
+BOOST_AUTO_TEST_CASE(trainer_batch_is_the_model_inputs_and_the_task_targets) {
+  const auto tokenizer = word_tokenizer(2000);
+  auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6}, {4, 4, 9, 9}, {6, 6, 6}}), tokenizer,
+                                    {.max_seq_len = 16});
+  BOOST_TEST_REQUIRE(pairs.size() >= 3u);
+  PretrainingLoader loader(pairs, tokenizer, {.batch_size = 3, .max_seq_len = 16, .seed = 2});
+  const PretrainingBatch b = *loader.begin();
+  const Batch t = trainer_batch(b);
+  const auto whole = [](const Tensor<float>& x) {
+    const auto v = x.to_vector();
+    return Ids(v.begin(), v.end());
+  };
+  BOOST_TEST(t.inputs.shape() == (Shape{3, 3, 16}));
+  BOOST_TEST(t.inputs.to_vector() ==
+             albert_inputs<float>(whole(b.input_ids), whole(b.token_type_ids), whole(b.attention_mask), 3, 16)
+                 .to_vector());
+  BOOST_TEST(t.indices == b.indices);
+  const AlbertTargets targets = AlbertPreTraining{.vocab_size = 2005}.batch_targets(t);
+  BOOST_TEST(targets.mlm_labels.shape() == (Shape{3, 16}));
+  BOOST_TEST(targets.mlm_labels.to_vector() == b.mlm_labels.to_vector());
+  BOOST_TEST(targets.sop_labels == b.sop_labels.to_vector());
+}
+
+// A run of steps reads the loader's batches on across its epochs, cut into periods (the
+// Trainer's epochs); a period resumed mid-way begins at its batch.
+BOOST_AUTO_TEST_CASE(pretraining_steps_read_on_across_epochs_in_periods) {
+  const auto tokenizer = word_tokenizer(2000);
+  auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7}, {4, 4, 4, 4, 4, 9, 9}}),
+                                    tokenizer, {.max_seq_len = 16});
+  BOOST_TEST_REQUIRE(pairs.size() >= 6u);
+  pairs.resize(6);
+  const PretrainingLoader loader(pairs, tokenizer, {.batch_size = 2, .max_seq_len = 16, .seed = 3});
+  BOOST_TEST_REQUIRE(loader.size() == 3u);
+  // Run batch g: batch g % 3 of the loader's epoch g / 3.
+  const auto expected = [&](std::int64_t g) { return trainer_batch(loader.batch(g / 3, g % 3, loader.order(g / 3))); };
+  PretrainingSteps run(loader, 7, 3);
+  BOOST_TEST(run.periods() == 3);
+  std::int64_t g = 0;
+  for (int period = 0; period < run.periods(); ++period) {
+    run.set_epoch(period);
+    BOOST_TEST(run.size() == (period < 2 ? 3u : 1u));
+    for (const Batch& b : run) {
+      const Batch want = expected(g++);
+      BOOST_TEST(b.indices == want.indices);
+      BOOST_TEST(b.index == want.index);
+      BOOST_TEST(b.inputs.to_vector() == want.inputs.to_vector());
+      BOOST_TEST(b.targets == want.targets);
+    }
+  }
+  BOOST_TEST(g == 7);
+  run.set_epoch(1);
+  run.set_first_batch(2);
+  std::vector<std::int64_t> read;
+  for (const Batch& b : run) read.push_back(b.index);
+  BOOST_TEST(read == (Ids{2}));  // run batch 5: the loader's epoch 1, batch 2
+  BOOST_TEST(contains(error_of([&] { PretrainingSteps(loader, 0, 3); }), "0 steps in periods of 3"));
 }
 
 // A vocab.txt and a WikiText raw file to batches: what examples/albert_pretrain reads.

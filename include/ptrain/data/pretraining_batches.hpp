@@ -7,6 +7,10 @@
 // Data parallelism splits each batch's rows as data/bptt_batches.hpp splits columns: rank r of R
 // takes the contiguous rows [r n / R, (r + 1) n / R) of a batch of n (column_share), so every rank
 // runs the same number of steps and the R shares together are the serial batch, masked the same.
+//
+// The Trainer takes a batch as data/loader.hpp's Batch (trainer_batch) and counts epochs, while
+// pre-training counts steps: PretrainingSteps reads the loader's batches on across its epochs and
+// cuts the run into periods that fit() runs as its epochs (a log line and a checkpoint each).
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -16,6 +20,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/data/bptt_batches.hpp"
+#include "ptrain/data/loader.hpp"
 #include "ptrain/data/masked_lm.hpp"
 #include "ptrain/data/sentence_order.hpp"
 #include "ptrain/data/wordpiece.hpp"
@@ -152,6 +157,90 @@ class PretrainingLoader {
   WordPieceTokenizer tokenizer_;  // a copy: the caller's may go before the loader
   PretrainingLoaderOptions options_;
   std::int64_t epoch_ = 0;
+  std::int64_t first_ = 0;
+};
+
+// A batch as the Trainer takes it: inputs [N, 3, S], each row's input_ids, token_type_ids and
+// attention_mask (AlbertForPreTraining's one-tensor form, models/albert.hpp), and target maps
+// [N, S + 1], each row's MLM labels then its SOP label (what AlbertPreTraining's batch_targets reads,
+// train/albert_pretraining.hpp).
+inline Batch trainer_batch(const PretrainingBatch& b) {
+  const std::int64_t n = b.mlm_labels.size(0), s = b.mlm_labels.size(1);
+  Batch out{Tensor<float>(Shape{n, 3, s}), {}, Shape{n, s + 1}, b.indices, b.index};
+  out.targets.reserve(static_cast<std::size_t>(n * (s + 1)));
+  for (std::int64_t r = 0; r < n; ++r) {
+    float* row = out.inputs.data() + r * 3 * s;
+    std::copy_n(b.input_ids.data() + r * s, s, row);
+    std::copy_n(b.token_type_ids.data() + r * s, s, row + s);
+    std::copy_n(b.attention_mask.data() + r * s, s, row + 2 * s);
+    out.targets.insert(out.targets.end(), b.mlm_labels.data() + r * s, b.mlm_labels.data() + (r + 1) * s);
+    out.targets.push_back(b.sop_labels.data()[r]);
+  }
+  return out;
+}
+
+// A run of `steps` batches, read on across the loader's epochs: run batch g is batch g mod B of the
+// loader's epoch g / B (B batches an epoch), as trainer_batch. The run is cut into periods of
+// `period` batches, which the Trainer runs as its epochs: fit(run, run.periods()) trains the
+// `steps` batches, reports each period's metrics as an epoch's and checkpoints at its end; period p
+// (set_epoch(p)) holds run batches [p period, min((p + 1) period, steps)).
+class PretrainingSteps {
+ public:
+  PretrainingSteps(PretrainingLoader loader, std::int64_t steps, std::int64_t period)
+      : loader_(std::move(loader)), steps_(steps), period_(period) {
+    check(steps_ >= 1 && period_ >= 1, "PretrainingSteps: ", steps_, " steps in periods of ", period_,
+          ": expected at least one of each");
+  }
+
+  const PretrainingLoader& loader() const { return loader_; }
+  std::int64_t steps() const { return steps_; }
+  int periods() const { return static_cast<int>((steps_ + period_ - 1) / period_); }
+  // The batches of the current period.
+  std::size_t size() const {
+    return static_cast<std::size_t>(std::clamp<std::int64_t>(steps_ - period_index_ * period_, 0, period_));
+  }
+  void set_epoch(std::int64_t period) { period_index_ = period; }
+  // Resuming mid-period: the next pass begins at the period's batch first.
+  void set_first_batch(std::int64_t first) { first_ = first; }
+
+  class iterator {
+   public:
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    iterator(const PretrainingSteps* run, std::int64_t g) : run_(run), g_(g) {}
+    Batch operator*() const {
+      const auto per_epoch = static_cast<std::int64_t>(run_->loader_.size());
+      const std::int64_t epoch = g_ / per_epoch;
+      if (epoch != order_epoch_) {  // the order of the loader's epoch, made once per epoch
+        order_ = run_->loader_.order(epoch);
+        order_epoch_ = epoch;
+      }
+      return trainer_batch(run_->loader_.batch(epoch, g_ % per_epoch, order_));
+    }
+    iterator& operator++() {
+      ++g_;
+      return *this;
+    }
+    bool operator==(const iterator& other) const { return g_ == other.g_; }
+
+   private:
+    const PretrainingSteps* run_;
+    std::int64_t g_;
+    mutable std::int64_t order_epoch_ = -1;
+    mutable std::vector<std::int64_t> order_;
+  };
+  iterator begin() {
+    const auto first = std::min<std::int64_t>(std::exchange(first_, 0), static_cast<std::int64_t>(size()));
+    return {this, period_start() + first};
+  }
+  iterator end() const { return {this, period_start() + static_cast<std::int64_t>(size())}; }
+
+ private:
+  std::int64_t period_start() const { return std::min(period_index_ * period_, steps_); }
+
+  PretrainingLoader loader_;
+  std::int64_t steps_, period_;
+  std::int64_t period_index_ = 0;
   std::int64_t first_ = 0;
 };
 
