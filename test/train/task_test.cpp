@@ -123,6 +123,10 @@ BOOST_AUTO_TEST_CASE(sequence_loss_ignores_padding_and_perplexity_is_exp_of_it) 
   BOOST_TEST(g[5] == 0.0);
   BOOST_TEST(g[8] == 0.0);
   BOOST_TEST(g[9] == 0.0);
+  // A kept position's gradient is (softmax - one-hot) / kept tokens: the first, [1, 0] for target 0.
+  const double p0 = std::exp(1.0) / (std::exp(1.0) + std::exp(0.0));
+  BOOST_TEST(g[0] == (p0 - 1) / 4, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(g[1] == (1 - p0) / 4, boost::test_tools::tolerance(1e-12));
   const auto padding = Tensor<std::int64_t>::from(Shape{1, 3}, {-1, -1, -1});
   BOOST_TEST(loss_of(task.loss(Var<double>(scores.slice(0, 1)), padding, 1.0)) == 0.0);
 }

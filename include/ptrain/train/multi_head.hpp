@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/arithmetic.hpp"
-#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/narrow.hpp"
 #include "ptrain/train/task.hpp"
 

@@ -12,12 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "ptrain/autograd/ops/loss.hpp"
-#include "ptrain/autograd/ops/reduce.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
-#include "ptrain/autograd/ops/arithmetic.hpp"
+#include "ptrain/autograd/ops/embedding.hpp"
 #include "ptrain/autograd/ops/loss.hpp"
-#include "ptrain/autograd/ops/narrow.hpp"
 #include "ptrain/autograd/ops/reduce.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
 
@@ -36,8 +33,10 @@ struct SequenceModelling {
   }
   double loss_weight(const target_type& targets) const { return static_cast<double>(kept_tokens(targets)); }
 
-  // The rows of the [tokens, V] scores whose target is kept, cut out as runs (padding comes in a
-  // few runs) and joined; a batch of nothing but padding has a loss of 0 and no gradient.
+  // The rows of the [tokens, V] scores whose target is kept, picked in one gather (torch.index_select
+  // over rows, which is embedding's gather: its backward writes one [tokens, V] gradient, where cutting
+  // the runs out one by one would write one per run); a batch of nothing but padding has a loss of 0
+  // and no gradient.
   template <class T, class D>
   Var<T, D> loss(const Var<T, D>& output, const target_type& targets, double grad_scale) const {
     const std::int64_t tokens = targets.numel();
@@ -46,20 +45,17 @@ struct SequenceModelling {
           "; expected [N, L, vocabulary] with N * L = ", tokens, " rows");
     const Var<T, D> rows = reshape(output, {tokens, -1});
     const std::int64_t* t = targets.data();
-    std::vector<std::int64_t> kept;
-    std::vector<Var<T, D>> runs;
-    for (std::int64_t begin = 0; begin < tokens;) {
-      if (t[begin] == ignore_index) {
-        ++begin;
-        continue;
+    std::vector<std::int64_t> kept, positions;
+    for (std::int64_t i = 0; i < tokens; ++i)
+      if (t[i] != ignore_index) {
+        kept.push_back(t[i]);
+        positions.push_back(i);
       }
-      std::int64_t end = begin;
-      while (end < tokens && t[end] != ignore_index) kept.push_back(t[end++]);
-      runs.push_back(end - begin == tokens ? rows : narrow(rows, 0, begin, end - begin));
-      begin = end;
-    }
-    if (runs.empty()) return scale(sum(rows), T(0));
-    const Var<T, D> scores = runs.size() == 1 ? runs[0] : concat(runs, 0);
+    if (kept.empty()) return scale(sum(rows), T(0));
+    const Var<T, D> scores =
+        std::ssize(kept) == tokens
+            ? rows
+            : embedding(std::span<const std::int64_t>(positions), Shape{std::ssize(positions)}, rows);
     return cross_entropy(scores, std::span<const std::int64_t>(kept), 0.0, grad_scale);
   }
 
