@@ -73,7 +73,9 @@ void set_adam_beta1(const char* name, Options& options, double beta1) {
 // runs through kernels/optim.hpp's dispatch point (Eigen on the CPU, the indexed algorithm
 // elsewhere) and the moments live in D's memory.
 template <class T, Device D, bool Decoupled>
-class AdamImpl {
+class AdamImpl : public GroupedOptimizer<T, D> {
+  using GroupedOptimizer<T, D>::groups_;
+
  public:
   using value_type = T;
   using device_type = D;
@@ -81,8 +83,9 @@ class AdamImpl {
   static constexpr const char* name = Decoupled ? "AdamW" : "Adam";
 
   AdamImpl(std::vector<ParamGroup<T, D>> groups, Options options)
-      : options_((check_adam_options(name, options), options)),
-        groups_(name, std::move(groups), options.lr, options.weight_decay) {
+      : GroupedOptimizer<T, D>(name, std::move(groups), (check_adam_options(name, options), options.lr),
+                               options.weight_decay),
+        options_(options) {
     state_.resize(groups_.params().size());
   }
 
@@ -114,20 +117,11 @@ class AdamImpl {
     }
   }
 
-  void zero_grad(bool set_to_none = true) { zero_grads(groups_.params(), set_to_none); }
-
-  double lr() const { return groups_.lr(); }
-  void set_lr(double lr) { groups_.set_lr(name, lr); }
-  std::size_t group_count() const { return groups_.size(); }
-  double group_lr(std::size_t g) const { return groups_[g].lr; }
-  void set_group_lr(std::size_t g, double lr) { groups_.set_group_lr(name, g, lr); }
-  double group_weight_decay(std::size_t g) const { return groups_[g].weight_decay; }
   // beta1, the knob OneCycleLR cycles.
   double momentum() const { return options_.beta1; }
   void set_momentum(double beta1) { set_adam_beta1(name, options_, beta1); }
   // The options it was made with, beta1 as it is now (the rates are the groups').
   const Options& options() const { return options_; }
-  const std::vector<Var<T, D>>& params() const { return groups_.params(); }
 
   // The per-parameter state on the host: the live tensors on the CPU, copies from another device.
   OptimizerState<T> state() const {
@@ -201,7 +195,6 @@ class AdamImpl {
   };
 
   Options options_;
-  ParamGroups<T, D> groups_;
   std::vector<ParamState> state_;
 };
 

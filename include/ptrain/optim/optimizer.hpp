@@ -14,7 +14,9 @@
 //             (the one it was made with) times x / group 0's initial rate, as LambdaLR and StepLR
 //             scale each group's initial_lr by the same factor
 // state() saves every group's rate ("lr" for group 0, "group.<g>.lr" for the others) and the
-// group count ("groups"); load_state() refuses a state saved with another count.
+// group count ("groups"); load_state() refuses a state saved with another count. An optimizer gets
+// this API by deriving from detail::GroupedOptimizer (detail/param_groups.hpp) and stepping each
+// of its groups_ with the group's lr and weight_decay (Sgd and Adam show how).
 #include <concepts>
 #include <optional>
 #include <string>

@@ -54,7 +54,9 @@ inline void check_sgd_options(const char* name, const SgdOptions& options) {
 // Parameters on any device D; the update runs through kernels/optim.hpp's dispatch point (Eigen
 // on the CPU, the indexed algorithm elsewhere) and the momentum buffers live in D's memory.
 template <class T, Device D = Cpu>
-class Sgd {
+class Sgd : public detail::GroupedOptimizer<T, D> {
+  using detail::GroupedOptimizer<T, D>::groups_;
+
  public:
   using value_type = T;
   using device_type = D;
@@ -63,8 +65,9 @@ class Sgd {
   Sgd(std::vector<Var<T, D>> params, SgdOptions options) : Sgd(detail::one_group(std::move(params)), options) {}
   // Each group's lr and weight_decay, where set, replace the options'.
   Sgd(std::vector<ParamGroup<T, D>> groups, SgdOptions options)
-      : options_((detail::check_sgd_options(name, options), options)),
-        groups_(name, std::move(groups), options.lr, options.weight_decay) {
+      : detail::GroupedOptimizer<T, D>(name, std::move(groups), (detail::check_sgd_options(name, options), options.lr),
+                                       options.weight_decay),
+        options_(options) {
     buffers_.resize(groups_.params().size());
   }
 
@@ -88,16 +91,6 @@ class Sgd {
     }
   }
 
-  // Drops the gradients (the default, so a parameter left out of the next backward is skipped),
-  // or zeroes them in place.
-  void zero_grad(bool set_to_none = true) { detail::zero_grads(groups_.params(), set_to_none); }
-
-  double lr() const { return groups_.lr(); }
-  void set_lr(double lr) { groups_.set_lr(name, lr); }
-  std::size_t group_count() const { return groups_.size(); }
-  double group_lr(std::size_t g) const { return groups_[g].lr; }
-  void set_group_lr(std::size_t g, double lr) { groups_.set_group_lr(name, g, lr); }
-  double group_weight_decay(std::size_t g) const { return groups_[g].weight_decay; }
   double momentum() const { return options_.momentum; }
   void set_momentum(double momentum) {
     detail::check_hyper(std::isfinite(momentum), name, "momentum", momentum, "a finite value");
@@ -105,7 +98,6 @@ class Sgd {
   }
   // The options it was made with, momentum as it is now (the rates are the groups').
   const SgdOptions& options() const { return options_; }
-  const std::vector<Var<T, D>>& params() const { return groups_.params(); }
 
   // The momentum buffers on the host: the live buffers on the CPU, copies from another device.
   OptimizerState<T> state() const {
@@ -142,7 +134,6 @@ class Sgd {
 
  private:
   SgdOptions options_;
-  detail::ParamGroups<T, D> groups_;
   // Momentum buffers, made at a parameter's first step with momentum.
   std::vector<Tensor<T, D>> buffers_;
 };

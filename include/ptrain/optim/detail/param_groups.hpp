@@ -127,6 +127,31 @@ class ParamGroups {
   std::vector<Group> groups_;
 };
 
+// The group API every optimizer offers (optimizer.hpp), over the groups it steps: an optimizer
+// derives from it and reads groups_ in step(), state() and load_state().
+template <class T, class D>
+class GroupedOptimizer {
+ public:
+  double lr() const { return groups_.lr(); }
+  void set_lr(double lr) { groups_.set_lr(optimizer_, lr); }
+  std::size_t group_count() const { return groups_.size(); }
+  double group_lr(std::size_t g) const { return groups_[g].lr; }
+  void set_group_lr(std::size_t g, double lr) { groups_.set_group_lr(optimizer_, g, lr); }
+  double group_weight_decay(std::size_t g) const { return groups_[g].weight_decay; }
+  const std::vector<Var<T, D>>& params() const { return groups_.params(); }
+  // Drops the gradients (the default, so a parameter left out of the next backward is skipped),
+  // or zeroes them in place.
+  void zero_grad(bool set_to_none = true) { zero_grads(groups_.params(), set_to_none); }
+
+ protected:
+  // lr and weight_decay: the optimizer's options, for the groups that leave theirs unset.
+  GroupedOptimizer(const char* optimizer, std::vector<ParamGroup<T, D>> groups, double lr, double weight_decay)
+      : optimizer_(optimizer), groups_(optimizer, std::move(groups), lr, weight_decay) {}
+
+  const char* optimizer_;
+  ParamGroups<T, D> groups_;
+};
+
 // One group of every parameter, with the options' rate and weight decay.
 template <class T, class D>
 std::vector<ParamGroup<T, D>> one_group(std::vector<Var<T, D>> params) {
