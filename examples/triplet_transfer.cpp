@@ -33,11 +33,16 @@ examples::TripletClasses classes_of(const examples::Cli& cli) {
   return {cli.integer("--instrument-classes"), cli.integer("--verb-classes"), cli.integer("--target-classes")};
 }
 
-// The trunk at --lr, each head at its own rate.
+// The trunk at --lr, each head at its own rate; --lr 0 freezes the trunk (no group: a schedule
+// scales every group's rate by the first group's, which must not be 0).
 template <class D>
-std::vector<ptrain::ParamGroup<float, D>> parameter_groups(const examples::Cli& cli,
-                                                           const ptrain::Sequential<float, D>& net) {
-  std::vector<ptrain::ParamGroup<float, D>> groups{{examples::triplet_parameters(net, "", true), {}, {}}};
+std::vector<ptrain::ParamGroup<float, D>> parameter_groups(const examples::Cli& cli, ptrain::Sequential<float, D>& net) {
+  std::vector<ptrain::ParamGroup<float, D>> groups;
+  if (cli.real("--lr") > 0)
+    groups.push_back({examples::triplet_parameters(net, "", true), {}, {}});
+  else
+    for (const auto& [name, child] : net.children())
+      if (name != "heads") child->set_requires_grad(false);
   for (const char* head : examples::triplet_head_names)
     groups.push_back({examples::triplet_parameters(net, head, false), cli.real("--lr-" + std::string(head)), {}});
   return groups;
@@ -86,7 +91,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const std::string weights = cli.str("--weights");
   if (!weights.empty()) examples::load_pretrained_trunk(*model, weights);
   auto groups = parameter_groups(cli, *model);
-  const double lr = cli.real("--lr"), wd = cli.real("--wd");
+  const double lr = groups[0].lr.value_or(cli.real("--lr")), wd = cli.real("--wd");
   const auto counts = classes_of(cli).counts();
   const Task task(ptrain::Head<ptrain::Classification>{"instrument", counts[0], cli.real("--instrument-weight")},
                   ptrain::Head<ptrain::Classification>{"verb", counts[1], cli.real("--verb-weight")},
@@ -99,14 +104,14 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     using Model = ptrain::Sequential<float, D>;
     ptrain::Trainer<Model, Policies..., Task> trainer(model, optimizer, examples::trainer_options(cli), policies...,
                                                       task);
-    ptrain::Scheduler schedule(*optimizer, decay);  // per epoch: each group's rate times the same factor
+    ptrain::Scheduler schedule(*optimizer, decay);  // per epoch: every group's rate times the same factor
     trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
       schedule.step();
       if (!main || r.val.empty()) return;
       std::printf("Epoch %d: validation accuracy", r.epoch);
       for (const char* head : examples::triplet_head_names)
         std::printf(" %s %.2f%%", head, 100 * r.val.at(std::string(head) + "_accuracy"));
-      std::printf(" (loss %.4f, trunk lr %.3g)\n", r.val_loss, r.lr);
+      std::printf(" (loss %.4f, lr %.3g)\n", r.val_loss, r.lr);
     });
     trainer.checkpoint_scheduler(schedule);
     if (main)
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
       .real_option("--verb-weight", "1", "weight of the verb head's loss in the sum", 0)
       .real_option("--target-weight", "1", "weight of the target head's loss in the sum", 0)
       .choice_option("--optimizer", "sgd", {"sgd", "adam"}, "SGD with momentum 0.9, or Adam")
-      .real_option("--lr", "0.001", "learning rate of the trunk", 0)
+      .real_option("--lr", "0.001", "learning rate of the trunk (0: frozen)", 0)
       .real_option("--lr-instrument", "0.01", "learning rate of the instrument head", 0)
       .real_option("--lr-verb", "0.01", "learning rate of the verb head", 0)
       .real_option("--lr-target", "0.01", "learning rate of the target head", 0)
