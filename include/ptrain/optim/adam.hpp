@@ -64,6 +64,11 @@ void check_adam_options(const char* name, const Options& options) {
 // Any finite value is taken (a schedule stepped once past its end may leave the valid range, as
 // in PyTorch); step() refuses to use an invalid one.
 template <class Options>
+void set_adam_lr(const char* name, Options& options, double lr) {
+  check_hyper(std::isfinite(lr), name, "learning rate", lr, "a finite value");
+  options.lr = lr;
+}
+template <class Options>
 void set_adam_beta1(const char* name, Options& options, double beta1) {
   check_hyper(std::isfinite(beta1), name, "beta1", beta1, "a finite value");
   options.beta1 = beta1;
