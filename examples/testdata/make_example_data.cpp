@@ -5,6 +5,7 @@
 //   DIR/imagenet/  train/, val/: ImageFolders of JPEGs (image_folder_data.hpp)
 //   DIR/retina/    trainLabels.csv, train/*.jpeg, inception_v3.safetensors (retina_and_masks_data.hpp)
 //   DIR/cells/     images/*.png, masks/*.png (0/255) (retina_and_masks_data.hpp)
+//   DIR/triplet/   triplets.csv, frames/*.png, resnet18.safetensors (triplet_data.hpp)
 //   DIR/fashion_mnist/  train-* and t10k-{images-idx3,labels-idx1}-ubyte (IDX, uncompressed)
 // Images are random but learnable: each class has its own mean colour.
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "class_pixels.hpp"
 #include "image_folder_data.hpp"
 #include "retina_and_masks_data.hpp"
+#include "triplet_data.hpp"
 
 namespace fs = std::filesystem;
 
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     example_data::imagenet(root / "imagenet", rng);
     example_data::retina(root / "retina");
     example_data::cells(root / "cells");
+    example_data::triplet(root / "triplet");
     fashion_mnist(root / "fashion_mnist", rng);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_example_data: %s\n", e.what());

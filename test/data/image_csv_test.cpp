@@ -51,6 +51,28 @@ BOOST_AUTO_TEST_CASE(rows_in_file_order_with_their_labels) {
   BOOST_TEST(std::abs(e.input[0] - static_cast<float>(original.at(0, 0, 0)) / 255.0f) < 8.0f / 255.0f);
 }
 
+// A triplet's instrument, verb and target: the labels as the example's target map [3], in the
+// order the options name the columns; an image path relative to the image directory.
+BOOST_AUTO_TEST_CASE(several_label_columns_give_a_label_vector) {
+  const fs::path root = dir() / "triplet";
+  io::write_png(root / "img" / "v1" / "a.png", test::pattern_image(4, 4, 3));
+  io::write_png(root / "img" / "v1" / "b.png", test::pattern_image(4, 4, 1));
+  const fs::path csv = write_text(root / "triplets.csv", "path,target,instrument,verb\nv1/a.png,14,5,9\nv1/b.png,0,1,2\n");
+  const ImageCsv data(csv, root / "img",
+                      {.image_column = "path", .label_columns = {"instrument", "verb", "target"}, .extension = ""});
+  BOOST_TEST(data.label_count() == 3);
+  BOOST_TEST(data.targets() == (Labels{5, 9, 14, 1, 2, 0}), boost::test_tools::per_element());
+  const Example e = data.get(0);
+  BOOST_TEST(e.target_map.shape() == (Shape{3}));
+  BOOST_TEST(e.target_map.to_vector() == (Labels{5, 9, 14}), boost::test_tools::per_element());
+  const std::string message = error_of([&] {
+    ImageCsv bad(write_text(root / "bad.csv", "path,instrument,verb,target\nv1/a.png,1,x,2\n"), root / "img",
+                 {.image_column = "path", .label_columns = {"instrument", "verb", "target"}, .extension = ""});
+  });
+  BOOST_TEST(contains(message, "bad.csv: row 1 (line 2): column 'verb' holds 'x': expected a non-negative integer class"),
+             message);
+}
+
 BOOST_AUTO_TEST_CASE(columns_and_extension_are_configurable) {
   const fs::path root = dir() / "custom";
   io::write_png(root / "img" / "a b.png", test::pattern_image(3, 3, 3));

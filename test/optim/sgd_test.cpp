@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(invalid_options_are_refused, D, Devices) {
                     "Nesterov momentum requires a momentum > 0 and zero dampening");
   check_throws_with([] { Sgd<double, D>(one_param<D>(), {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}); },
                     "zero dampening");
-  check_throws_with([] { Sgd<double, D>({}, {.lr = 0.1}); }, "empty parameter list");
+  check_throws_with([] { Sgd<double, D>(std::vector<Var<double, D>>{}, {.lr = 0.1}); }, "empty parameter list");
   auto p = one_param<D>();
   check_throws_with([&] { Sgd<double, D>({p[0], p[0]}, {.lr = 0.1}); }, "parameter 1 appears more than once");
   Var<double, D> made = make_var<double, D>(Tensor<double, D>::zeros({2}), {p[0]}, "twice", [](Node<double, D>&) {});

@@ -16,6 +16,7 @@
 #include <ptrain/autograd/ops/reduce.hpp>
 #include <ptrain/autograd/ops/scale_gradient.hpp>
 #include <ptrain/core/rng.hpp>
+#include <ptrain/data/loader.hpp>
 #include <ptrain/device/host_emulated.hpp>
 #include <ptrain/nn/conv.hpp>
 #include <ptrain/nn/layers.hpp>
@@ -177,6 +178,25 @@ BOOST_AUTO_TEST_CASE(albert_pretraining_adds_the_masked_tokens_and_sentence_orde
   BOOST_TEST(read.sop_labels == (std::vector<std::int64_t>{0, 1}));
   BOOST_TEST(task.slice(read, 1, 2).sop_labels == std::vector<std::int64_t>{1});
   BOOST_CHECK_THROW(task.loss(Var<double>(scores.slice(0, 1)), targets, 1.0), Error);
+
+// A loader's [N, 3] labels (ImageCsv's label_columns): column k is head k's.
+BOOST_AUTO_TEST_CASE(multi_head_splits_a_batch_of_label_vectors_by_column) {
+  const MultiHead task(Head<Classification>{"instrument", 6}, Head<Classification>{"verb", 10},
+                       Head<Classification>{"target", 15});
+  Batch batch;
+  batch.target_shape = Shape{2, 3};
+  batch.targets = {5, 9, 14, 1, 2, 0};
+  const auto targets = task.batch_targets(batch);
+  BOOST_TEST(std::get<0>(targets) == (std::vector<std::int64_t>{5, 1}));
+  BOOST_TEST(std::get<1>(targets) == (std::vector<std::int64_t>{9, 2}));
+  BOOST_TEST(std::get<2>(targets) == (std::vector<std::int64_t>{14, 0}));
+  batch.target_shape = Shape{6};
+  try {
+    (void)task.batch_targets(batch);
+    BOOST_ERROR("expected an error");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("targets have shape [6]; expected [N, 3]") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,8 +1,11 @@
 #pragma once
 // Images listed in a CSV file with a header, one row per image: a column naming the image (its
 // file name in the image directory without the extension, e.g. Kaggle's trainLabels.csv
-// `image,level` with images/<image>.jpeg) and a column holding its integer class. Every image is
-// checked to exist when the dataset opens; each get() decodes one to [C, H, W] in [0, 1].
+// `image,level` with images/<image>.jpeg) and a column holding its integer class, or several
+// (label_columns: a triplet's instrument, verb and target), whose labels get() gives as the
+// example's target_map [K], so that the loader stacks them into targets [B, K] (MultiHead takes
+// column k as head k's). Every image is checked to exist when the dataset opens; each get()
+// decodes one to [C, H, W] in [0, 1].
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +25,7 @@ namespace ptrain {
 struct ImageCsvOptions {
   std::string image_column = "image";
   std::string label_column = "level";
+  std::vector<std::string> label_columns;  // when given, these (in order) instead of label_column
   std::string extension = ".jpeg";  // appended to the image column's value
   io::ColorMode mode = io::ColorMode::rgb;
 };
@@ -63,18 +67,21 @@ class ImageCsv {
  public:
   ImageCsv(const std::filesystem::path& csv, const std::filesystem::path& image_dir, ImageCsvOptions options = {})
       : csv_(csv), options_(std::move(options)) {
+    if (options_.label_columns.empty()) options_.label_columns = {options_.label_column};
+    std::string label_names;
+    for (const auto& name : options_.label_columns) label_names += (label_names.empty() ? "'" : ", '") + name + "'";
     detail::require_directory(image_dir, "ImageCsv", "the directory of the images the CSV lists");
     std::ifstream in(csv);
     check(in.good(), csv.string(), ": cannot open for reading");
     std::string line;
     check(static_cast<bool>(std::getline(in, line)), csv.string(),
-          ": empty: expected a header line naming the columns '", options_.image_column, "' and '",
-          options_.label_column, "'");
+          ": empty: expected a header line naming the columns '", options_.image_column, "' and ", label_names);
     strip_cr(line);
     if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // the UTF-8 byte-order mark spreadsheets write
     const auto header = detail::split_csv_line(line);
     const std::size_t image_col = detail::csv_column(header, options_.image_column, csv, line);
-    const std::size_t label_col = detail::csv_column(header, options_.label_column, csv, line);
+    std::vector<std::size_t> label_cols;
+    for (const auto& name : options_.label_columns) label_cols.push_back(detail::csv_column(header, name, csv, line));
     std::int64_t row = 0;
     for (std::int64_t number = 2; std::getline(in, line); ++number) {
       strip_cr(line);
@@ -85,31 +92,40 @@ class ImageCsv {
           csv.string() + ": row " + std::to_string(row) + " (line " + std::to_string(number) + ")";
       check(fields.size() == header.size(), where, ": expected ", header.size(), " fields as the header, found ",
             fields.size());
-      const std::string& label = fields[label_col];
-      std::int64_t value = -1;
-      const auto [end, error] = std::from_chars(label.data(), label.data() + label.size(), value);
-      check(error == std::errc() && end == label.data() + label.size() && value >= 0, where, ": column '",
-            options_.label_column, "' holds '", label, "': expected a non-negative integer class");
+      for (std::size_t k = 0; k < label_cols.size(); ++k) {
+        const std::string& label = fields[label_cols[k]];
+        std::int64_t value = -1;
+        const auto [end, error] = std::from_chars(label.data(), label.data() + label.size(), value);
+        check(error == std::errc() && end == label.data() + label.size() && value >= 0, where, ": column '",
+              options_.label_columns[k], "' holds '", label, "': expected a non-negative integer class");
+        targets_.push_back(value);
+      }
       const std::filesystem::path file = image_dir / (fields[image_col] + options_.extension);
       std::error_code unreadable;  // a name too long for the file system: an Error here, not a filesystem_error
       check(std::filesystem::is_regular_file(file, unreadable), where, ": image '", fields[image_col],
             "' is missing: expected ", file.string(), unreadable ? " (" + unreadable.message() + ")" : std::string());
       files_.push_back(file);
-      targets_.push_back(value);
     }
     check(!files_.empty(), csv.string(), ": no rows after the header: expected one line per image with its '",
-          options_.image_column, "' and '", options_.label_column, "'");
+          options_.image_column, "' and ", label_names);
   }
 
   std::int64_t size() const { return static_cast<std::int64_t>(files_.size()); }
   Example get(std::int64_t i) const {
     check(i >= 0 && i < size(), "ImageCsv: index ", i, " out of range for the ", size(), " rows of ", csv_.string());
     const auto k = static_cast<std::size_t>(i);
-    return {io::read_image_tensor(files_[k], options_.mode), targets_[k]};
+    Tensor<float> image = io::read_image_tensor(files_[k], options_.mode);
+    const std::int64_t labels = label_count();
+    if (labels == 1) return {std::move(image), targets_[k]};
+    Tensor<std::int64_t> map({labels});
+    for (std::int64_t c = 0; c < labels; ++c) map[c] = targets_[k * static_cast<std::size_t>(labels) + static_cast<std::size_t>(c)];
+    return {std::move(image), 0, std::move(map)};
   }
 
   const std::vector<std::filesystem::path>& files() const { return files_; }
+  // label_count() per row, row after row.
   const std::vector<std::int64_t>& targets() const { return targets_; }
+  std::int64_t label_count() const { return static_cast<std::int64_t>(options_.label_columns.size()); }
 
  private:
   static void strip_cr(std::string& line) {

@@ -6,7 +6,8 @@
 //   v = beta2 * v + (1 - beta2) * g * g
 //   v_max = max(v_max, v)                   (amsgrad; the denominator then uses v_max)
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// t counts the steps each parameter has taken (a skipped parameter does not advance).
+// t counts the steps each parameter has taken (a skipped parameter does not advance). lr and
+// weight_decay are per parameter group (optimizer.hpp), the betas are the optimizer's.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -18,6 +19,7 @@
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/optim.hpp"
+#include "ptrain/optim/detail/param_groups.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -76,57 +78,62 @@ void set_adam_beta1(const char* name, Options& options, double beta1) {
 // runs through kernels/optim.hpp's dispatch point (Eigen on the CPU, the indexed algorithm
 // elsewhere) and the moments live in D's memory.
 template <class T, Device D, bool Decoupled>
-class AdamImpl {
+class AdamImpl : public GroupedOptimizer<T, D> {
+  using GroupedOptimizer<T, D>::groups_;
+
  public:
   using value_type = T;
   using device_type = D;
   using Options = std::conditional_t<Decoupled, AdamWOptions, AdamOptions>;
   static constexpr const char* name = Decoupled ? "AdamW" : "Adam";
 
-  AdamImpl(std::vector<Var<T, D>> params, Options options) : params_(std::move(params)), options_(options) {
-    check_adam_options(name, options_);
-    check_params(name, params_);
-    state_.resize(params_.size());
+  AdamImpl(std::vector<ParamGroup<T, D>> groups, Options options)
+      : GroupedOptimizer<T, D>(name, std::move(groups), (check_adam_options(name, options), options.lr),
+                               options.weight_decay),
+        options_(options) {
+    state_.resize(groups_.params().size());
   }
 
   void step() {
-    check_adam_step_options(name, options_);
     const kernels::executor_for<D> ex;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor<T, D>* grad = step_grad(name, params_, i);
-      if (!grad) continue;
-      Tensor<T, D>& p = params_[i].value();
-      auto& st = state_[i];
-      if (st.step == 0) {
-        st.exp_avg = Tensor<T, D>::zeros(p.shape());
-        st.exp_avg_sq = Tensor<T, D>::zeros(p.shape());
-        if (options_.amsgrad) st.max_exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      Options options = options_;
+      options.lr = groups_[g].lr;
+      options.weight_decay = groups_[g].weight_decay;
+      check_adam_step_options(name, options);
+      for (std::size_t i = groups_[g].begin; i < groups_[g].end; ++i) {
+        const Tensor<T, D>* grad = step_grad(name, groups_.params(), i);
+        if (!grad) continue;
+        Tensor<T, D>& p = groups_.params()[i].value();
+        auto& st = state_[i];
+        if (st.step == 0) {
+          st.exp_avg = Tensor<T, D>::zeros(p.shape());
+          st.exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+          if (options.amsgrad) st.max_exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+        }
+        ++st.step;
+        const kernels::AdamBuffers<T> buffers{st.exp_avg.data(), st.exp_avg_sq.data(),
+                                              options.amsgrad ? st.max_exp_avg_sq.data() : nullptr};
+        if constexpr (Decoupled)
+          kernels::adamw_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel());
+        else
+          kernels::adam_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel());
       }
-      ++st.step;
-      const kernels::AdamBuffers<T> buffers{st.exp_avg.data(), st.exp_avg_sq.data(),
-                                            options_.amsgrad ? st.max_exp_avg_sq.data() : nullptr};
-      if constexpr (Decoupled)
-        kernels::adamw_step(ex, options_, st.step, p.data(), grad->data(), buffers, p.numel());
-      else
-        kernels::adam_step(ex, options_, st.step, p.data(), grad->data(), buffers, p.numel());
     }
   }
 
-  void zero_grad(bool set_to_none = true) { zero_grads(params_, set_to_none); }
-
-  double lr() const { return options_.lr; }
-  void set_lr(double lr) { set_adam_lr(name, options_, lr); }
   // beta1, the knob OneCycleLR cycles.
   double momentum() const { return options_.beta1; }
   void set_momentum(double beta1) { set_adam_beta1(name, options_, beta1); }
+  // The options it was made with, beta1 as it is now (the rates are the groups').
   const Options& options() const { return options_; }
-  const std::vector<Var<T, D>>& params() const { return params_; }
 
   // The per-parameter state on the host: the live tensors on the CPU, copies from another device.
   OptimizerState<T> state() const {
     OptimizerState<T> s;
-    s.scalars = {{"lr", options_.lr}, {"beta1", options_.beta1}};
-    for (std::size_t i = 0; i < params_.size(); ++i) {
+    groups_.save(s.scalars);
+    s.scalars.emplace_back("beta1", options_.beta1);
+    for (std::size_t i = 0; i < state_.size(); ++i) {
       const auto& st = state_[i];
       if (st.step == 0) continue;
       const std::string prefix = std::to_string(i) + ".";
@@ -138,16 +145,17 @@ class AdamImpl {
     }
     return s;
   }
-  // Replaces lr, beta1 and all per-parameter state with the saved ones (copied). A parameter's
+  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied). A parameter's
   // state is all or nothing; nothing changes when an entry is invalid.
   void load_state(const OptimizerState<T>& s) {
-    std::vector<ParamState> loaded(params_.size());
-    std::vector<int> seen(params_.size(), 0);
+    const auto& params = groups_.params();
+    std::vector<ParamState> loaded(params.size());
+    std::vector<int> seen(params.size(), 0);
     for (const auto& [key, t] : s.tensors) {
       const auto [index, field] =
-          parse_state_key(name, key, params_.size(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
+          parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
       auto& st = loaded[index];
-      const Shape& shape = params_[index].shape();
+      const Shape& shape = params[index].shape();
       if (field == "step") {
         const Tensor<T> step = loaded_tensor(name, key, t, Shape{1});
         const double value = static_cast<double>(step[0]);
@@ -167,21 +175,20 @@ class AdamImpl {
       }
     }
     const int complete = options_.amsgrad ? 15 : 7;
-    for (std::size_t i = 0; i < params_.size(); ++i)
+    for (std::size_t i = 0; i < params.size(); ++i)
       check(seen[i] == 0 || seen[i] == complete, name, ": saved state of parameter ", i,
             " is incomplete or has extra entries; expected exactly step, exp_avg, exp_avg_sq",
             options_.amsgrad ? " and max_exp_avg_sq" : "", " (amsgrad is ", options_.amsgrad ? "on" : "off", ")");
+    typename ParamGroups<T, D>::Loading rates(groups_);
     Options options = options_;
     for (const auto& [key, value] : s.scalars) {
-      if (key == "lr")
-        options.lr = value;
-      else if (key == "beta1")
+      if (key == "beta1")
         options.beta1 = value;
-      else
-        fail(name, ": state scalar '", key, "' is unknown, expected lr or beta1");
+      else if (!rates.take(name, key, value))
+        fail(name, ": state scalar '", key, "' is unknown, expected lr, beta1, groups or group.<g>.lr");
     }
-    check_hyper(std::isfinite(options.lr), name, "saved learning rate", options.lr, "a finite value");
     check_hyper(std::isfinite(options.beta1), name, "saved beta1", options.beta1, "a finite value");
+    rates.apply(name, groups_);
     options_ = options;
     state_ = std::move(loaded);
   }
@@ -192,7 +199,6 @@ class AdamImpl {
     Tensor<T, D> exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
 
-  std::vector<Var<T, D>> params_;
   Options options_;
   std::vector<ParamState> state_;
 };
@@ -203,14 +209,18 @@ template <class T, Device D = Cpu>
 class Adam : public detail::AdamImpl<T, D, false> {
  public:
   Adam(std::vector<Var<T, D>> params, AdamOptions options = {})
-      : detail::AdamImpl<T, D, false>(std::move(params), options) {}
+      : detail::AdamImpl<T, D, false>(detail::one_group(std::move(params)), options) {}
+  Adam(std::vector<ParamGroup<T, D>> groups, AdamOptions options = {})
+      : detail::AdamImpl<T, D, false>(std::move(groups), options) {}
 };
 
 template <class T, Device D = Cpu>
 class AdamW : public detail::AdamImpl<T, D, true> {
  public:
   AdamW(std::vector<Var<T, D>> params, AdamWOptions options = {})
-      : detail::AdamImpl<T, D, true>(std::move(params), options) {}
+      : detail::AdamImpl<T, D, true>(detail::one_group(std::move(params)), options) {}
+  AdamW(std::vector<ParamGroup<T, D>> groups, AdamWOptions options = {})
+      : detail::AdamImpl<T, D, true>(std::move(groups), options) {}
 };
 
 }  // namespace ptrain

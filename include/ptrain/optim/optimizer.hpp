@@ -1,11 +1,30 @@
 #pragma once
 // What every optimizer offers (the Optimizer concept), the knob OneCycleLR cycles
-// (MomentumOptimizer), and the state an optimizer hands to a checkpoint writer.
+// (MomentumOptimizer), parameter groups, and the state an optimizer hands to a checkpoint writer.
+//
+// Parameter groups (PyTorch's param_groups): an optimizer made from a list of ParamGroup steps
+// each group with its own learning rate and weight decay (the options' values where a group
+// leaves them unset); made from a plain parameter list it has one group. The group API:
+//   Sgd<float> sgd({{trunk, 0.001}, {head, 0.01}}, {.lr = 0.01, .momentum = 0.9});
+//   group_count(), group_lr(g), set_group_lr(g, lr), group_weight_decay(g)
+//   params()  every group's parameters, group after group: parameter i of the optimizer (the index
+//             state keys and Sharded use) is the i-th of that list, as PyTorch numbers them
+//   lr()      group 0's rate
+//   set_lr(x) what a schedule calls: group 0's rate becomes x and every group's its initial rate
+//             (the one it was made with) times x / group 0's initial rate, as LambdaLR and StepLR
+//             scale each group's initial_lr by the same factor
+// state() saves every group's rate ("lr" for group 0, "group.<g>.lr" for the others) and the
+// group count ("groups"); load_state() refuses a state saved with another count. An optimizer gets
+// this API by deriving from detail::GroupedOptimizer (detail/param_groups.hpp) and stepping each
+// of its groups_ with the group's lr and weight_decay (Sgd and Adam show how).
 #include <concepts>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ptrain/autograd/variable.hpp"
+#include "ptrain/device/cpu.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain {
@@ -25,6 +44,14 @@ template <class O>
 concept MomentumOptimizer = Optimizer<O> && requires(O& o, const O& c, double m) {
   { c.momentum() } -> std::convertible_to<double>;
   o.set_momentum(m);
+};
+
+// Parameters stepped with their own learning rate and weight decay; unset: the optimizer's options'.
+template <class T, class D = Cpu>
+struct ParamGroup {
+  std::vector<Var<T, D>> params;
+  std::optional<double> lr;
+  std::optional<double> weight_decay;
 };
 
 // What a checkpoint needs to resume an optimizer. scalars hold the hyperparameters that change

@@ -6,6 +6,7 @@
 //   b = momentum * b + (1 - dampening) * d  afterwards
 //   d = nesterov ? d + momentum * b : b     (when momentum != 0)
 //   p = p - lr * d
+// lr and weight_decay are per parameter group (optimizer.hpp), momentum is the optimizer's.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -16,6 +17,7 @@
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/optim.hpp"
+#include "ptrain/optim/detail/param_groups.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -52,86 +54,85 @@ inline void check_sgd_options(const char* name, const SgdOptions& options) {
 // Parameters on any device D; the update runs through kernels/optim.hpp's dispatch point (Eigen
 // on the CPU, the indexed algorithm elsewhere) and the momentum buffers live in D's memory.
 template <class T, Device D = Cpu>
-class Sgd {
+class Sgd : public detail::GroupedOptimizer<T, D> {
+  using detail::GroupedOptimizer<T, D>::groups_;
+
  public:
   using value_type = T;
   using device_type = D;
   static constexpr const char* name = "SGD";
 
-  Sgd(std::vector<Var<T, D>> params, SgdOptions options) : params_(std::move(params)), options_(options) {
-    detail::check_sgd_options(name, options_);
-    detail::check_params(name, params_);
-    buffers_.resize(params_.size());
+  Sgd(std::vector<Var<T, D>> params, SgdOptions options) : Sgd(detail::one_group(std::move(params)), options) {}
+  // Each group's lr and weight_decay, where set, replace the options'.
+  Sgd(std::vector<ParamGroup<T, D>> groups, SgdOptions options)
+      : detail::GroupedOptimizer<T, D>(name, std::move(groups), (detail::check_sgd_options(name, options), options.lr),
+                                       options.weight_decay),
+        options_(options) {
+    buffers_.resize(groups_.params().size());
   }
 
   void step() {
-    detail::check_sgd_step_options(name, options_);
     const kernels::executor_for<D> ex;
     const bool momentum = options_.momentum != 0;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor<T, D>* grad = detail::step_grad(name, params_, i);
-      if (!grad) continue;
-      Tensor<T, D>& p = params_[i].value();
-      const bool first = momentum && !buffers_[i].defined();
-      if (first) buffers_[i] = Tensor<T, D>(p.shape());
-      kernels::sgd_step(ex, options_, p.data(), grad->data(), momentum ? buffers_[i].data() : nullptr, first,
-                        p.numel());
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      SgdOptions options = options_;
+      options.lr = groups_[g].lr;
+      options.weight_decay = groups_[g].weight_decay;
+      detail::check_sgd_step_options(name, options);
+      for (std::size_t i = groups_[g].begin; i < groups_[g].end; ++i) {
+        const Tensor<T, D>* grad = detail::step_grad(name, groups_.params(), i);
+        if (!grad) continue;
+        Tensor<T, D>& p = groups_.params()[i].value();
+        const bool first = momentum && !buffers_[i].defined();
+        if (first) buffers_[i] = Tensor<T, D>(p.shape());
+        kernels::sgd_step(ex, options, p.data(), grad->data(), momentum ? buffers_[i].data() : nullptr, first,
+                          p.numel());
+      }
     }
   }
 
-  // Drops the gradients (the default, so a parameter left out of the next backward is skipped),
-  // or zeroes them in place.
-  void zero_grad(bool set_to_none = true) { detail::zero_grads(params_, set_to_none); }
-
-  // Any finite value is taken (a schedule stepped once past its end may go below 0, as in
-  // PyTorch); step() refuses to use a negative one.
-  double lr() const { return options_.lr; }
-  void set_lr(double lr) {
-    detail::check_hyper(std::isfinite(lr), name, "learning rate", lr, "a finite value");
-    options_.lr = lr;
-  }
   double momentum() const { return options_.momentum; }
   void set_momentum(double momentum) {
     detail::check_hyper(std::isfinite(momentum), name, "momentum", momentum, "a finite value");
     options_.momentum = momentum;
   }
+  // The options it was made with, momentum as it is now (the rates are the groups').
   const SgdOptions& options() const { return options_; }
-  const std::vector<Var<T, D>>& params() const { return params_; }
 
   // The momentum buffers on the host: the live buffers on the CPU, copies from another device.
   OptimizerState<T> state() const {
     OptimizerState<T> s;
-    s.scalars = {{"lr", options_.lr}, {"momentum", options_.momentum}};
-    for (std::size_t i = 0; i < params_.size(); ++i)
+    groups_.save(s.scalars);
+    s.scalars.emplace_back("momentum", options_.momentum);
+    for (std::size_t i = 0; i < buffers_.size(); ++i)
       if (buffers_[i].defined()) s.tensors.emplace_back(std::to_string(i) + ".momentum_buffer", on_host(buffers_[i]));
     return s;
   }
-  // Replaces lr, momentum and every momentum buffer with the saved ones (copied); parameters
+  // Replaces the groups' rates, momentum and every momentum buffer with the saved ones (copied); parameters
   // without a saved buffer start afresh. Nothing changes when an entry is invalid.
   void load_state(const OptimizerState<T>& s) {
-    std::vector<Tensor<T, D>> buffers(params_.size());
+    const auto& params = groups_.params();
+    std::vector<Tensor<T, D>> buffers(params.size());
     for (const auto& [key, t] : s.tensors) {
-      const auto index = detail::parse_state_key(name, key, params_.size(), {"momentum_buffer"}).first;
-      buffers[index] = on_device<D>(detail::loaded_tensor(name, key, t, params_[index].shape()));
+      const auto index = detail::parse_state_key(name, key, params.size(), {"momentum_buffer"}).first;
+      buffers[index] = on_device<D>(detail::loaded_tensor(name, key, t, params[index].shape()));
     }
+    typename detail::ParamGroups<T, D>::Loading rates(groups_);
     SgdOptions options = options_;
     for (const auto& [key, value] : s.scalars) {
-      if (key == "lr")
-        options.lr = value;
-      else if (key == "momentum")
+      if (key == "momentum")
         options.momentum = value;
-      else
-        fail(name, ": state scalar '", key, "' is unknown, expected lr or momentum");
+      else if (!rates.take(name, key, value))
+        fail(name, ": state scalar '", key, "' is unknown, expected lr, momentum, groups or group.<g>.lr");
     }
-    detail::check_hyper(std::isfinite(options.lr), name, "saved learning rate", options.lr, "a finite value");
     detail::check_hyper(std::isfinite(options.momentum), name, "saved momentum", options.momentum,
                         "a finite value");
+    rates.apply(name, groups_);
     options_ = options;
     buffers_ = std::move(buffers);
   }
 
  private:
-  std::vector<Var<T, D>> params_;
   SgdOptions options_;
   // Momentum buffers, made at a parameter's first step with momentum.
   std::vector<Tensor<T, D>> buffers_;

@@ -4,7 +4,9 @@
 // same layout do). Each head has a name, its width along dimension 1, a weight and its own task;
 // the targets are a tuple of the heads' targets. The loss is the weighted sum of the heads'
 // losses; the metrics are each head's loss ("<name>_loss", the mean over its loss weight) and
-// each head's metrics, named "<name>_<metric>".
+// each head's metrics, named "<name>_<metric>". A loader's batch of several labels per example
+// (targets [N, heads], ImageCsv's label_columns) gives head k column k when every head's targets
+// are class indices.
 //
 //   MultiHead task(Head<Classification>{"kind", 3}, Head<Segmentation>{"mask", 2, 0.5});
 //   Trainer<Net, decltype(task)> t(model, sgd, {}, task);
@@ -12,6 +14,7 @@
 // A pipeline weighs micro-batches by their rows (the loss weight of a MultiHead is the batch's
 // samples), so it equals the whole batch's loss when every head's loss is a mean over a fixed count
 // per row (samples, pixels of equal-size images).
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -58,6 +61,27 @@ class MultiHead {
     return slice_each(targets, begin, end, std::index_sequence_for<Tasks...>{});
   }
   double loss_weight(const target_type& targets) const { return static_cast<double>(rows(targets)); }
+
+  template <class Batch>
+    requires(std::same_as<typename Tasks::target_type, std::vector<std::int64_t>> && ...) &&
+            requires(const Batch& b) {
+              { b.target_shape } -> std::convertible_to<Shape>;
+              { b.targets } -> std::convertible_to<std::vector<std::int64_t>>;
+            }
+  target_type batch_targets(const Batch& batch) const {
+    constexpr auto heads = static_cast<std::int64_t>(sizeof...(Tasks));
+    const Shape& shape = batch.target_shape;
+    check(shape.rank() == 2 && shape[1] == heads && static_cast<std::int64_t>(batch.targets.size()) == shape.numel(),
+          "MultiHead: a batch's targets have shape ", shape, "; expected [N, ", heads,
+          "], one label per head (e.g. ImageCsv's label_columns)");
+    target_type targets;
+    for_each_head([&](auto i, const auto&, std::int64_t) {
+      auto& column = std::get<i>(targets);
+      for (std::int64_t row = 0; row < shape[0]; ++row)
+        column.push_back(batch.targets[static_cast<std::size_t>(row * heads + static_cast<std::int64_t>(i))]);
+    });
+    return targets;
+  }
 
   template <class T, class D>
   Var<T, D> loss(const Var<T, D>& output, const target_type& targets, double grad_scale) const {
