@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ptrain/optim/adam.hpp>
+#include <ptrain/optim/lamb.hpp>
 #include <ptrain/optim/one_cycle.hpp>
 #include <ptrain/optim/schedule.hpp>
 #include <ptrain/optim/scheduler.hpp>
@@ -83,6 +84,31 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(adamw_groups_step_as_separate_optimizers, D, Devic
     return std::tuple{AdamW<double, D>(two_groups(p, q, 0.01, 0.0), options), AdamW<double, D>({p_alone}, options),
                       AdamW<double, D>({q_alone}, q_options)};
   });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(lamb_groups_step_as_separate_optimizers, D, Devices) {
+  check_groups_equal_separate_optimizers<D>([](auto p, auto q, auto p_alone, auto q_alone) {
+    const LambOptions options{.lr = 0.05, .weight_decay = 0.01};
+    LambOptions q_options = options;
+    q_options.lr = 0.2;
+    q_options.weight_decay = 0.1;
+    return std::tuple{Lamb<double, D>(two_groups(p, q, 0.2, 0.1), options), Lamb<double, D>({p_alone}, options),
+                      Lamb<double, D>({q_alone}, q_options)};
+  });
+}
+
+// A Lamb state keeps the groups' rates, and a schedule scales them all.
+BOOST_AUTO_TEST_CASE(lamb_state_and_schedule_keep_every_group_s_rate) {
+  auto p = initial_p(), q = initial_q();
+  Lamb<double> lamb(two_groups(p, q, 0.02, 0.0), {.lr = 0.1});
+  lamb.set_lr(0.05);
+  BOOST_TEST(lamb.group_lr(1) == 0.01, boost::test_tools::tolerance(1e-15));
+  Lamb<double> restored(two_groups(initial_p(), initial_q(), 0.02, 0.0), {.lr = 0.1});
+  restored.load_state(lamb.state());
+  BOOST_TEST(restored.group_lr(0) == 0.05);
+  BOOST_TEST(restored.group_lr(1) == 0.01, boost::test_tools::tolerance(1e-15));
+  Lamb<double> one({initial_p(), initial_q()}, {.lr = 0.1});
+  check_throws_with([&] { one.load_state(lamb.state()); }, "the saved state has 2 parameter groups, this optimizer 1");
 }
 
 // params() is every group's parameters in order; unset group options are the optimizer's.

@@ -61,13 +61,7 @@ void check_adam_options(const char* name, const Options& options) {
   check_hyper(options.weight_decay >= 0 && std::isfinite(options.weight_decay), name, "weight_decay",
               options.weight_decay, "a finite value >= 0");
 }
-// Any finite value is taken (a schedule stepped once past its end may leave the valid range, as
-// in PyTorch); step() refuses to use an invalid one.
-template <class Options>
-void set_adam_lr(const char* name, Options& options, double lr) {
-  check_hyper(std::isfinite(lr), name, "learning rate", lr, "a finite value");
-  options.lr = lr;
-}
+// Any finite value is taken (as in PyTorch); step() refuses to use an invalid one.
 template <class Options>
 void set_adam_beta1(const char* name, Options& options, double beta1) {
   check_hyper(std::isfinite(beta1), name, "beta1", beta1, "a finite value");

@@ -22,6 +22,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/optim.hpp"
 #include "ptrain/optim/adam.hpp"
+#include "ptrain/optim/detail/param_groups.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -47,9 +48,12 @@ inline bool decays_weight(std::string_view name) {
 }
 
 // Parameters on any device D: the update runs through kernels/optim.hpp's lamb_step and the
-// moments live in D's memory.
+// moments live in D's memory. lr and weight_decay are per parameter group (optimizer.hpp); a
+// parameter decays_weight() exempts by name takes no weight decay in any group.
 template <class T, Device D = Cpu>
-class Lamb {
+class Lamb : public detail::GroupedOptimizer<T, D> {
+  using detail::GroupedOptimizer<T, D>::groups_;
+
  public:
   using value_type = T;
   using device_type = D;
@@ -57,57 +61,61 @@ class Lamb {
   static constexpr const char* name = "Lamb";
 
   // Every parameter takes weight decay.
-  Lamb(std::vector<Var<T, D>> params, LambOptions options = {})
-      : params_(std::move(params)), decays_(params_.size(), true), options_(options) {
-    detail::check_adam_options(name, options_);
-    detail::check_params(name, params_);
-    state_.resize(params_.size());
+  Lamb(std::vector<ParamGroup<T, D>> groups, LambOptions options = {})
+      : detail::GroupedOptimizer<T, D>(name, std::move(groups), (detail::check_adam_options(name, options), options.lr),
+                                       options.weight_decay),
+        decays_(groups_.params().size(), true),
+        options_(options) {
+    state_.resize(groups_.params().size());
   }
-  // Named parameters (a module's named_parameters()): weight decay skips those decays_weight()
-  // exempts.
+  Lamb(std::vector<Var<T, D>> params, LambOptions options = {}) : Lamb(detail::one_group(std::move(params)), options) {}
+  // Named parameters (a module's named_parameters()), one group: weight decay skips those
+  // decays_weight() exempts.
   Lamb(const std::vector<std::pair<std::string, Var<T, D>>>& named, LambOptions options = {})
       : Lamb(values(named), options) {
     for (std::size_t i = 0; i < named.size(); ++i) decays_[i] = decays_weight(named[i].first);
   }
 
   void step() {
-    detail::check_adam_step_options(name, options_);
     const kernels::executor_for<D> ex;
     Tensor<double, D> norms(Shape{3});
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor<T, D>* grad = detail::step_grad(name, params_, i);
-      if (!grad) continue;
-      Tensor<T, D>& p = params_[i].value();
-      auto& st = state_[i];
-      if (st.step == 0) {
-        st.exp_avg = Tensor<T, D>::zeros(p.shape());
-        st.exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      LambOptions options = options_;
+      options.lr = groups_[g].lr;
+      options.weight_decay = groups_[g].weight_decay;
+      detail::check_adam_step_options(name, options);
+      for (std::size_t i = groups_[g].begin; i < groups_[g].end; ++i) {
+        const Tensor<T, D>* grad = detail::step_grad(name, groups_.params(), i);
+        if (!grad) continue;
+        Tensor<T, D>& p = groups_.params()[i].value();
+        auto& st = state_[i];
+        if (st.step == 0) {
+          st.exp_avg = Tensor<T, D>::zeros(p.shape());
+          st.exp_avg_sq = Tensor<T, D>::zeros(p.shape());
+        }
+        ++st.step;
+        Tensor<T, D> update(p.shape());
+        kernels::lamb_step(ex, options, st.step, decays_[i] ? options.weight_decay : 0.0, p.data(), grad->data(),
+                           kernels::LambBuffers<T>{st.exp_avg.data(), st.exp_avg_sq.data(), update.data(), norms.data()},
+                           p.numel());
       }
-      ++st.step;
-      Tensor<T, D> update(p.shape());
-      kernels::lamb_step(ex, options_, st.step, decays_[i] ? options_.weight_decay : 0.0, p.data(), grad->data(),
-                         kernels::LambBuffers<T>{st.exp_avg.data(), st.exp_avg_sq.data(), update.data(), norms.data()},
-                         p.numel());
     }
   }
 
-  void zero_grad(bool set_to_none = true) { detail::zero_grads(params_, set_to_none); }
-
-  double lr() const { return options_.lr; }
-  void set_lr(double lr) { detail::set_adam_lr(name, options_, lr); }
   double momentum() const { return options_.beta1; }
   void set_momentum(double beta1) { detail::set_adam_beta1(name, options_, beta1); }
+  // The options it was made with, beta1 as it is now (the rates are the groups').
   const LambOptions& options() const { return options_; }
-  const std::vector<Var<T, D>>& params() const { return params_; }
   // Whether parameter i takes weight decay.
   bool decays(std::size_t i) const { return decays_.at(i); }
 
-  // Adam's layout: lr, beta1 and per parameter "<i>.step", "<i>.exp_avg", "<i>.exp_avg_sq" (host
-  // copies from another device).
+  // Adam's layout: the groups' rates, beta1 and per parameter "<i>.step", "<i>.exp_avg",
+  // "<i>.exp_avg_sq" (host copies from another device).
   OptimizerState<T> state() const {
     OptimizerState<T> s;
-    s.scalars = {{"lr", options_.lr}, {"beta1", options_.beta1}};
-    for (std::size_t i = 0; i < params_.size(); ++i) {
+    groups_.save(s.scalars);
+    s.scalars.emplace_back("beta1", options_.beta1);
+    for (std::size_t i = 0; i < state_.size(); ++i) {
       const auto& st = state_[i];
       if (st.step == 0) continue;
       const std::string prefix = std::to_string(i) + ".";
@@ -117,13 +125,14 @@ class Lamb {
     }
     return s;
   }
-  // Replaces lr, beta1 and all per-parameter state with the saved ones (copied). A parameter's
-  // state is all or nothing; nothing changes when an entry is invalid.
+  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied). A
+  // parameter's state is all or nothing; nothing changes when an entry is invalid.
   void load_state(const OptimizerState<T>& s) {
-    std::vector<ParamState> loaded(params_.size());
-    std::vector<int> seen(params_.size(), 0);
+    const auto& params = groups_.params();
+    std::vector<ParamState> loaded(params.size());
+    std::vector<int> seen(params.size(), 0);
     for (const auto& [key, t] : s.tensors) {
-      const auto [index, field] = detail::parse_state_key(name, key, params_.size(), {"step", "exp_avg", "exp_avg_sq"});
+      const auto [index, field] = detail::parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq"});
       auto& st = loaded[index];
       if (field == "step") {
         const double value = static_cast<double>(detail::loaded_tensor(name, key, t, Shape{1})[0]);
@@ -133,21 +142,24 @@ class Lamb {
         seen[index] |= 1;
       } else {
         const bool first = field == "exp_avg";
-        const Tensor<T> loaded = detail::loaded_tensor(name, key, t, params_[index].shape());
+        const Tensor<T> loaded = detail::loaded_tensor(name, key, t, params[index].shape());
         (first ? st.exp_avg : st.exp_avg_sq) = on_device<D>(loaded);
         seen[index] |= first ? 2 : 4;
       }
     }
-    for (std::size_t i = 0; i < params_.size(); ++i)
+    for (std::size_t i = 0; i < params.size(); ++i)
       check(seen[i] == 0 || seen[i] == 7, name, ": saved state of parameter ", i,
             " is incomplete; expected exactly step, exp_avg and exp_avg_sq");
+    typename detail::ParamGroups<T, D>::Loading rates(groups_);
     LambOptions options = options_;
     for (const auto& [key, value] : s.scalars) {
-      check(key == "lr" || key == "beta1", name, ": state scalar '", key, "' is unknown, expected lr or beta1");
-      (key == "lr" ? options.lr : options.beta1) = value;
+      if (key == "beta1")
+        options.beta1 = value;
+      else if (!rates.take(name, key, value))
+        fail(name, ": state scalar '", key, "' is unknown, expected lr, beta1, groups or group.<g>.lr");
     }
-    check_hyper_finite(options.lr, "saved learning rate");
     check_hyper_finite(options.beta1, "saved beta1");
+    rates.apply(name, groups_);
     options_ = options;
     state_ = std::move(loaded);
   }
@@ -167,7 +179,6 @@ class Lamb {
     detail::check_hyper(std::isfinite(value), name, what, value, "a finite value");
   }
 
-  std::vector<Var<T, D>> params_;
   std::vector<bool> decays_;
   LambOptions options_;
   std::vector<ParamState> state_;
