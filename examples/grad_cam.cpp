@@ -25,6 +25,7 @@
 #include <ptrain/train/grad_cam.hpp>
 
 #include "common/cli.hpp"
+#include "common/triplet_net.hpp"
 
 namespace {
 
@@ -33,16 +34,26 @@ struct Network {
   std::string last_conv_stage;  // the default --layer: the last block before the pooling
 };
 
-// The networks --model names, with `classes` outputs (all the heads' together).
-Network make_network(const std::string& name, std::int64_t classes) {
+// The networks --model names, with `classes` outputs (all the heads' together); a triplet_* network
+// (examples/triplet_transfer's) takes its three heads' widths.
+Network make_network(const std::string& name, std::int64_t classes, const std::vector<std::int64_t>& widths) {
   if (name == "resnet18") return {ptrain::resnet18<float>({.num_classes = classes}), "layer4"};
   if (name == "resnet34") return {ptrain::resnet34<float>({.num_classes = classes}), "layer4"};
   if (name == "resnet50") return {ptrain::resnet50<float>({.num_classes = classes}), "layer4"};
   if (name == "squeezenet1_0") return {ptrain::squeezenet1_0<float>({.num_classes = classes}), "features.12"};
   if (name == "squeezenet1_1") return {ptrain::squeezenet1_1<float>({.num_classes = classes}), "features.12"};
+  if (name.starts_with("triplet_")) {
+    ptrain::check(widths.size() == 3, "--model ", name, ": give --heads with the widths of its three heads "
+                  "(instrument, verb, target)");
+    const std::string trunk = name.substr(8);
+    return {examples::make_triplet_net<float, ptrain::Cpu>(trunk, {widths[0], widths[1], widths[2]}),
+            trunk.starts_with("squeezenet") ? "features.12" : "layer4"};
+  }
   ptrain::fail("--model '", name, "': no such network");
 }
-const std::vector<std::string> network_names{"resnet18", "resnet34", "resnet50", "squeezenet1_0", "squeezenet1_1"};
+const std::vector<std::string> network_names{"resnet18",         "resnet34",         "resnet50",
+                                             "squeezenet1_0",    "squeezenet1_1",    "triplet_resnet18",
+                                             "triplet_resnet50", "triplet_squeezenet1_1"};
 
 // "6,10,15" as numbers of at least `min`.
 std::vector<std::int64_t> number_list(const std::string& flag, const std::string& text, std::int64_t min) {
@@ -86,7 +97,8 @@ int run(const examples::Cli& cli) {
   std::int64_t outputs = 0;
   for (const auto w : widths) outputs += w;
 
-  Network network = make_network(cli.str("--model"), widths.empty() ? cli.integer("--num-classes") : outputs);
+  Network network =
+      make_network(cli.str("--model"), widths.empty() ? cli.integer("--num-classes") : outputs, widths);
   ptrain::load_state_dict(*network.model, cli.str("--weights"));
   network.model->eval();
   const std::string layer = cli.str("--layer").empty() ? network.last_conv_stage : cli.str("--layer");

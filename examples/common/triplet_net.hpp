@@ -38,7 +38,7 @@ class TripletHeads : public ptrain::Module<T, D> {
                                         ptrain::make<ptrain::Linear<T, D>>(features, classes.counts()[k]));
   }
   ptrain::Var<T, D> forward(const ptrain::Var<T, D>& x) override {
-    return ptrain::concat<T, D>({heads_[0]->forward(x), heads_[1]->forward(x), heads_[2]->forward(x)}, 1);
+    return ptrain::concat<T, D>({(*heads_[0])(x), (*heads_[1])(x), (*heads_[2])(x)}, 1);
   }
 
  private:

@@ -25,6 +25,7 @@
 #include <ptrain/nn/state_dict.hpp>
 #include <ptrain/train/grad_cam.hpp>
 
+#include "../../examples/common/triplet_net.hpp"
 #include "../common/files.hpp"
 
 using namespace ptrain;
@@ -71,11 +72,10 @@ struct Run {
   int exit_code;
   std::string output;
 };
-Run run_example(const std::string& args) {
+Run run_example(const std::string& args, const fs::path& weights = dir() / "resnet18.safetensors") {
   network();
   const fs::path log = dir() / "log.txt";
-  const std::string command = std::string(PTRAIN_GRAD_CAM_EXAMPLE) + " --weights " +
-                              (dir() / "resnet18.safetensors").string() + " --image " + (dir() / "image.png").string() +
+  const std::string command = std::string(PTRAIN_GRAD_CAM_EXAMPLE) + " --weights " + weights.string() + " --image " + (dir() / "image.png").string() +
                               " --size " + std::to_string(size) + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(log);
@@ -131,6 +131,38 @@ BOOST_AUTO_TEST_CASE(two_heads_write_one_overlay_each) {
   const auto maps = grad_cam_per_head(*network(), model_input(), "layer3", {3, 4}, {1, 0});
   expect_overlay(dir() / "heads_head0.png", maps[0]);
   expect_overlay(dir() / "heads_head1.png", maps[1]);
+}
+
+// examples/triplet_transfer's network, by name: one map per head, each head's class one whose map
+// is not zero everywhere for these random weights.
+BOOST_AUTO_TEST_CASE(the_triplet_network_writes_one_overlay_per_head) {
+  manual_seed(3);
+  auto net = examples::make_triplet_net<float, Cpu>("resnet18", {2, 3, 4});
+  const fs::path weights = dir() / "triplet_resnet18.safetensors";
+  save_state_dict(*net, weights);
+  net->eval();
+  const std::vector<std::int64_t> widths{2, 3, 4};
+  std::vector<std::int64_t> classes;
+  for (std::size_t h = 0; h < widths.size(); ++h) {
+    std::int64_t chosen = -1;
+    for (std::int64_t c = 0; c < widths[h] && chosen < 0; ++c) {
+      std::vector<std::int64_t> probe(widths.size(), 0);
+      probe[h] = c;
+      const Tensor<float> map = grad_cam_per_head(*net, model_input(), "layer3", widths, probe)[h];
+      if (*std::max_element(map.data(), map.data() + map.numel()) > 0.5f) chosen = c;
+    }
+    BOOST_REQUIRE_MESSAGE(chosen >= 0, "head " << h << ": every class's map is zero for these weights");
+    classes.push_back(chosen);
+  }
+  const std::string class_list = std::to_string(classes[0]) + "," + std::to_string(classes[1]) + "," +
+                                 std::to_string(classes[2]);
+  const Run run = run_example("--model triplet_resnet18 --heads 2,3,4 --layer layer3 --class " + class_list +
+                                  " --out " + (dir() / "triplet.png").string(),
+                              weights);
+  BOOST_REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+  const auto maps = grad_cam_per_head(*net, model_input(), "layer3", widths, classes);
+  for (std::size_t h = 0; h < widths.size(); ++h)
+    expect_overlay(dir() / ("triplet_head" + std::to_string(h) + ".png"), maps[h]);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_ends_the_run_without_a_picture) {
