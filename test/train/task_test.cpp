@@ -178,6 +178,7 @@ BOOST_AUTO_TEST_CASE(albert_pretraining_adds_the_masked_tokens_and_sentence_orde
   BOOST_TEST(read.sop_labels == (std::vector<std::int64_t>{0, 1}));
   BOOST_TEST(task.slice(read, 1, 2).sop_labels == std::vector<std::int64_t>{1});
   BOOST_CHECK_THROW(task.loss(Var<double>(scores.slice(0, 1)), targets, 1.0), Error);
+}
 
 // A loader's [N, 3] labels (ImageCsv's label_columns): column k is head k's.
 BOOST_AUTO_TEST_CASE(multi_head_splits_a_batch_of_label_vectors_by_column) {
