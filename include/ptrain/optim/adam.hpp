@@ -68,6 +68,89 @@ void set_adam_beta1(const char* name, Options& options, double beta1) {
   options.beta1 = beta1;
 }
 
+// Adam's per-parameter state, which Lamb keeps too: the steps it has taken (counted on the host, as
+// the bias corrections need it; 0: not created yet) and the moments.
+template <class T, class D>
+struct AdamMoments {
+  std::int64_t step = 0;
+  Tensor<T, D> exp_avg, exp_avg_sq, max_exp_avg_sq;  // max_exp_avg_sq: amsgrad only
+};
+
+// The optimizer's saved state: the groups' rates, beta1 and per parameter "<i>.step",
+// "<i>.exp_avg", "<i>.exp_avg_sq" (and "<i>.max_exp_avg_sq" under amsgrad), host copies from another
+// device.
+template <class T, class D>
+OptimizerState<T> save_adam_state(const ParamGroups<T, D>& groups, double beta1,
+                                  const std::vector<AdamMoments<T, D>>& moments, bool amsgrad) {
+  OptimizerState<T> s;
+  groups.save(s.scalars);
+  s.scalars.emplace_back("beta1", beta1);
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    const auto& st = moments[i];
+    if (st.step == 0) continue;
+    const std::string prefix = std::to_string(i) + ".";
+    // A float tensor, as PyTorch keeps state['step'] (exact up to 2^24 steps in float).
+    s.tensors.emplace_back(prefix + "step", Tensor<T>::full({1}, static_cast<T>(st.step)));
+    s.tensors.emplace_back(prefix + "exp_avg", on_host(st.exp_avg));
+    s.tensors.emplace_back(prefix + "exp_avg_sq", on_host(st.exp_avg_sq));
+    if (amsgrad) s.tensors.emplace_back(prefix + "max_exp_avg_sq", on_host(st.max_exp_avg_sq));
+  }
+  return s;
+}
+
+// Reads what save_adam_state wrote into the groups' rates, beta1 and the moments, all checked
+// before any is replaced: nothing changes when an entry is invalid, and a parameter's state is all
+// or nothing. has_amsgrad: the optimizer has the option (Adam's max_exp_avg_sq is then a name it
+// knows, whether amsgrad is on or not; Lamb has no such name).
+template <class T, class D>
+void load_adam_state(const char* name, const OptimizerState<T>& s, ParamGroups<T, D>& groups, double& beta1,
+                     std::vector<AdamMoments<T, D>>& moments, bool amsgrad, bool has_amsgrad = true) {
+  const auto& params = groups.params();
+  std::vector<AdamMoments<T, D>> loaded(params.size());
+  std::vector<int> seen(params.size(), 0);
+  for (const auto& [key, t] : s.tensors) {
+    const auto [index, field] =
+        has_amsgrad ? parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+                    : parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq"});
+    auto& st = loaded[index];
+    const Shape& shape = params[index].shape();
+    if (field == "step") {
+      const Tensor<T> step = loaded_tensor(name, key, t, Shape{1});
+      const double value = static_cast<double>(step[0]);
+      check(value >= 1 && value == std::floor(value), name, ": state entry '", key, "' holds ", value,
+            ", expected a step count >= 1");
+      st.step = static_cast<std::int64_t>(value);
+      seen[index] |= 1;
+    } else if (field == "exp_avg") {
+      st.exp_avg = on_device<D>(loaded_tensor(name, key, t, shape));
+      seen[index] |= 2;
+    } else if (field == "exp_avg_sq") {
+      st.exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
+      seen[index] |= 4;
+    } else {
+      st.max_exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
+      seen[index] |= 8;
+    }
+  }
+  const int complete = amsgrad ? 15 : 7;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    check(seen[i] == 0 || seen[i] == complete, name, ": saved state of parameter ", i,
+          " is incomplete or has extra entries; expected exactly step, exp_avg, exp_avg_sq",
+          amsgrad ? " and max_exp_avg_sq" : "", has_amsgrad ? (amsgrad ? " (amsgrad is on)" : " (amsgrad is off)") : "");
+  typename ParamGroups<T, D>::Loading rates(groups);
+  double saved_beta1 = beta1;
+  for (const auto& [key, value] : s.scalars) {
+    if (key == "beta1")
+      saved_beta1 = value;
+    else if (!rates.take(name, key, value))
+      fail(name, ": state scalar '", key, "' is unknown, expected lr, beta1, groups or group.<g>.lr");
+  }
+  check_hyper(std::isfinite(saved_beta1), name, "saved beta1", saved_beta1, "a finite value");
+  rates.apply(name, groups);
+  beta1 = saved_beta1;
+  moments = std::move(loaded);
+}
+
 // The shared body; Decoupled selects AdamW's weight decay. Parameters on any device D: the update
 // runs through kernels/optim.hpp's dispatch point (Eigen on the CPU, the indexed algorithm
 // elsewhere) and the moments live in D's memory.
@@ -122,79 +205,17 @@ class AdamImpl : public GroupedOptimizer<T, D> {
   // The options it was made with, beta1 as it is now (the rates are the groups').
   const Options& options() const { return options_; }
 
-  // The per-parameter state on the host: the live tensors on the CPU, copies from another device.
-  OptimizerState<T> state() const {
-    OptimizerState<T> s;
-    groups_.save(s.scalars);
-    s.scalars.emplace_back("beta1", options_.beta1);
-    for (std::size_t i = 0; i < state_.size(); ++i) {
-      const auto& st = state_[i];
-      if (st.step == 0) continue;
-      const std::string prefix = std::to_string(i) + ".";
-      // A float tensor, as PyTorch keeps state['step'] (exact up to 2^24 steps in float).
-      s.tensors.emplace_back(prefix + "step", Tensor<T>::full({1}, static_cast<T>(st.step)));
-      s.tensors.emplace_back(prefix + "exp_avg", on_host(st.exp_avg));
-      s.tensors.emplace_back(prefix + "exp_avg_sq", on_host(st.exp_avg_sq));
-      if (options_.amsgrad) s.tensors.emplace_back(prefix + "max_exp_avg_sq", on_host(st.max_exp_avg_sq));
-    }
-    return s;
-  }
-  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied). A parameter's
-  // state is all or nothing; nothing changes when an entry is invalid.
+  // The per-parameter state on the host (save_adam_state): the live tensors on the CPU, copies
+  // from another device.
+  OptimizerState<T> state() const { return save_adam_state(groups_, options_.beta1, state_, options_.amsgrad); }
+  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied).
   void load_state(const OptimizerState<T>& s) {
-    const auto& params = groups_.params();
-    std::vector<ParamState> loaded(params.size());
-    std::vector<int> seen(params.size(), 0);
-    for (const auto& [key, t] : s.tensors) {
-      const auto [index, field] =
-          parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
-      auto& st = loaded[index];
-      const Shape& shape = params[index].shape();
-      if (field == "step") {
-        const Tensor<T> step = loaded_tensor(name, key, t, Shape{1});
-        const double value = static_cast<double>(step[0]);
-        check(value >= 1 && value == std::floor(value), name, ": state entry '", key, "' holds ", value,
-              ", expected a step count >= 1");
-        st.step = static_cast<std::int64_t>(value);
-        seen[index] |= 1;
-      } else if (field == "exp_avg") {
-        st.exp_avg = on_device<D>(loaded_tensor(name, key, t, shape));
-        seen[index] |= 2;
-      } else if (field == "exp_avg_sq") {
-        st.exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
-        seen[index] |= 4;
-      } else {
-        st.max_exp_avg_sq = on_device<D>(loaded_tensor(name, key, t, shape));
-        seen[index] |= 8;
-      }
-    }
-    const int complete = options_.amsgrad ? 15 : 7;
-    for (std::size_t i = 0; i < params.size(); ++i)
-      check(seen[i] == 0 || seen[i] == complete, name, ": saved state of parameter ", i,
-            " is incomplete or has extra entries; expected exactly step, exp_avg, exp_avg_sq",
-            options_.amsgrad ? " and max_exp_avg_sq" : "", " (amsgrad is ", options_.amsgrad ? "on" : "off", ")");
-    typename ParamGroups<T, D>::Loading rates(groups_);
-    Options options = options_;
-    for (const auto& [key, value] : s.scalars) {
-      if (key == "beta1")
-        options.beta1 = value;
-      else if (!rates.take(name, key, value))
-        fail(name, ": state scalar '", key, "' is unknown, expected lr, beta1, groups or group.<g>.lr");
-    }
-    check_hyper(std::isfinite(options.beta1), name, "saved beta1", options.beta1, "a finite value");
-    rates.apply(name, groups_);
-    options_ = options;
-    state_ = std::move(loaded);
+    load_adam_state(name, s, groups_, options_.beta1, state_, options_.amsgrad);
   }
 
  private:
-  struct ParamState {
-    std::int64_t step = 0;  // 0: not created yet; counted on the host, as the bias corrections need it
-    Tensor<T, D> exp_avg, exp_avg_sq, max_exp_avg_sq;
-  };
-
   Options options_;
-  std::vector<ParamState> state_;
+  std::vector<AdamMoments<T, D>> state_;
 };
 
 }  // namespace detail

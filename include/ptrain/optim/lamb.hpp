@@ -109,79 +109,24 @@ class Lamb : public detail::GroupedOptimizer<T, D> {
   // Whether parameter i takes weight decay.
   bool decays(std::size_t i) const { return decays_.at(i); }
 
-  // Adam's layout: the groups' rates, beta1 and per parameter "<i>.step", "<i>.exp_avg",
-  // "<i>.exp_avg_sq" (host copies from another device).
-  OptimizerState<T> state() const {
-    OptimizerState<T> s;
-    groups_.save(s.scalars);
-    s.scalars.emplace_back("beta1", options_.beta1);
-    for (std::size_t i = 0; i < state_.size(); ++i) {
-      const auto& st = state_[i];
-      if (st.step == 0) continue;
-      const std::string prefix = std::to_string(i) + ".";
-      s.tensors.emplace_back(prefix + "step", Tensor<T>::full({1}, static_cast<T>(st.step)));
-      s.tensors.emplace_back(prefix + "exp_avg", on_host(st.exp_avg));
-      s.tensors.emplace_back(prefix + "exp_avg_sq", on_host(st.exp_avg_sq));
-    }
-    return s;
-  }
-  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied). A
-  // parameter's state is all or nothing; nothing changes when an entry is invalid.
+  // Adam's layout (detail::save_adam_state): the groups' rates, beta1 and per parameter
+  // "<i>.step", "<i>.exp_avg", "<i>.exp_avg_sq".
+  OptimizerState<T> state() const { return detail::save_adam_state(groups_, options_.beta1, state_, false); }
+  // Replaces the groups' rates, beta1 and all per-parameter state with the saved ones (copied).
   void load_state(const OptimizerState<T>& s) {
-    const auto& params = groups_.params();
-    std::vector<ParamState> loaded(params.size());
-    std::vector<int> seen(params.size(), 0);
-    for (const auto& [key, t] : s.tensors) {
-      const auto [index, field] = detail::parse_state_key(name, key, params.size(), {"step", "exp_avg", "exp_avg_sq"});
-      auto& st = loaded[index];
-      if (field == "step") {
-        const double value = static_cast<double>(detail::loaded_tensor(name, key, t, Shape{1})[0]);
-        check(value >= 1 && value == std::floor(value), name, ": state entry '", key, "' holds ", value,
-              ", expected a step count >= 1");
-        st.step = static_cast<std::int64_t>(value);
-        seen[index] |= 1;
-      } else {
-        const bool first = field == "exp_avg";
-        const Tensor<T> loaded = detail::loaded_tensor(name, key, t, params[index].shape());
-        (first ? st.exp_avg : st.exp_avg_sq) = on_device<D>(loaded);
-        seen[index] |= first ? 2 : 4;
-      }
-    }
-    for (std::size_t i = 0; i < params.size(); ++i)
-      check(seen[i] == 0 || seen[i] == 7, name, ": saved state of parameter ", i,
-            " is incomplete; expected exactly step, exp_avg and exp_avg_sq");
-    typename detail::ParamGroups<T, D>::Loading rates(groups_);
-    LambOptions options = options_;
-    for (const auto& [key, value] : s.scalars) {
-      if (key == "beta1")
-        options.beta1 = value;
-      else if (!rates.take(name, key, value))
-        fail(name, ": state scalar '", key, "' is unknown, expected lr, beta1, groups or group.<g>.lr");
-    }
-    check_hyper_finite(options.beta1, "saved beta1");
-    rates.apply(name, groups_);
-    options_ = options;
-    state_ = std::move(loaded);
+    detail::load_adam_state(name, s, groups_, options_.beta1, state_, false, false);
   }
 
  private:
-  struct ParamState {
-    std::int64_t step = 0;  // 0: not created yet
-    Tensor<T, D> exp_avg, exp_avg_sq;
-  };
-
   static std::vector<Var<T, D>> values(const std::vector<std::pair<std::string, Var<T, D>>>& named) {
     std::vector<Var<T, D>> out;
     for (const auto& [n, p] : named) out.push_back(p);
     return out;
   }
-  static void check_hyper_finite(double value, const char* what) {
-    detail::check_hyper(std::isfinite(value), name, what, value, "a finite value");
-  }
 
   std::vector<bool> decays_;
   LambOptions options_;
-  std::vector<ParamState> state_;
+  std::vector<detail::AdamMoments<T, D>> state_;
 };
 
 }  // namespace ptrain
