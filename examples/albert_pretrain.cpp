@@ -10,14 +10,18 @@
 // rank 0 writes the weights under HuggingFace's names (--out, safetensors), which --init reads
 // back. The pairs are cut to whole batches (BERT's drop_remainder). One process, or data-parallel
 // under mpiexec: rank r of R takes a contiguous 1/R of every batch's rows, so R ranks train on the
-// serial run's batches with averaged gradients (--shard 1|2: ZeRO's sharded optimizer state, and
-// gradients). A pipeline (--stages) is refused: each stage would hold a copy of the shared layer,
-// and summing those copies' gradients across stages is not implemented yet.
+// serial run's batches with averaged gradients (--shard 1|2|3: ZeRO's sharded optimizer state, the
+// gradients too, the parameters too). --stages S cuts the model into S pipeline stages
+// (AlbertForPreTrainingSequential; with more ranks than stages, a data x pipeline grid): the stages
+// the shared layer's applications fall on each hold a copy of it, as the first and last stages do
+// of the word embedding (the MLM decoder is tied to it), and the copies' gradients are summed over
+// them before each step; rank 0 gathers the stages' layers to write --out.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <type_traits>
 
 #include <ptrain/data/pretraining_batches.hpp>
 #include <ptrain/models/albert.hpp>
@@ -49,14 +53,17 @@ ptrain::AlbertConfig albert_config(const examples::Cli& cli, std::int64_t vocab_
 }
 
 // Returns the last logged MLM loss over the first (1 with a single period).
+template <class P>
+concept CutsTheModel = requires(P& p) { p.pipeline_grid(); };
+template <class P>
+concept ShardsTheParameters = requires { requires P::shards_parameters; };
+
 template <class D, class... Policies>
 double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
-  using Net = ptrain::AlbertForPreTraining<float, D>;
-  const long stages = cli.integer("--stages");
-  ptrain::check(stages <= 1, "--stages ", stages,
-                ": ALBERT cannot be pipelined yet: its one layer is shared by every stage (and its word embedding by "
-                "the MLM decoder), and summing the stages' copies' gradients before the step is not implemented; "
-                "run without --stages (one process or data-parallel)");
+  // A pipeline cuts a Sequential, and Zero3 gathers the parameters of one of its layers at a time.
+  constexpr bool sequential = (... || (CutsTheModel<Policies> || ShardsTheParameters<Policies>));
+  using Net = std::conditional_t<sequential, ptrain::AlbertForPreTrainingSequential<float, D>,
+                                 ptrain::AlbertForPreTraining<float, D>>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
 
@@ -114,9 +121,16 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 D::name);
   examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(run, run.periods()); });
   if (examples::preempted_run()) return std::nan("");
-  if (const std::string out = cli.str("--out"); !out.empty() && trainer.is_main()) {
-    ptrain::save_state_dict(*model, out);
-    std::printf("wrote the weights under HuggingFace's names to %s\n", out.c_str());
+  if (const std::string out = cli.str("--out"); !out.empty()) {
+    const auto gather = [&]<class P>(P& policy) {
+      if constexpr (CutsTheModel<P>) policy.gather_model(*model);
+      if constexpr (ShardsTheParameters<P>) policy.gather_parameters();
+    };
+    (gather(trainer.template policy<Policies>()), ...);
+    if (trainer.is_main()) {
+      ptrain::save_state_dict(*model, out);
+      std::printf("wrote the weights under HuggingFace's names to %s\n", out.c_str());
+    }
   }
   // A resumed run logs no first period of its own: its ratio is its own periods'.
   return last_loss / first_loss;
@@ -127,7 +141,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 int main(int argc, char** argv) {
   examples::Cli cli("albert_pretrain", "Pre-trains ALBERT (masked language modelling and sentence-order prediction) "
                                        "on a WikiText raw file with a WordPiece vocab.txt; data-parallel under "
-                                       "mpiexec.");
+                                       "mpiexec, sharded (--shard) or in pipeline stages (--stages).");
   cli.option("--vocab", "vocab.txt", "a BERT/ALBERT WordPiece vocabulary, one token per line ([PAD] [UNK] [CLS] "
                                      "[SEP] [MASK] among them)")
       .option("--corpus", "wikitext-2-raw/wiki.train.raw", "a WikiText raw file: each article one document")
@@ -141,7 +155,6 @@ int main(int argc, char** argv) {
       .integer_option("--hidden", 128, "hidden size H (the feed-forward size is 4 H)")
       .integer_option("--embedding", 64, "embedding size E (factorised: vocabulary -> E -> H)")
       .integer_option("--heads", 4, "attention heads (must divide --hidden)")
-      .integer_option("--stages", 0, "pipeline stages (0 or 1: none; ALBERT cannot be pipelined yet)", 0)
       .integer_option("--seed", 0, "seed for the pairs, the masking, initialisation and dropout", 0, LONG_MAX)
       .integer_option("--log-every", 100, "steps per logged line (and --csv row, and checkpoint)")
       .option("--init", "", "a safetensors file of HuggingFace's AlbertForPreTraining names to start from "
@@ -151,7 +164,7 @@ int main(int argc, char** argv) {
       .output_option("--csv", "", "CSV log written by rank 0, one row per --log-every steps (empty: none)");
   const examples::FinalMetric metric{"--max-mlm-loss-ratio", "ratio of the last logged MLM loss to the first", "",
                                      true};
-  return examples::run_example<examples::Pipelines::without, examples::Sharding::with>(
+  return examples::run_example<examples::Pipelines::with, examples::Sharding::with>(
       cli, metric, argc, argv, [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
         return train<D>(cli, world, shard, policies...);
       });

@@ -30,7 +30,10 @@ cmake --build build -j "$jobs"
 
 failed=()
 ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
-ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee "$ctest_console" || failed+=("ctest")
+# The slow set (label slow: long runs whose twins are in the fast set) runs with PTRAIN_SLOW_TESTS=1.
+slow=(-LE slow)
+[ "${PTRAIN_SLOW_TESTS:-0}" = 1 ] && slow=()
+ctest --test-dir build --output-on-failure -j "$jobs" "${slow[@]}" 2>&1 | tee "$ctest_console" || failed+=("ctest")
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 package_log=build/package_test.log
@@ -88,6 +91,9 @@ elif grep -q "NOT RUN: the Slurm and multi-host tests need root" "$ctest_log"; t
   echo "Slurm tests SKIPPED (NOT RUN): they need root (network namespaces, daemons)"
 else
   echo "Slurm tests: ran and passed (srun and sbatch on one node; srun across two network-namespace hosts over TCP)"
+fi
+if [ ${#slow[@]} -gt 0 ]; then
+  echo "slow set not run (PTRAIN_SLOW_TESTS=1 runs it): $(ctest --test-dir build -N -L slow | sed -nE 's/^ *Test +#[0-9]+: //p' | paste -sd' ')"
 fi
 # ctest's closing list of entries that did not run (SKIP_RETURN_CODE: no GPU, no root): not passes.
 skipped=$(sed -nE 's/^[[:space:]]+[0-9]+ - ([^ ]+) \(Skipped\)$/\1/p' "$ctest_console" | paste -sd' ' || true)

@@ -9,7 +9,7 @@
 //                                    examples that compile the pipelines in: with_pipelines)
 //   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, --compression> instead of DataParallel
 //                                    (examples that compile sharding in: Sharding::with; MPI, on
-//                                    the CPU, without --stages)
+//                                    the CPU), also over the replicas of each --stages stage
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
 // shard says which part of each global batch this rank loads (its data-parallel replica).
 #include <string>
@@ -43,15 +43,16 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
                        0, 3);
 }
 
-// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression> over comm, an MpiComm. Returns what train returns.
+// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression> over comm, an MpiComm, then the others
+// (a pipeline). Returns what train returns.
 template <class Comm, class Train>
-auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train) {
+auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
   const auto stage = [&]<class Stage>(Stage) {
     using ptrain::Sharded;
     const std::string wire = cli.str("--compression");
-    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32>(comm));
-    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16>(comm));
-    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16>(comm));
+    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32>(comm), others...);
+    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16>(comm), others...);
+    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16>(comm), others...);
     ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
   };
   if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
@@ -79,13 +80,17 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
   const bool sharded = sharding == Sharding::with && cli.integer("--shard") != 0;
   if constexpr (pipelines == Pipelines::with) {
     if (const int stages = static_cast<int>(cli.integer("--stages")); stages != 0) {
-      ptrain::check(!sharded, "--shard with --stages: a pipeline's stages are not sharded yet; give one of them");
       const auto pipelined = [&]<class Schedule>(Schedule) {
         ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages,
                                                        .checkpoint = cli.integer("--checkpoint") != 0,
                                                        .micro_batches = static_cast<int>(cli.integer("--chunks"))});
         const DataShard shard{pipeline.replica(), pipeline.replicas()};
+        ptrain::check(!sharded || pipeline.replicas() > 1, "--shard with --stages ", stages, " on ", world.size(),
+                      " ranks: each stage has one replica, and nothing to shard over; run more ranks than stages");
         if (pipeline.replicas() == 1) return train(shard, pipeline);
+        if constexpr (sharding == Sharding::with && std::is_same_v<Backend, ptrain::MpiAllreduce>) {
+          if (sharded) return with_sharded(cli, world, shard, train, pipeline);
+        }
         return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
       };
       const std::string schedule = cli.str("--schedule");

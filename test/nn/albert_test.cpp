@@ -2,8 +2,9 @@
 // (test/nn/data/albert_weights.safetensors, the tied decoder names included) loads strictly, and
 // both heads' logits, the pre-training loss (AlbertPreTraining) and every parameter gradient match
 // within 1e-4 relative on a padded batch; the whole model's gradient passes a finite-difference
-// check in double; weights saved here load back. The reference values come from
-// test/nn/data/make_albert_reference.py.
+// check in double; weights saved here load back. AlbertForPreTrainingSequential, the form a
+// pipeline cuts, has the same names, order and initial weights and matches the same reference. The
+// reference values come from test/nn/data/make_albert_reference.py.
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
@@ -157,6 +158,49 @@ BOOST_AUTO_TEST_CASE(a_tied_name_of_another_shape_is_refused_naming_both) {
                                           "albert.embeddings.word_embeddings.weight)") != std::string::npos,
                e.what());
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_sequential_form_has_the_same_parameters_and_matches_huggingface) {
+  manual_seed(5);
+  AlbertForPreTraining<float> model(reference_config());
+  manual_seed(5);
+  AlbertForPreTrainingSequential<float> sequential(reference_config());
+  // The shared layer at its three places and the decoder tied to the word embedding, listed once.
+  BOOST_TEST(sequential.size() == 2u + 3u + 3u);
+  const auto ours = sequential.named_parameters();
+  const auto theirs = model.named_parameters();
+  BOOST_REQUIRE_EQUAL(ours.size(), theirs.size());
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    BOOST_TEST(ours[i].first == theirs[i].first);
+    BOOST_TEST(relative_difference(ours[i].second.value(), theirs[i].second.value()) == 0.0, ours[i].first);
+  }
+  BOOST_TEST(sequential.parameter_count() == model.parameter_count());
+  int shared_layer_listed = 0;
+  for (const auto& [name, m] : sequential.named_modules())
+    shared_layer_listed += name == "albert.encoder.albert_layer_groups.0.albert_layers.0";
+  BOOST_TEST(shared_layer_listed == 1);
+
+  const io::SafetensorsFile reference(data("albert_reference.safetensors"));
+  BOOST_REQUIRE(load_state_dict(sequential, data("albert_weights.safetensors")).all_matched());
+  sequential.eval();
+  const auto batch = reference_batch(reference);  // padded: the mask travels between the layers
+  const Var<float> output = sequential(Var<float>(batch.inputs));
+  const std::int64_t n = batch.targets.mlm_labels.size(0), s = batch.targets.mlm_labels.size(1);
+  expect_close(narrow(output, 1, 0, s * 23).value().reshape(Shape{n, s, 23}), reference.read<float>("prediction_logits"),
+               "prediction_logits");
+  expect_close(narrow(output, 1, s * 23, 2).value(), reference.read<float>("sop_logits"), "sop_logits");
+  const Var<float> loss = AlbertPreTraining{.vocab_size = 23}.loss(output, batch.targets, 1.0);
+  expect_close(loss.value().reshape(Shape{1}), reference.read<float>("loss"), "loss");
+  backward(loss);
+  for (auto& [name, p] : sequential.named_parameters())
+    expect_close(p.grad(), reference.read<float>("grad." + name), name);
+
+  const std::filesystem::path file = test::temp_dir("albert_test") / "sequential.safetensors";
+  save_state_dict(sequential, file);
+  AlbertForPreTraining<float> other(reference_config());
+  BOOST_REQUIRE(load_state_dict(other, file).all_matched());
+  other.eval();
+  BOOST_TEST(relative_difference(other(Var<float>(batch.inputs)).value(), output.value()) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_refused_in_a_sentence) {

@@ -85,6 +85,41 @@ BOOST_AUTO_TEST_CASE(duplicate_names_are_rejected) {
   BOOST_CHECK_THROW(net.push_back("a", make<Linear<float>>(2, 2)), Error);
 }
 
+// As PyTorch's named_parameters() and named_modules(): a module at two places and a parameter of
+// two modules are listed once, under the first name; forward runs the module at both places and
+// backward adds both uses into the one gradient.
+BOOST_AUTO_TEST_CASE(a_module_or_parameter_used_twice_is_listed_once) {
+  struct Tied : Module<float> {
+    explicit Tied(Var<float> w) { weight = this->register_parameter("weight", std::move(w)); }
+    Var<float> forward(const Var<float>& x) override { return x * weight; }
+    Var<float> weight;
+  };
+  auto layer = make<Linear<float>>(2, 2);
+  Sequential<float> net;
+  net.push_back("layer", layer);
+  net.push_back("layer", layer);
+  net.push_back("tied", make<Tied>(layer->bias));
+  BOOST_TEST(net.size() == 3u);
+  std::vector<std::string> names;
+  for (auto& [name, p] : net.named_parameters()) names.push_back(name);
+  const std::vector<std::string> expected{"layer.weight", "layer.bias"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  std::vector<std::string> modules;
+  for (auto& [name, m] : net.named_modules()) modules.push_back(name);
+  const std::vector<std::string> expected_modules{"", "layer", "tied"};
+  BOOST_TEST(modules == expected_modules, boost::test_tools::per_element());
+  BOOST_TEST(net.parameter_count() == 6);
+
+  // y = (W (W x + b) + b) * b: d/db sums the bias's three uses.
+  layer->weight.value().copy_from(Tensor<float>::from({2, 2}, {1, 0, 0, 1}));
+  layer->bias.value().copy_from(Tensor<float>::from({2}, {1, 2}));
+  backward(sum(net(Var<float>(Tensor<float>::from({1, 2}, {1, 1})))));
+  // y_i = (x_i + 2 b_i) b_i, so dy_i/db_i = x_i + 4 b_i.
+  BOOST_TEST(layer->bias.grad().to_vector() == std::vector<float>({5, 9}), boost::test_tools::per_element());
+  // Another module under a name already taken is still refused.
+  BOOST_CHECK_THROW(net.push_back("layer", make<Linear<float>>(2, 2)), Error);
+}
+
 BOOST_AUTO_TEST_CASE(resnet18_matches_torchvision) {
   auto net = resnet18<float>();
   BOOST_TEST(net->parameter_count() == 11689512);

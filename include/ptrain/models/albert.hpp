@@ -20,6 +20,13 @@
 //   output  [N, S * V + 2]: the MLM logits of each position, then the two SOP logits
 //           (AlbertPreTraining in train/albert_pretraining.hpp reads it)
 // forward_heads() gives the two heads apart.
+//
+// AlbertForPreTrainingSequential is the same model as a Sequential, so a Pipeline can cut it
+// between any two of its top-level layers: the embeddings, embedding_hidden_mapping_in, the one
+// shared layer once per application, the pooler, the MLM head and the SOP head, under the same
+// names and in the same order, so either loads the other's files. Where the cut puts the shared
+// layer's applications (or the word embedding and the MLM decoder tied to it) on several stages,
+// each stage holds a copy and the Pipeline sums the copies' gradients before the step.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -46,6 +53,7 @@
 #include "ptrain/nn/layers.hpp"
 #include "ptrain/nn/linear.hpp"
 #include "ptrain/nn/module.hpp"
+#include "ptrain/nn/sequential.hpp"
 
 namespace ptrain {
 
@@ -103,11 +111,29 @@ namespace detail {
 
 // Linear layers N(0, initializer_range) with zero biases, as HF's _init_weights.
 template <class T, class D>
+void init_albert_linear(Linear<T, D>& layer, const AlbertConfig& c) {
+  init::on_host(layer.weight.value(), [&](Tensor<T>& w) { init::normal(w, 0.0, c.initializer_range); });
+  layer.bias.value().copy_from(Tensor<T, D>::zeros(layer.bias.shape()));
+}
+template <class T, class D>
 std::shared_ptr<Linear<T, D>> albert_linear(std::int64_t in, std::int64_t out, const AlbertConfig& c) {
   auto layer = std::make_shared<Linear<T, D>>(in, out);
-  init::on_host(layer->weight.value(), [&](Tensor<T>& w) { init::normal(w, 0.0, c.initializer_range); });
-  layer->bias.value().copy_from(Tensor<T, D>::zeros({out}));
+  init_albert_linear(*layer, c);
   return layer;
+}
+
+// The sizes a model of T can be built with: positive, and token ids exact in T.
+template <class T>
+void check_albert_sizes(const AlbertConfig& c, const char* model) {
+  check(c.vocab_size >= 1 && c.embedding_size >= 1 && c.max_position_embeddings >= 1 && c.type_vocab_size >= 1, model,
+        ": vocab_size ", c.vocab_size, ", embedding_size ", c.embedding_size, ", max_position_embeddings ",
+        c.max_position_embeddings, ", type_vocab_size ", c.type_vocab_size, " (expected positive sizes)");
+  // The largest n below which every whole number is exact in T (2^significand bits).
+  double exact = std::ldexp(1.0, std::numeric_limits<T>::digits);
+  if constexpr (std::is_same_v<T, half>) exact = 2048.0;
+  else if constexpr (std::is_same_v<T, bfloat16>) exact = 256.0;
+  check(static_cast<double>(c.vocab_size) <= exact, model, ": token ids up to ", c.vocab_size - 1,
+        " are not whole numbers of this T (exact up to ", exact, "); build the model in float or double");
 }
 
 // The one-tensor inputs read on the host: ids, token types, and the additive key-padding mask.
@@ -182,6 +208,8 @@ class AlbertEmbeddings : public Module<T, D> {
     h = h + embedding(std::span<const std::int64_t>(positions), Shape{in.length}, position_embeddings->weight);
     return (*dropout)((*LayerNorm)(h));
   }
+
+  const AlbertConfig& config() const { return config_; }
 
   std::shared_ptr<Embedding<T, D>> word_embeddings, position_embeddings, token_type_embeddings;
   std::shared_ptr<ptrain::LayerNorm<T, D>> LayerNorm;
@@ -313,13 +341,7 @@ class AlbertModel : public Module<T, D> {
  public:
   // rng: the dropout's generator (global_rng() when null).
   explicit AlbertModel(const AlbertConfig& c, Rng* rng = nullptr) : config_(c) {
-    check(c.vocab_size >= 1 && c.embedding_size >= 1 && c.max_position_embeddings >= 1 && c.type_vocab_size >= 1,
-          "AlbertModel: vocab_size ", c.vocab_size, ", embedding_size ", c.embedding_size,
-          ", max_position_embeddings ", c.max_position_embeddings, ", type_vocab_size ", c.type_vocab_size,
-          " (expected positive sizes)");
-    check(static_cast<double>(c.vocab_size) <= exact_whole_numbers(), "AlbertModel: token ids up to ",
-          c.vocab_size - 1, " are not whole numbers of this T (exact up to ", exact_whole_numbers(),
-          "); build the model in float or double");
+    detail::check_albert_sizes<T>(c, "AlbertModel");
     embeddings = this->register_module("embeddings", std::make_shared<AlbertEmbeddings<T, D>>(c, rng));
     encoder = this->register_module("encoder", std::make_shared<AlbertTransformer<T, D>>(c, rng));
     pooler = this->register_module("pooler", detail::albert_linear<T, D>(c.hidden_size, c.hidden_size, c));
@@ -342,13 +364,6 @@ class AlbertModel : public Module<T, D> {
   std::shared_ptr<Linear<T, D>> pooler;
 
  private:
-  // The largest n below which every whole number is exact in T (2^significand bits).
-  static double exact_whole_numbers() {
-    if constexpr (std::is_same_v<T, half>) return 2048.0;
-    else if constexpr (std::is_same_v<T, bfloat16>) return 256.0;
-    else return std::ldexp(1.0, std::numeric_limits<T>::digits);
-  }
-
   AlbertConfig config_;
 };
 
@@ -434,6 +449,162 @@ class AlbertForPreTraining : public Module<T, D> {
   std::shared_ptr<AlbertSOPHead<T, D>> sop_classifier;
 
  private:
+  std::unique_ptr<Rng> dropout_rng_;  // the model's dropout draws; its modules keep pointers
+};
+
+namespace detail {
+
+// What AlbertForPreTrainingSequential's layers pass on while the sequence is encoded: the states
+// [N, S, C] with the attention mask (1 attend, 0 padding) as one more channel, [N, S, C + 1], so
+// that a pipeline stage receives the mask with its input.
+template <class T, class D>
+struct MaskedStates {
+  Var<T, D> states;   // [N, S, C]
+  Var<T, D> mask;     // [N, S, 1], no gradient
+  Tensor<T, D> padding;  // additive [N, 1, 1, S]; undefined when nothing is padded
+
+  static MaskedStates unpack(const Var<T, D>& x, const char* layer) {
+    check(x.shape().rank() == 3 && x.size(2) >= 2, "ALBERT ", layer, ": input of shape ", x.shape(),
+          " (expected [N, S, C + 1]: the states, then the attention mask)");
+    const std::int64_t channels = x.size(2) - 1;
+    MaskedStates out;
+    out.states = narrow(x, 2, 0, channels);
+    {
+      NoGradGuard no_grad;
+      out.mask = Var<T, D>(narrow(x.detach(), 2, channels, 1).value());
+    }
+    const Tensor<T> mask = on_host(out.mask.value());
+    std::vector<bool> padded(static_cast<std::size_t>(mask.numel()));
+    bool any = false;
+    for (std::int64_t i = 0; i < mask.numel(); ++i) any = (padded[static_cast<std::size_t>(i)] = mask[i] == T(0)) || any;
+    if (any) out.padding = key_padding_mask<T, D>(padded, x.size(0), x.size(1));
+    return out;
+  }
+  Var<T, D> pack(const Var<T, D>& new_states) const { return ptrain::concat({new_states, mask}, 2); }
+};
+
+}  // namespace detail
+
+// The Sequential's layers: the module of each place, its forward reading and writing the packed
+// forms above.
+
+// [N, 3, S] -> [N, S, E + 1]
+template <class T, class D>
+class AlbertEmbeddingsLayer : public AlbertEmbeddings<T, D> {
+ public:
+  using AlbertEmbeddings<T, D>::AlbertEmbeddings;
+  Var<T, D> forward(const Var<T, D>& inputs) override {
+    const auto batch = detail::read_albert_inputs(inputs.value(), this->config());
+    Tensor<T> mask({batch.batch, batch.length, 1});
+    const Tensor<T> host = on_host(inputs.value());
+    for (std::int64_t b = 0; b < batch.batch; ++b)
+      for (std::int64_t s = 0; s < batch.length; ++s) mask[b * batch.length + s] = host[(b * 3 + 2) * batch.length + s];
+    return concat({AlbertEmbeddings<T, D>::forward(batch), Var<T, D>(on_device<D>(mask))}, 2);
+  }
+};
+
+// embedding_hidden_mapping_in: [N, S, E + 1] -> [N, S, H + 1]
+template <class T, class D>
+class AlbertMappingInLayer : public Linear<T, D> {
+ public:
+  using Linear<T, D>::Linear;
+  Var<T, D> forward(const Var<T, D>& x) override {
+    const auto in = detail::MaskedStates<T, D>::unpack(x, "embedding_hidden_mapping_in");
+    return in.pack(Linear<T, D>::forward(in.states));
+  }
+};
+
+// The shared layer at one of its places: [N, S, H + 1] -> [N, S, H + 1]
+template <class T, class D>
+class AlbertSharedLayer : public AlbertLayer<T, D> {
+ public:
+  using AlbertLayer<T, D>::AlbertLayer;
+  Var<T, D> forward(const Var<T, D>& x) override {
+    const auto in = detail::MaskedStates<T, D>::unpack(x, "layer");
+    return in.pack(AlbertLayer<T, D>::forward(in.states, in.padding));
+  }
+};
+
+// The pooler: [N, S, H + 1] -> [N, S + 1, H], the sequence's states and then the pooled row.
+template <class T, class D>
+class AlbertPoolerLayer : public Linear<T, D> {
+ public:
+  using Linear<T, D>::Linear;
+  Var<T, D> forward(const Var<T, D>& x) override {
+    const Var<T, D> sequence = detail::MaskedStates<T, D>::unpack(x, "pooler").states;
+    const std::int64_t n = sequence.size(0), h = sequence.size(2);
+    const Var<T, D> pooled = tanh(Linear<T, D>::forward(reshape(narrow(sequence, 1, 0, 1), {n, h})));
+    return concat({sequence, reshape(pooled, {n, 1, h})}, 1);
+  }
+};
+
+// The MLM head, its decoder weight registered here too ("decoder.weight", the word embedding):
+// [N, S + 1, H] -> [N, S * V + H], the MLM logits and then the pooled row.
+template <class T, class D>
+class AlbertMLMHeadLayer : public AlbertMLMHead<T, D> {
+ public:
+  AlbertMLMHeadLayer(const AlbertConfig& c, Var<T, D> decoder_weight) : AlbertMLMHead<T, D>(c, decoder_weight) {
+    this->register_parameter("decoder.weight", std::move(decoder_weight));
+  }
+  Var<T, D> forward(const Var<T, D>& x) override {
+    check(x.shape().rank() == 3 && x.size(1) >= 2, "ALBERT predictions: input of shape ", x.shape(),
+          " (expected [N, S + 1, H]: the states, then the pooled row)");
+    const std::int64_t n = x.size(0), s = x.size(1) - 1, h = x.size(2);
+    const Var<T, D> logits = AlbertMLMHead<T, D>::forward(narrow(x, 1, 0, s));
+    return concat({reshape(logits, {n, -1}), reshape(narrow(x, 1, s, 1), {n, h})}, 1);
+  }
+};
+
+// The SOP head: [N, S * V + H] -> [N, S * V + 2], AlbertForPreTraining's output.
+template <class T, class D>
+class AlbertSOPHeadLayer : public AlbertSOPHead<T, D> {
+ public:
+  AlbertSOPHeadLayer(const AlbertConfig& c, Rng* rng) : AlbertSOPHead<T, D>(c, rng), hidden_(c.hidden_size) {}
+  Var<T, D> forward(const Var<T, D>& x) override {
+    check(x.shape().rank() == 2 && x.size(1) > hidden_, "ALBERT sop_classifier: input of shape ", x.shape(),
+          " (expected [N, S * V + H]: the MLM logits, then the pooled row)");
+    const std::int64_t logits = x.size(1) - hidden_;
+    return concat({narrow(x, 1, 0, logits), AlbertSOPHead<T, D>::forward(narrow(x, 1, logits, hidden_))}, 1);
+  }
+
+ private:
+  std::int64_t hidden_;
+};
+
+// AlbertForPreTraining as a Sequential (see the top of this file): the same parameters under the
+// same names, drawn in the same order (so the same seed gives both the same weights), the same
+// forward(inputs [N, 3, S]) -> [N, S * V + 2].
+template <class T = float, class D = Cpu>
+class AlbertForPreTrainingSequential : public Sequential<T, D> {
+ public:
+  explicit AlbertForPreTrainingSequential(const AlbertConfig& c, Rng* rng = nullptr)
+      : config_(c), dropout_rng_(std::make_unique<Rng>((rng ? *rng : global_rng()).engine()())) {
+    detail::check_albert_sizes<T>(c, "AlbertForPreTrainingSequential");
+    check(c.num_hidden_layers >= 1, "AlbertForPreTrainingSequential: ", c.num_hidden_layers,
+          " hidden layers (expected at least one)");
+    auto embeddings = std::make_shared<AlbertEmbeddingsLayer<T, D>>(c, dropout_rng_.get());
+    auto mapping_in = std::make_shared<AlbertMappingInLayer<T, D>>(c.embedding_size, c.hidden_size);
+    detail::init_albert_linear(*mapping_in, c);
+    auto layer = std::make_shared<AlbertSharedLayer<T, D>>(c, dropout_rng_.get());
+    auto pooler = std::make_shared<AlbertPoolerLayer<T, D>>(c.hidden_size, c.hidden_size);
+    detail::init_albert_linear(*pooler, c);
+    auto predictions = std::make_shared<AlbertMLMHeadLayer<T, D>>(c, embeddings->word_embeddings->weight);
+    auto sop = std::make_shared<AlbertSOPHeadLayer<T, D>>(c, dropout_rng_.get());
+    this->push_back("albert.embeddings", embeddings);
+    this->push_back("albert.encoder.embedding_hidden_mapping_in", mapping_in);
+    for (std::int64_t i = 0; i < c.num_hidden_layers; ++i)
+      this->push_back("albert.encoder.albert_layer_groups.0.albert_layers.0", layer);
+    this->push_back("albert.pooler", pooler);
+    this->push_back("predictions", predictions);
+    this->push_back("sop_classifier", sop);
+    this->register_tied_parameter("predictions.decoder.weight", "albert.embeddings.word_embeddings.weight");
+    this->register_tied_parameter("predictions.decoder.bias", "predictions.bias");
+  }
+
+  const AlbertConfig& config() const { return config_; }
+
+ private:
+  AlbertConfig config_;
   std::unique_ptr<Rng> dropout_rng_;  // the model's dropout draws; its modules keep pointers
 };
 

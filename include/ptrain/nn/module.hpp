@@ -6,10 +6,16 @@
 // A half or bfloat16 module keeps batch norm in float, as Apex O2's keep_batchnorm_fp32: its
 // weight and bias in named_float_parameters(), beside named_parameters(), its running statistics
 // in named_float_buffers(), beside named_buffers().
+//
+// As in PyTorch, a module may be a child more than once (ALBERT's one layer, applied at several
+// places of a Sequential) and a parameter may belong to two modules (a decoder tied to an
+// embedding): each is listed once, under the name it is first reached by.
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -52,8 +58,10 @@ class Module {
   // Parameters in registration order, depth first: the order of torchvision's state_dict.
   std::vector<std::pair<std::string, Var<T, D>>> named_parameters() const {
     std::vector<std::pair<std::string, Var<T, D>>> out;
+    std::unordered_set<const void*> seen;
     visit([&](const std::string& prefix, const Module& m) {
-      for (const auto& [name, p] : m.parameters_) out.emplace_back(prefix + name, p);
+      for (const auto& [name, p] : m.parameters_)
+        if (seen.insert(p.node().get()).second) out.emplace_back(prefix + name, p);
     });
     return out;
   }
@@ -66,8 +74,10 @@ class Module {
   // for a float or double module, whose such parameters are among named_parameters().
   std::vector<std::pair<std::string, Var<float, D>>> named_float_parameters() const {
     std::vector<std::pair<std::string, Var<float, D>>> out;
+    std::unordered_set<const void*> seen;
     visit([&](const std::string& prefix, const Module& m) {
-      for (const auto& [name, p] : m.float_parameters_) out.emplace_back(prefix + name, p);
+      for (const auto& [name, p] : m.float_parameters_)
+        if (seen.insert(p.node().get()).second) out.emplace_back(prefix + name, p);
     });
     return out;
   }
@@ -103,9 +113,10 @@ class Module {
     });
     return out;
   }
+  // Every registration, in order: a child registered at several places is here at each.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   // This module under "" and then every submodule under its dotted name ("layer1.0.conv1"),
-  // depth first in registration order: PyTorch's named_modules().
+  // depth first in registration order, each once: PyTorch's named_modules().
   std::vector<std::pair<std::string, Module*>> named_modules() {
     std::vector<std::pair<std::string, Module*>> out;
     visit([&](const std::string& prefix, const Module& m) {
@@ -141,8 +152,13 @@ class Module {
   // Both take the initial value on the host (copied to D, shared on the CPU) and return handles
   // that share the registered storage: keep them as members.
   Var<T, D> register_parameter(std::string name, Tensor<T> value) {
+    return register_parameter(std::move(name), Var<T, D>(ptrain::on_device<D>(value), true));
+  }
+  // A parameter another module holds too (a decoder's weight that is the word embedding): the
+  // same storage, listed once by the modules above both, and stepped once.
+  Var<T, D> register_parameter(std::string name, Var<T, D> shared) {
     check(!has_name(name), "register_parameter: '", name, "' is already registered");
-    parameters_.emplace_back(std::move(name), Var<T, D>(ptrain::on_device<D>(value), true));
+    parameters_.emplace_back(std::move(name), std::move(shared));
     return parameters_.back().second;
   }
   Tensor<T, D> register_buffer(std::string name, Tensor<T> value) {
@@ -177,9 +193,14 @@ class Module {
   void register_tied_parameter(std::string alias, std::string of) {
     tied_.emplace_back(std::move(alias), std::move(of));
   }
+  // The same module again under the same name is one module used at two places (a Sequential
+  // runs it at both).
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
-    check(!has_name(name), "register_module: '", name, "' is already registered");
+    const bool again = std::any_of(children_.begin(), children_.end(), [&](const auto& child) {
+      return child.first == name && child.second == std::static_pointer_cast<Module>(module);
+    });
+    check(again || !has_name(name), "register_module: '", name, "' is already registered");
     children_.emplace_back(std::move(name), module);
     return module;
   }
@@ -194,10 +215,18 @@ class Module {
   }
 
  private:
+  // f(prefix, module) for this module and each submodule, once each (a module registered at
+  // several places is visited at the first).
   template <class F>
-  void visit(F&& f, const std::string& prefix = "") const {
+  void visit(F&& f) const {
+    std::unordered_set<const Module*> seen;
+    visit(f, "", seen);
+  }
+  template <class F>
+  void visit(F& f, const std::string& prefix, std::unordered_set<const Module*>& seen) const {
+    if (!seen.insert(this).second) return;
     f(prefix, *this);
-    for (const auto& [name, child] : children_) child->visit(f, prefix + name + ".");
+    for (const auto& [name, child] : children_) child->visit(f, prefix + name + ".", seen);
   }
 
   bool has_name(const std::string& name) const {

@@ -20,6 +20,12 @@
 // without tags that runs its messages in order on one stream (NCCL) never has a message wait
 // behind one going the other way.
 //
+// A parameter that layers on several stages use (a layer applied at places on different stages, a
+// weight tied to one on another stage) has a copy on each of them, whose gradients are summed over
+// those stages before every step (detail/stage_shared_parameters.hpp; after DataParallel's average
+// over the replicas, before MixedPrecision's unscaling), so the stages train it as the serial model
+// does; clip_grad_norm counts it once. gather_model() brings every stage's trained layers to rank 0.
+//
 // With a timeline active (core/timeline.hpp) each micro-batch's forward and backward, each send
 // (posted to seen complete), each blocking receive and the step's closing wait for its sends
 // (idle) are spans.
@@ -42,6 +48,7 @@
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/parallel/detail/pipeline_partition.hpp"
 #include "ptrain/parallel/detail/pipeline_schedule.hpp"
+#include "ptrain/parallel/detail/stage_shared_parameters.hpp"
 #include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/detail/uneven_inputs.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
@@ -129,12 +136,64 @@ class Pipeline {
     auto local = std::make_shared<Sequential<T, D>>();
     const auto [begin, end] = ranges_[static_cast<std::size_t>(stage())];
     for (std::size_t i = begin; i < end; ++i) local->push_back(model.children()[i].first, model.children()[i].second);
+    sharing_ = std::make_shared<detail::StageSharedParameters<T, D>>(model, ranges_, stage());
     if (options_.print_plan && world_rank_ == 0) print_plan(model, parameters);
     stage_module_ = local;
     return *local;
   }
 
   const std::vector<detail::StageRange>& stage_ranges() const { return ranges_; }
+  // The parameters that several stages hold a copy of (after partition), with those stages.
+  std::vector<detail::StageSharing::Shared> shared_parameters() const {
+    return sharing_ ? sharing_->shared() : std::vector<detail::StageSharing::Shared>{};
+  }
+
+  // Trainer point: the gradients of the parameters that several stages hold summed over them.
+  template <class T, class D>
+  bool before_optimizer_step(Module<T, D>&) {
+    if (sharing_ && !sharing_->shared().empty()) {
+      const TimelineSpan span(active_timeline(), SpanKind::gradient_wait);
+      sharing_->sum_gradients(up_);
+    }
+    return true;
+  }
+
+  // Trainer point: of the optimizer's parameters, those whose gradients this rank adds to the global
+  // norm that clip_grad_norm clips to: a parameter several stages hold is counted on the first.
+  template <class U, class D>
+  std::vector<Var<U, D>> gradient_norm_parameters(std::vector<Var<U, D>> params) const {
+    if (!sharing_ || sharing_->shared().empty()) return params;
+    check(std::any_of(params.begin(), params.end(), [&](const Var<U, D>& p) { return sharing_->is_shared(p.node().get()); }),
+          "Pipeline: clip_grad_norm counts the parameters that several stages share once, which needs an optimizer over "
+          "the model's own parameters; this one steps others (MixedPrecision's masters?), so the norm cannot be taken");
+    std::erase_if(params, [&](const Var<U, D>& p) { return !sharing_->counted_here(p.node().get()); });
+    return params;
+  }
+
+  // Every stage's layers as trained, from the first replica, into the whole model on rank 0 (to
+  // save it whole); every rank calls it. The model must be the one partitioned.
+  template <class Model>
+  void gather_model(Model& model) {
+    using T = typename Model::scalar_type;
+    using D = typename Model::device_type;
+    if (replica() != 0) return;
+    constexpr int tag = 0;
+    for (int s = 1; s < stages(); ++s) {
+      if (stage() != 0 && stage() != s) continue;
+      Sequential<T, D> part;
+      for (std::size_t i = ranges_[static_cast<std::size_t>(s)].begin; i < ranges_[static_cast<std::size_t>(s)].end; ++i)
+        part.push_back(model.children()[i].first, model.children()[i].second);
+      const auto move = [&]<class U>(Tensor<U, D>& t) {
+        const auto n = static_cast<std::size_t>(t.numel());
+        if (stage() == 0) up_.irecv(std::span<U>(t.data(), n), s, tag).wait();
+        else up_.isend(std::span<const U>(t.data(), n), 0, tag).wait();
+      };
+      for (auto& [name, p] : part.named_parameters()) move(p.value());
+      for (auto& [name, p] : part.named_float_parameters()) move(p.value());
+      for (auto& [name, b] : part.named_buffers()) move(*b);
+      for (auto& [name, b] : part.named_float_buffers()) move(*b);
+    }
+  }
 
   // Trainer point: the step's forwards and backwards in the schedule's order. before_backward(last)
   // runs before each backward; last is true for the one that ends the step (gradient reductions).
@@ -434,6 +493,37 @@ class Pipeline {
                     ranks.c_str(), begin, end - 1, names.c_str(), static_cast<long long>(count));
       log_line(line);
     }
+    // Shared parameters by the layer run on several stages that holds them, or one by one.
+    const auto on_stages = [](const std::vector<int>& stages) {
+      std::string text = "a copy on stages ";
+      for (std::size_t i = 0; i < stages.size(); ++i) text += (i ? "," : "") + std::to_string(stages[i]);
+      return text + ", gradients summed over them";
+    };
+    std::vector<std::string> layers_said;
+    for (const auto& shared : sharing_->shared()) {
+      std::string layer;
+      for (std::size_t i = ranges_.front().begin; i < ranges_.back().end; ++i) {
+        const std::string& name = model.children()[i].first;
+        if (shared.name.starts_with(name + ".") && stages_running(model, name) > 1) layer = name;
+      }
+      if (layer.empty()) {
+        log_line("  " + shared.name + ": " + on_stages(shared.stages));
+      } else if (std::find(layers_said.begin(), layers_said.end(), layer) == layers_said.end()) {
+        layers_said.push_back(layer);
+        log_line("  layer " + layer + " (its parameters): " + on_stages(shared.stages));
+      }
+    }
+  }
+  // How many stages run a layer of this name.
+  template <class Model>
+  int stages_running(const Model& model, const std::string& layer) const {
+    int count = 0;
+    for (const auto& [begin, end] : ranges_) {
+      bool here = false;
+      for (std::size_t i = begin; i < end; ++i) here = here || model.children()[i].first == layer;
+      count += here ? 1 : 0;
+    }
+    return count;
   }
 
   PipelineOptions options_;
@@ -444,6 +534,7 @@ class Pipeline {
   detail::StepAgreement steps_agreement_{"Pipeline", options_.uneven_inputs};
   std::vector<detail::StageRange> ranges_;
   std::shared_ptr<void> stage_module_;
+  std::shared_ptr<detail::StageSharing> sharing_;
   PipelineStepStats stats_;
 };
 

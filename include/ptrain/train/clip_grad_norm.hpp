@@ -6,12 +6,14 @@
 // unscaled into the fp32 masters (a step that overflowed is skipped, not clipped, as GradScaler's
 // recipe). A model cut into pipeline stages holds each gradient on one stage only, and Sharded ranks
 // each their own parameters' by then: sum_over_parts adds those ranks' squared norms, so every rank
-// clips by the whole model's norm (replicas hold the same averaged gradients and are not summed over).
+// clips by the whole model's norm (replicas hold the same averaged gradients and are not summed over;
+// a parameter several stages hold a copy of is counted on one of them).
 //
 //   const double norm = clip_grad_norm(model.parameters(), 0.5);
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
@@ -41,11 +43,14 @@ double squared_gradient_norm(const std::vector<Var<T, D>>& params) {
 // Clips the gradients of `params` to the global norm max_norm and returns the norm before
 // clipping. sum_over_parts(std::span<double>) sums the squared norm over the ranks that hold the
 // rest of the gradients (a pipeline's stages, Sharded ranks); alone, the params are the whole model.
+// counted: those of params this rank adds to the norm, where a copy of a parameter is on several
+// of the ranks summed over (a pipeline's shared parameters) and counted on one.
 template <class T, class D, class SumOverParts>
-double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, SumOverParts&& sum_over_parts) {
+double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, SumOverParts&& sum_over_parts,
+                      const std::vector<Var<T, D>>& counted) {
   check(max_norm > 0 && std::isfinite(max_norm), "clip_grad_norm: max_norm ", max_norm,
         " (expected a positive finite norm)");
-  double squared = squared_gradient_norm(params);
+  double squared = squared_gradient_norm(counted);
   sum_over_parts(std::span<double>(&squared, 1));
   const double norm = std::sqrt(squared);
   // torch's clip_coef, clamped to 1: a gradient within the norm is left as it is.
@@ -57,6 +62,10 @@ double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, Sum
         kernels::scale(kernels::executor_for<D>{}, g.data(), g.data(), g.numel(), coefficient);
     }
   return norm;
+}
+template <class T, class D, class SumOverParts>
+double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm, SumOverParts&& sum_over_parts) {
+  return clip_grad_norm(params, max_norm, std::forward<SumOverParts>(sum_over_parts), params);
 }
 template <class T, class D>
 double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm) {

@@ -32,7 +32,7 @@ struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
       evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
       is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, gather_optimizer_state,
-      shard_optimizer_state, gather_parameters, shard_parameters;
+      shard_optimizer_state, gather_parameters, shard_parameters, gradient_norm_parameters;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -122,13 +122,16 @@ template <class P>
 concept NamesShardParameters =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::shard_parameters; };
 template <class P>
+concept NamesGradientNormParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::gradient_norm_parameters; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
                          NamesStepDecided<P> || NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> ||
                          NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> ||
                          NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P> ||
-                         NamesGatherParameters<P> || NamesShardParameters<P>;
+                         NamesGatherParameters<P> || NamesShardParameters<P> || NamesGradientNormParameters<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -155,6 +158,13 @@ concept LossScalePoint = requires(P& p) {
 // against an optimizer type it does not know).
 template <class P, class Params>
 concept OptimizerParametersPoint = requires(P& p, const Params& params) { p.optimizer_parameters(params); };
+// Of the optimizer's parameters, those whose gradients this rank adds to the global norm
+// (clip_grad_norm), when some are held on several ranks that all sum it (a Pipeline's shared
+// parameters); checked where the Trainer calls it, as optimizer_parameters.
+template <class P, class Params>
+concept GradientNormParametersPoint = requires(P& p, const Params& params) {
+  { p.gradient_norm_parameters(params) } -> std::convertible_to<Params>;
+};
 template <class P, class Model>
 concept BeforeOptimizerStepPoint = requires(P& p, PolicyModule<Model>& model) {
   { p.before_optimizer_step(model) } -> std::convertible_to<bool>;
@@ -280,8 +290,8 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward, "
                 "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
                 "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, "
-                "gather_optimizer_state, shard_optimizer_state, gather_parameters, shard_parameters); implement at "
-                "least one, spelt as listed; see "
+                "gather_optimizer_state, shard_optimizer_state, gather_parameters, shard_parameters, "
+                "gradient_norm_parameters); implement at least one, spelt as listed; see "
                 "docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "

@@ -13,7 +13,11 @@
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
 //   optimizer_parameters(params)        once, after setup: the optimizer's params() (Sharded steps
 //                                       only its part of them)
-//   before_optimizer_step(model)->bool  wait for gradient reductions, unscale; false skips the step
+//   before_optimizer_step(model)->bool  wait for gradient reductions, sum shared copies, unscale;
+//                                       false skips the step (run in that order: the policies that
+//                                       average gradients, the pipeline, then the others)
+//   gradient_norm_parameters(params)    each clipped step: of the optimizer's params(), those this
+//                                       rank counts in the global norm (a pipeline's shared copies once)
 //   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
 //                                       stages skip together): mixed precision moves its loss scale
 //   after_optimizer_step(model)
@@ -139,8 +143,19 @@ class Trainer {
     step_optimizer_ = [optimizer] { optimizer->step(); };
     if constexpr (requires { optimizer->params(); }) {
       clip_gradients_ = [this, optimizer] {
-        return ptrain::clip_grad_norm(optimizer->params(), options_.clip_grad_norm,
-                                      [this](std::span<double> sums) { sum_over_model_parts(sums); });
+        const auto& params = optimizer->params();
+        auto counted = params;
+        for_each_policy([&]<class P>(P& p) {
+          if constexpr (NamesGradientNormParameters<P>) {
+            static_assert(GradientNormParametersPoint<P, std::remove_cvref_t<decltype(params)>>,
+                          "Trainer policy: gradient_norm_parameters must be callable as `std::vector<Var<U, D>> "
+                          "gradient_norm_parameters(const std::vector<Var<U, D>>& params)` (the optimizer's params(); "
+                          "U: its scalar type); see docs/policies.md");
+            counted = p.gradient_norm_parameters(counted);
+          }
+        });
+        return ptrain::clip_grad_norm(params, options_.clip_grad_norm,
+                                      [this](std::span<double> sums) { sum_over_model_parts(sums); }, counted);
       };
     } else {
       check(options_.clip_grad_norm == 0, "Trainer: clip_grad_norm needs an optimizer whose params() gives the "
@@ -180,6 +195,14 @@ class Trainer {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
+    if constexpr ((... || ShardsGradients<Policies>))
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (requires { p.shared_parameters(); })
+          check(p.shared_parameters().empty(), "Trainer: the pipeline's stages share ", p.shared_parameters().size(),
+                " parameter(s) (", p.shared_parameters().front().name,
+                " first), whose copies' gradients are summed over the stages, but Sharded<Zero2> and <Zero3> keep "
+                "each gradient on one replica of a stage only; use Sharded<Zero1> or DataParallel beside this pipeline");
+      });
     offer_optimizer_parameters(*optimizer);
     if (is_main()) logs_.emplace(options_, task_.metric_names());
     if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
@@ -237,8 +260,19 @@ class Trainer {
         step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
     {
       const TimelineSpan span(active_timeline(), SpanKind::gradient_wait);
+      // Gradients complete in this order whatever the policies' order: averaged over the replicas,
+      // then summed over the stages that share a parameter, then (MixedPrecision) unscaled.
       for_each_policy([&]<class P>(P& p) {
-        if constexpr (BeforeOptimizerStepPoint<P, Model>) proceed = p.before_optimizer_step(*local_) && proceed;
+        if constexpr (BeforeOptimizerStepPoint<P, Model> && AveragesGradients<P>)
+          proceed = p.before_optimizer_step(*local_) && proceed;
+      });
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeOptimizerStepPoint<P, Model> && !AveragesGradients<P> && PipelineGridPoint<P>)
+          proceed = p.before_optimizer_step(*local_) && proceed;
+      });
+      for_each_policy([&]<class P>(P& p) {
+        if constexpr (BeforeOptimizerStepPoint<P, Model> && !AveragesGradients<P> && !PipelineGridPoint<P>)
+          proceed = p.before_optimizer_step(*local_) && proceed;
       });
     }
     // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
