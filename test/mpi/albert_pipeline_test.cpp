@@ -7,8 +7,6 @@
 // which keeps each gradient on one replica, is refused beside shared stages in a sentence.
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +24,7 @@
 
 #include "../common/compare.hpp"
 #include "mpi_test_main.hpp"
+#include "staged_runs.hpp"
 
 using namespace ptrain;
 
@@ -85,41 +84,14 @@ Batches make_batches() {
   return b;
 }
 
-using Weights = std::map<std::string, Tensor<float>>;
-struct AlbertRun {
-  std::vector<double> losses, gradient_norms;
-  Weights weights;  // this rank's stage, under the names it holds them by
-};
+using test::StagedRun;
 
-AlbertRun serial_run(const Batches& data, const TrainerOptions& options) {
+StagedRun serial_run(const Batches& data, const TrainerOptions& options) {
   auto model = make_model<AlbertForPreTraining<float>>();
   Trainer<AlbertForPreTraining<float>, AlbertPreTraining> trainer(model, make_lamb(*model), options,
                                                                   AlbertPreTraining{.vocab_size = vocabulary});
-  AlbertRun run;
-  for (int s = 0; s < steps; ++s) {
-    run.losses.push_back(trainer.train_step(data.inputs[s], data.targets[s]).loss());
-    run.gradient_norms.push_back(trainer.last_gradient_norm());
-  }
-  for (auto& [name, p] : model->named_parameters()) run.weights[name] = p.value().clone();
+  StagedRun run = test::train_rows(trainer, data.inputs, data.targets, 0, batch);
   for (const auto& [alias, of] : model->named_tied_parameters()) run.weights[alias] = run.weights.at(of);
-  return run;
-}
-
-// Each step's loss brought to every rank by the policies of `Reducers`, and the stage's weights.
-template <class... Reducers, class Trainer>
-AlbertRun train(Trainer& trainer, const Batches& data, std::int64_t begin, std::int64_t rows) {
-  AlbertRun run;
-  for (int s = 0; s < steps; ++s) {
-    std::vector<double> sums = trainer
-                                   .train_step(data.inputs[s].slice(begin, begin + rows).clone(),
-                                               AlbertPreTraining{}.slice(data.targets[s], begin, begin + rows))
-                                   .flat();
-    sums.resize(3 + AlbertPreTraining{}.state_size(), 0.0);
-    (trainer.template policy<Reducers>().reduce(std::span<double>(sums)), ...);
-    run.losses.push_back(EpochTotals::from_flat(sums).loss());
-    run.gradient_norms.push_back(trainer.last_gradient_norm());
-  }
-  for (auto& [name, p] : trainer.local_model().named_parameters()) run.weights[name] = p.value().clone();
   return run;
 }
 
@@ -135,7 +107,7 @@ std::vector<std::size_t> cut_points(int stages) {
 }
 
 // One stage per rank of the world.
-AlbertRun pipelined_run(MpiComm& world, const Batches& data, const TrainerOptions& options) {
+StagedRun pipelined_run(MpiComm& world, const Batches& data, const TrainerOptions& options) {
   auto model = make_model<Net>();
   P pipeline(world, {.cut_points = cut_points(world.size()), .print_plan = false});
   Trainer<Net, P, AlbertPreTraining> trainer(model, make_lamb(*model), options, std::move(pipeline),
@@ -146,11 +118,11 @@ AlbertRun pipelined_run(MpiComm& world, const Batches& data, const TrainerOption
   };
   BOOST_TEST(is_shared("albert.embeddings.word_embeddings.weight"));
   BOOST_TEST(is_shared("albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"));
-  return train<P>(trainer, data, 0, batch);
+  return test::train_rows<P>(trainer, data.inputs, data.targets, 0, batch);
 }
 
 // 2 stages x (world / 2) replicas: replica r trains on its rows of every batch.
-AlbertRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& options) {
+StagedRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& options) {
   auto model = make_model<Net>();
   using DP = DataParallel<MpiAllreduce>;
   P pipeline(world, {.stages = 2, .cut_points = cut_points(2), .print_plan = false});
@@ -158,25 +130,12 @@ AlbertRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& op
   const std::int64_t begin = pipeline.replica() * rows;
   Trainer<Net, DP, P, AlbertPreTraining> trainer(model, make_lamb(*model), options, DP(world), std::move(pipeline),
                                                  AlbertPreTraining{.vocab_size = vocabulary});
-  return train<P, DP>(trainer, data, begin, rows);
+  return test::train_rows<P, DP>(trainer, data.inputs, data.targets, begin, rows);
 }
 
-// Losses and norms within 1e-5 relative, every weight of the stage within 2e-5 (fp32 sums in another
-// order, through LAMB's trust ratios).
-void check_run(const AlbertRun& run, const AlbertRun& reference, const std::string& what) {
-  BOOST_REQUIRE_EQUAL(run.losses.size(), reference.losses.size());
-  for (std::size_t s = 0; s < run.losses.size(); ++s) {
-    BOOST_TEST(std::abs(run.losses[s] - reference.losses[s]) <= 1e-5 * std::abs(reference.losses[s]),
-               what << ": step " << s << " loss " << run.losses[s] << ", reference " << reference.losses[s]);
-    BOOST_TEST((std::isnan(run.gradient_norms[s]) ? std::isnan(reference.gradient_norms[s])
-                                                  : std::abs(run.gradient_norms[s] - reference.gradient_norms[s]) <=
-                                                        1e-5 * reference.gradient_norms[s]),
-               what << ": step " << s << " gradient norm " << run.gradient_norms[s] << ", reference "
-                    << reference.gradient_norms[s]);
-  }
-  BOOST_TEST(!run.weights.empty(), what << ": the stage has no parameters");
-  for (const auto& [name, w] : run.weights)
-    BOOST_TEST(test::worst_error(w, reference.weights.at(name)) <= 2e-5, what << ": " << name);
+// Every weight within 2e-5 of the serial run's: fp32 sums in another order, through LAMB's trust ratios.
+void check_against_serial(const StagedRun& run, const StagedRun& reference, const std::string& what) {
+  test::check_run(run, reference, what, 2e-5);
 }
 
 }  // namespace
@@ -186,28 +145,30 @@ BOOST_AUTO_TEST_SUITE(albert_pipeline_test)
 BOOST_AUTO_TEST_CASE(stages_sharing_the_layer_and_the_tied_embedding_equal_the_serial_run) {
   MpiComm world(test::session());
   const auto data = make_batches();
-  const AlbertRun serial = serial_run(data, quiet);
+  const StagedRun serial = serial_run(data, quiet);
   // The weights moved: a run that never summed the copies would be far from them.
-  BOOST_TEST(test::worst_error(serial.weights.at("albert.embeddings.word_embeddings.weight"),
-                               make_model<AlbertForPreTraining<float>>()->albert->embeddings->word_embeddings->weight.value()) > 1e-3);
-  check_run(pipelined_run(world, data, quiet), serial, std::to_string(world.size()) + " stages");
+  const auto initial = make_model<AlbertForPreTraining<float>>()->named_parameters().front().second.value();
+  BOOST_TEST(test::worst_error(serial.weights.at("albert.embeddings.word_embeddings.weight"), initial) > 1e-3);
+  check_against_serial(pipelined_run(world, data, quiet), serial, std::to_string(world.size()) + " stages");
 }
 
 BOOST_AUTO_TEST_CASE(gradient_clipping_counts_a_shared_parameter_once) {
   MpiComm world(test::session());
   const auto data = make_batches();
-  const AlbertRun serial = serial_run(data, clipping());
+  const StagedRun serial = serial_run(data, clipping());
   for (double norm : serial.gradient_norms)
     BOOST_TEST(norm > clipping().clip_grad_norm, "a serial step was not clipped: the test proves nothing");
-  check_run(pipelined_run(world, data, clipping()), serial, std::to_string(world.size()) + " stages, clipped");
+  check_against_serial(pipelined_run(world, data, clipping()), serial,
+                       std::to_string(world.size()) + " stages, clipped");
 }
 
 BOOST_AUTO_TEST_CASE(a_data_by_pipeline_grid_equals_the_serial_run) {
   MpiComm world(test::session());
   if (world.size() < 4) return;  // 2 and 3 ranks run the pipeline alone above
   const auto data = make_batches();
-  check_run(grid_run(world, data, quiet), serial_run(data, quiet), "2 stages x 2 replicas");
-  check_run(grid_run(world, data, clipping()), serial_run(data, clipping()), "2 stages x 2 replicas, clipped");
+  check_against_serial(grid_run(world, data, quiet), serial_run(data, quiet), "2 stages x 2 replicas");
+  check_against_serial(grid_run(world, data, clipping()), serial_run(data, clipping()),
+                       "2 stages x 2 replicas, clipped");
 }
 
 BOOST_AUTO_TEST_CASE(sharded_gradients_beside_shared_stages_are_refused) {

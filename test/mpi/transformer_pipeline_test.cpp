@@ -6,8 +6,6 @@
 // clipping (the norm over every stage, not over the replicas).
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +23,7 @@
 
 #include "../common/compare.hpp"
 #include "mpi_test_main.hpp"
+#include "staged_runs.hpp"
 
 using namespace ptrain;
 
@@ -68,68 +67,32 @@ Batches make_batches() {
   return b;
 }
 
-using Weights = std::map<std::string, Tensor<float>>;
-struct LmRun {
-  std::vector<double> losses;          // each step's batch loss
-  std::vector<double> gradient_norms;  // each step's, before clipping (with clip_grad_norm)
-  Weights weights;                     // this rank's stage
-};
+using test::StagedRun;
 // The tutorial clips at 0.5; this model's gradients are smaller, so clip at 0.2 to clip every step.
 TrainerOptions clipping() {
   TrainerOptions o = quiet;
   o.clip_grad_norm = 0.2;
   return o;
 }
-Weights weights_of(Module<float>& m) {
-  Weights out;
-  for (auto& [name, p] : m.named_parameters()) out[name] = p.value().clone();
-  return out;
-}
-
-LmRun serial_run(const Batches& data, double dropout, const TrainerOptions& options = quiet) {
+StagedRun serial_run(const Batches& data, double dropout, const TrainerOptions& options = quiet) {
   auto lm = make_lm(dropout);
   Trainer<Lm, SequenceModelling> trainer(lm, make_sgd(*lm), options, SequenceModelling{});
-  LmRun run;
-  for (int s = 0; s < steps; ++s) {
-    run.losses.push_back(trainer.train_step(data.inputs[s], data.targets[s]).loss());
-    run.gradient_norms.push_back(trainer.last_gradient_norm());
-  }
-  run.weights = weights_of(*lm);
-  return run;
-}
-
-// Each step's loss (its sums brought to every rank by the policies of `Reducers`: the pipeline's
-// from the last stage, a grid's over the replicas too) and the stage's weights.
-template <class... Reducers, class Trainer>
-LmRun train(Trainer& trainer, const Batches& data, std::int64_t begin, std::int64_t rows) {
-  LmRun run;
-  for (int s = 0; s < steps; ++s) {
-    std::vector<double> sums = trainer
-                                   .train_step(data.inputs[s].slice(begin, begin + rows).clone(),
-                                               data.targets[s].slice(begin, begin + rows).clone())
-                                   .flat();
-    sums.resize(3 + SequenceModelling{}.state_size(), 0.0);
-    (trainer.template policy<Reducers>().reduce(std::span<double>(sums)), ...);
-    run.losses.push_back(EpochTotals::from_flat(sums).loss());
-    run.gradient_norms.push_back(trainer.last_gradient_norm());
-  }
-  run.weights = weights_of(trainer.local_model());
-  return run;
+  return test::train_rows(trainer, data.inputs, data.targets, 0, batch);
 }
 
 // One stage per rank of `world`.
 template <class Schedule, class World>
-LmRun pipelined_run(World& world, const Batches& data, double dropout, const TrainerOptions& options = quiet) {
+StagedRun pipelined_run(World& world, const Batches& data, double dropout, const TrainerOptions& options = quiet) {
   auto lm = make_lm(dropout);
   using P = Pipeline<chunks, Schedule>;
   Trainer<Lm, P, SequenceModelling> trainer(lm, make_sgd(*lm), options, P(world, {.print_plan = false}),
                                             SequenceModelling{});
-  return train<P>(trainer, data, 0, batch);
+  return test::train_rows<P>(trainer, data.inputs, data.targets, 0, batch);
 }
 
 // 2 stages x (world / 2) replicas: replica r trains on its rows of every batch.
 template <class Schedule>
-LmRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& options = quiet) {
+StagedRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& options = quiet) {
   auto lm = make_lm(0.0);
   using P = Pipeline<chunks, Schedule>;
   using DP = DataParallel<MpiAllreduce>;
@@ -138,25 +101,7 @@ LmRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& option
   const std::int64_t begin = pipeline.replica() * rows;
   Trainer<Lm, DP, P, SequenceModelling> trainer(lm, make_sgd(*lm), options, DP(world), std::move(pipeline),
                                                 SequenceModelling{});
-  return train<P, DP>(trainer, data, begin, rows);
-}
-
-// Losses within 1e-5 relative, every weight of this rank's stage within 1e-5 (fp32 sums in
-// another order).
-void check_run(const LmRun& run, const LmRun& reference, const std::string& what) {
-  BOOST_REQUIRE_EQUAL(run.losses.size(), reference.losses.size());
-  for (std::size_t s = 0; s < run.losses.size(); ++s)
-    BOOST_TEST(std::abs(run.losses[s] - reference.losses[s]) <= 1e-5 * std::abs(reference.losses[s]),
-               what << ": step " << s << " loss " << run.losses[s] << ", reference " << reference.losses[s]);
-  for (std::size_t s = 0; s < run.gradient_norms.size(); ++s)
-    BOOST_TEST((std::isnan(run.gradient_norms[s]) ? std::isnan(reference.gradient_norms[s])
-                                                  : std::abs(run.gradient_norms[s] - reference.gradient_norms[s]) <=
-                                                        1e-5 * reference.gradient_norms[s]),
-               what << ": step " << s << " gradient norm " << run.gradient_norms[s] << ", reference "
-                    << reference.gradient_norms[s]);
-  BOOST_TEST(!run.weights.empty(), what << ": the stage has no parameters");
-  for (const auto& [name, w] : run.weights)
-    BOOST_TEST(test::worst_error(w, reference.weights.at(name)) <= 1e-5, what << ": " << name);
+  return test::train_rows<P, DP>(trainer, data.inputs, data.targets, begin, rows);
 }
 
 }  // namespace
@@ -167,20 +112,20 @@ BOOST_AUTO_TEST_CASE(stages_with_dropout_equal_one_stage_with_the_same_micro_bat
   MpiComm world(test::session());
   const auto data = make_batches();
   SelfComm self;
-  const LmRun one_stage = pipelined_run<GPipe>(self, data, 0.2);
+  const StagedRun one_stage = pipelined_run<GPipe>(self, data, 0.2);
   // the reference itself trains with dropout: it differs from the run without
   BOOST_TEST(std::abs(one_stage.losses.back() - pipelined_run<GPipe>(self, data, 0.0).losses.back()) > 1e-4);
   const std::string on = std::to_string(world.size()) + " stages, dropout 0.2";
-  check_run(pipelined_run<GPipe>(world, data, 0.2), one_stage, "GPipe, " + on);
-  check_run(pipelined_run<OneFOneB>(world, data, 0.2), one_stage, "1F1B, " + on);
+  test::check_run(pipelined_run<GPipe>(world, data, 0.2), one_stage, "GPipe, " + on);
+  test::check_run(pipelined_run<OneFOneB>(world, data, 0.2), one_stage, "1F1B, " + on);
 }
 
 BOOST_AUTO_TEST_CASE(stages_without_dropout_equal_the_serial_run) {
   MpiComm world(test::session());
   const auto data = make_batches();
-  const LmRun serial = serial_run(data, 0.0);
-  check_run(pipelined_run<GPipe>(world, data, 0.0), serial, "GPipe without dropout");
-  check_run(pipelined_run<OneFOneB>(world, data, 0.0), serial, "1F1B without dropout");
+  const StagedRun serial = serial_run(data, 0.0);
+  test::check_run(pipelined_run<GPipe>(world, data, 0.0), serial, "GPipe without dropout");
+  test::check_run(pipelined_run<OneFOneB>(world, data, 0.0), serial, "1F1B without dropout");
 }
 
 // Replicas draw the same masks on different rows, which no one-rank run does: without dropout.
@@ -188,9 +133,9 @@ BOOST_AUTO_TEST_CASE(a_data_by_pipeline_grid_equals_the_serial_run) {
   MpiComm world(test::session());
   if (world.size() % 2 != 0) return;  // an odd world makes no 2-stage grid (pipeline_test checks the refusal)
   const auto data = make_batches();
-  const LmRun serial = serial_run(data, 0.0);
-  check_run(grid_run<GPipe>(world, data), serial, "grid GPipe");
-  check_run(grid_run<OneFOneB>(world, data), serial, "grid 1F1B");
+  const StagedRun serial = serial_run(data, 0.0);
+  test::check_run(grid_run<GPipe>(world, data), serial, "grid GPipe");
+  test::check_run(grid_run<OneFOneB>(world, data), serial, "grid 1F1B");
 }
 
 // clip_grad_norm takes the norm over every stage's gradients (averaged over the grid's replicas,
@@ -198,14 +143,14 @@ BOOST_AUTO_TEST_CASE(a_data_by_pipeline_grid_equals_the_serial_run) {
 BOOST_AUTO_TEST_CASE(gradient_clipping_over_stages_and_replicas_equals_the_serial_run) {
   MpiComm world(test::session());
   const auto data = make_batches();
-  const LmRun serial = serial_run(data, 0.0, clipping());
+  const StagedRun serial = serial_run(data, 0.0, clipping());
   for (double norm : serial.gradient_norms)
     BOOST_TEST(norm > clipping().clip_grad_norm, "a serial step was not clipped: the test proves nothing");
   BOOST_TEST(test::worst_error(serial.weights.at("decoder.weight"), serial_run(data, 0.0).weights.at("decoder.weight")) >
              1e-3);
-  check_run(pipelined_run<GPipe>(world, data, 0.0, clipping()), serial, "GPipe, clipped");
-  check_run(pipelined_run<OneFOneB>(world, data, 0.0, clipping()), serial, "1F1B, clipped");
-  if (world.size() % 2 == 0) check_run(grid_run<OneFOneB>(world, data, clipping()), serial, "grid 1F1B, clipped");
+  test::check_run(pipelined_run<GPipe>(world, data, 0.0, clipping()), serial, "GPipe, clipped");
+  test::check_run(pipelined_run<OneFOneB>(world, data, 0.0, clipping()), serial, "1F1B, clipped");
+  if (world.size() % 2 == 0) test::check_run(grid_run<OneFOneB>(world, data, clipping()), serial, "grid 1F1B, clipped");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
