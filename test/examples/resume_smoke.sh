@@ -1,5 +1,6 @@
 #!/bin/sh
-# resume_smoke.sh DIR PROGRAM ARGS...: an example's checkpoints end to end.
+# resume_smoke.sh DIR PROGRAM ARGS...: an example's checkpoints end to end (PROGRAM may be mpiexec
+# -n N and the example).
 #   1. PROGRAM ARGS --checkpoint-dir DIR saves a checkpoint at the end of each epoch (the last two
 #      kept); the newest is removed, as if the run had been stopped during its last epoch;
 #   2. PROGRAM ARGS --checkpoint-dir DIR --resume continues from the one before to ARGS' --epochs
@@ -31,7 +32,7 @@ before=$(find "$dir" -type f -exec cksum {} + | sort)
 out=$("$@" ${OTHER_MODEL:?set OTHER_MODEL to flags that make another model} --checkpoint-dir "$dir" --csv "$log" --resume 2>&1) &&
   fail "resuming another model's checkpoint succeeded"
 echo "$out"
-echo "$out" | grep -q "model.safetensors: the state dict does not match the model" ||
+echo "$out" | grep -qE "model(\.part-[0-9]+-of-[0-9]+)?\.safetensors: the state dict does not match the model" ||
   fail "another model's checkpoint: the error does not name the weights file and the mismatch"
 latest=$(newest)
 cp "$latest/manifest.txt" "$dir/manifest.good"
