@@ -204,14 +204,16 @@ class Module {
     children_.emplace_back(std::move(name), module);
     return module;
   }
-  // Replaces a registered child (a new classifier head for transfer learning), keeping its place.
-  void replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  // Replaces a registered child (a new classifier head for transfer learning), keeping its place
+  // (each of its places, for a child registered at several).
+  void replace_module(const std::string& name, const std::shared_ptr<Module>& module) {
+    bool found = false;
     for (auto& [child_name, child] : children_)
       if (child_name == name) {
-        child = std::move(module);
-        return;
+        child = module;
+        found = true;
       }
-    fail("replace_module: no child named '", name, "'");
+    check(found, "replace_module: no child named '", name, "'");
   }
 
  private:
