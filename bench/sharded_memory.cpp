@@ -15,8 +15,10 @@
 //   DataParallel 16Ψ, Zero1 4Ψ + 12Ψ/N, Zero2 2Ψ + 14Ψ/N, Zero3 16Ψ/N.
 // ratio = measured / formula. Also printed, outside the formula: the fp32 copies of the gradients
 // the optimizer reads (master_grad_bytes: ZeRO's paper counts them among temporary buffers;
-// MixedPrecision makes them for the masters a rank keeps: 4Ψ, or 4Ψ/N sharded) and everything
-// Cpu's allocator holds then (live_bytes: activations, buffers and the batch too).
+// MixedPrecision makes them for the masters a rank keeps: 4Ψ, or 4Ψ/N sharded), everything Cpu's
+// allocator holds then (live_bytes: activations, buffers and the batch too), and the most it held
+// at any moment of the two steps (peak_live_bytes: also, under DataParallel, the gradients
+// backward made beside the buckets they are copied into, until the reduction is unpacked).
 //
 // Throughput: the four modes then take turns step by step (sharing the machine's noise); the
 // median step time (slowest rank) of PTRAIN_BENCH_STEPS timed steps (default 5) after one
@@ -61,6 +63,7 @@ std::shared_ptr<Net> make_net() {
 // The live bytes of each kind of training state on this rank.
 struct Census {
   std::int64_t params = 0, grads = 0, masters = 0, moments = 0, master_grads = 0, live = 0;
+  std::int64_t peak_live = 0;  // Cpu's high-water mark over the steps
   std::int64_t optimizer() const { return masters + moments; }
   std::int64_t total() const { return params + grads + optimizer(); }
 };
@@ -128,8 +131,11 @@ Batch make_batch(int rank) {
 template <class Parallel>
 Census peak_of(Parallel parallel, const Batch& batch) {
   Training<Parallel> t(std::move(parallel));
+  ptrain::Cpu::reset_peak_live_bytes();
   for (int step = 0; step < 2; ++step) t.trainer.train_step(batch.x, batch.y);
-  return t.peak;
+  Census peak = t.peak;
+  peak.peak_live = ptrain::Cpu::peak_live_bytes();
+  return peak;
 }
 
 // ZeRO's bytes per rank for mixed-precision Adam: 2Ψ weights + 2Ψ gradients + 12Ψ optimizer state,
@@ -202,13 +208,13 @@ int main(int argc, char** argv) {
         std::printf(
             "bench=sharded_memory mode=%s ranks=%d rank=%d parameters=%.0f params_bytes=%lld grads_bytes=%lld "
             "optimizer_bytes=%lld masters_bytes=%lld moments_bytes=%lld total_bytes=%lld formula=%s "
-            "formula_bytes=%.0f ratio=%.4f within_10pct=%s master_grad_bytes=%lld live_bytes=%lld "
+            "formula_bytes=%.0f ratio=%.4f within_10pct=%s master_grad_bytes=%lld live_bytes=%lld peak_live_bytes=%lld "
             "samples_per_sec=%.2f vs_data_parallel=%.3f\n",
             modes[m].c_str(), n, rank, psi, static_cast<long long>(c.params), static_cast<long long>(c.grads),
             static_cast<long long>(c.optimizer()), static_cast<long long>(c.masters),
             static_cast<long long>(c.moments), static_cast<long long>(c.total()), formula_text(modes[m]), formula,
             ratio, std::abs(ratio - 1) <= 0.1 ? "yes" : "no", static_cast<long long>(c.master_grads),
-            static_cast<long long>(c.live), rate[m], rate[m] / rate[0]);
+            static_cast<long long>(c.live), static_cast<long long>(c.peak_live), rate[m], rate[m] / rate[0]);
         std::fflush(stdout);
       }
     }

@@ -1,6 +1,7 @@
 // StorageCensus counts the bytes the allocator handed each tensor's storage (Cpu's live-byte
 // count moves by as much), each allocation once: views and copies of a tensor add nothing, a
-// clone adds its own, an undefined tensor nothing; a later set gets none of an earlier set's.
+// clone adds its own, an undefined tensor nothing; a later set gets none of an earlier set's. Cpu
+// also keeps the high-water mark of its live bytes, which the census's users read beside it.
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,18 @@ BOOST_AUTO_TEST_CASE(each_allocation_is_counted_once) {
   BOOST_TEST(census.count(std::vector<Tensor<float>>{a.slice(0, 1), b, clone}) == 40 + 64);
   BOOST_TEST(census.count(b) == 0);
   BOOST_TEST(census.total() == 64 + 40 + 64);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_keeps_the_peak_of_its_live_bytes_since_a_reset) {
+  Cpu::reset_peak_live_bytes();
+  const std::int64_t before = Cpu::live_bytes();
+  BOOST_TEST(Cpu::peak_live_bytes() == before);
+  { const Tensor<double> a({100}), b({50}); }
+  const Tensor<double> c({10});
+  BOOST_TEST(Cpu::peak_live_bytes() == before + 1200);
+  BOOST_TEST(Cpu::live_bytes() == before + 80);
+  Cpu::reset_peak_live_bytes();
+  BOOST_TEST(Cpu::peak_live_bytes() == before + 80);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
