@@ -5,8 +5,8 @@
 //
 // Each rank counts, at the peak of a step, the live bytes of the model's parameters, their
 // gradients and the optimizer state (the fp32 masters and Adam's two moments), each tensor's
-// allocation as the allocator made it, each counted once (tensor/storage_census.hpp: a DataParallel
-// gradient viewing its bucket counts the bucket's bytes). The peak is the largest of the samples a
+// allocation as Cpu's allocator counts it, each counted once (tensor/storage_census.hpp: a
+// DataParallel gradient viewing its bucket counts the bucket's bytes). The peak is the largest of the samples a
 // probe policy, listed last, takes at its before_optimizer_step (the gradients reduced, the masters'
 // gradients unscaled, the previous steps' Adam state there) and after_optimizer_step (which the
 // Trainer calls first: the optimizer has just stepped; nothing gathered yet) over two steps, each

@@ -1,5 +1,5 @@
 #pragma once
-// StorageCensus: the live bytes a set of tensors holds, as their device allocated them, each
+// StorageCensus: the live bytes a set of tensors holds, as asked of their device, each
 // allocation counted once (copies and views share one; a bucket's gradients are views of it).
 // Counting several sets in turn with one census gives each only the allocations no earlier set
 // held, so the sets' bytes add up to the bytes of all their allocations together.

@@ -58,8 +58,9 @@ class Tensor {
   const T* data() const { return storage_.get() + offset_; }
   // True when both tensors view the same allocation.
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
-  // The allocation this tensor views (its copies and views share it): its address, and its bytes
-  // as the device allocated them (0: none). A memory census counts each allocation once by these.
+  // The allocation this tensor views (its copies and views share it): its address, and the bytes
+  // asked of the device for it (0: none; Cpu's live-byte count moved by as much; a caching
+  // allocator may hold a rounded-up block). A memory census counts each allocation once by these.
   const void* storage_address() const { return storage_.get(); }
   std::size_t storage_bytes() const {
     const auto* deallocate = std::get_deleter<Deallocate>(storage_);

@@ -172,6 +172,7 @@ class ShardedParameters final : public OwnedParameters {
   }
 
   void gather() override {
+    if (comm_.size() == 1) return;  // one rank steps and holds everything
     const auto rank = static_cast<std::size_t>(comm_.rank());
     const auto world = static_cast<std::int64_t>(comm_.size());
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
