@@ -15,6 +15,7 @@
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/device/host_emulated.hpp"
 #include "ptrain/device/threads.hpp"
+#include "ptrain/tensor/storage_census.hpp"
 #include "ptrain/tensor/tensor.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/functors.hpp"

@@ -4,8 +4,10 @@
 // DataParallel exactly, the same arithmetic), with SGD + momentum and with Adam, with gradient
 // accumulation, and with MixedPrecision<Bf16>; each rank's optimizer holds state for its own
 // parameters only (Zero2 and Zero3: and the model the gradients of its own only), every
-// parameter's once; a checkpoint written on N ranks resumes on 2, whose checkpoint resumes on 3
-// ranks, under Zero2 or Zero3, DataParallel and one process alike; between uses a Zero3 rank holds
+// parameter's once; under MixedPrecision each rank keeps the fp32 masters of its own parameters
+// only (1/N of their bytes, counted from the allocations); a checkpoint written on N ranks resumes
+// on 2, whose checkpoint resumes on 3 ranks, under Zero2 or Zero3, DataParallel and one process
+// alike (with MixedPrecision: its masters whole in the checkpoint); between uses a Zero3 rank holds
 // its own parameters only.
 #include <algorithm>
 #include <cmath>
@@ -32,6 +34,7 @@
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
+#include <ptrain/tensor/storage_census.hpp>
 #include <ptrain/train/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
@@ -330,6 +333,80 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_shards_float_batch_norm_weigh
   BOOST_TEST(sum_over_ranks(comm, sharded.state_tensors) == 6.0);
 }
 
+// The bytes of this rank's fp32 masters and of their gradients, counted from their allocations.
+struct MasterBytes {
+  std::int64_t values = 0, gradients = 0;
+};
+MasterBytes master_bytes(const std::vector<Var<float>>& masters) {
+  StorageCensus values, gradients;
+  for (const auto& m : masters) {
+    values.count(m.value());
+    gradients.count(m.grad());
+  }
+  return {values.total(), gradients.total()};
+}
+
+// 12 linear layers of one size (a bf16 MLP), so that every rank owns 1/N of the masters (N = 2, 3, 4);
+// SGD + momentum on the masters. Trains `steps` steps of this rank's rows; returns the weights, and through
+// `during` and `after` this rank's master bytes just after the last step and after the Trainer's
+// checkpoint points gathered (whole) and sharded them again.
+template <class... Policies>
+Outcome equal_layers_run(MpiComm& comm, MasterBytes& during, MasterBytes& gathered, MasterBytes& after,
+                         std::int64_t& whole, Policies... policies) {
+  manual_seed(3);
+  auto net = std::make_shared<Sequential<ptrain::bfloat16>>();
+  for (int layer = 0; layer < 12; ++layer) {
+    net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
+    net->push_back(make<ReLU<ptrain::bfloat16>>());
+  }
+  Rng rng(5);
+  Tensor<ptrain::bfloat16> x({global_batch, 16});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<ptrain::bfloat16>(rng.normal());
+  std::vector<std::int64_t> y;
+  for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  MixedPrecision<ptrain::Bf16> mixed(*net);
+  whole = master_bytes(mixed.master_parameters()).values;
+  auto sgd = make_optimizer(mixed.master_parameters(), static_cast<std::shared_ptr<Sgd<float>>*>(nullptr));
+  using Amp = MixedPrecision<ptrain::Bf16>;
+  Trainer<Sequential<ptrain::bfloat16>, Policies..., Amp> trainer(
+      net, sgd, {.progress_bar = false, .print_epochs = false}, policies..., mixed);
+  const std::int64_t rows = global_batch / comm.size(), begin = comm.rank() * rows;
+  for (int s = 0; s < steps; ++s)
+    trainer.train_step(x.slice(begin, begin + rows).clone(), {y.begin() + begin, y.begin() + begin + rows});
+  during = master_bytes(mixed.master_parameters());
+  gather_whole_model<Policies...>(trainer);  // what a checkpoint does first
+  gathered = master_bytes(mixed.master_parameters());
+  Outcome outcome{weights_of(*net)};
+  const auto shard = [&]<class P>(P*) {
+    if constexpr (requires(P& p) { p.shard_parameters(); }) trainer.template policy<P>().shard_parameters();
+  };
+  (shard(static_cast<Policies*>(nullptr)), ...);
+  after = master_bytes(mixed.master_parameters());
+  return outcome;
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_each_rank_keeps_the_masters_of_its_own_parameters, Stage, Stages) {
+  MpiComm comm(test::session());
+  MasterBytes during, gathered, after;
+  std::int64_t whole = 0;
+  const Outcome data_parallel = equal_layers_run(comm, during, gathered, after, whole, DataParallelPolicy(comm));
+  BOOST_TEST(during.values == whole);  // every rank keeps every master
+  const Outcome sharded = equal_layers_run(comm, during, gathered, after, whole, Sharded<Stage>(comm));
+  BOOST_TEST_MESSAGE("fp32 masters on rank " << comm.rank() << ": " << during.values << " of " << whole << " bytes");
+  BOOST_TEST(during.values * comm.size() == whole);  // 1/N of them: 12 equal layers, each rank 12/N
+  BOOST_TEST(during.gradients == during.values);      // and the fp32 gradients of those alone
+  BOOST_TEST(sum_over_ranks(comm, static_cast<std::size_t>(during.values)) == static_cast<double>(whole));
+  BOOST_TEST(gathered.values == whole);  // whole around a checkpoint
+  BOOST_TEST(after.values == during.values);
+  // The same training: Zero1 to the bit, Zero2 and Zero3 within two bf16 units in the last place of
+  // the largest weight (the reduce-scatter's order of addition).
+  double largest_weight = 0;
+  for (const auto& w : data_parallel.weights)
+    for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= std::ldexp(largest_weight, -7));
+}
+
 // A data x pipeline grid (2 stages x N/2 replicas; 3 stages on 3 ranks): Sharded over each stage's
 // replicas ends with the weights of DataParallel over them, with SGD + momentum (each rank's stage;
 // Zero1 exactly, Zero2 and Zero3 within the reduce-scatter's order of addition), and each stage's
@@ -426,27 +503,39 @@ BOOST_AUTO_TEST_CASE(zero3_holds_its_own_parameters_only_between_uses) {
 // ranks), loaded by Zero1 (DataParallel) on 2 ranks, whose checkpoint is loaded by Zero2 (Zero3) on
 // 3 ranks (N = 4: 4 -> 2 -> 3), by DataParallel on 3 and by one process; each ends where one process training on every batch ends
 // (Adam in double, within 1e-12).
-template <class... Policies>
+// T bfloat16: under MixedPrecision<Bf16>, Opt stepping its masters.
+template <class T = double, class Opt = std::shared_ptr<Adam<double>>, class... Policies>
 std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem::path& save_to,
                                             const std::filesystem::path& resume_from, int epochs,
                                             Policies... policies) {
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
-  auto net = test::make_small_conv_net<double>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
-  auto adam = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Adam<double>>*>(nullptr));
-  Trainer<Sequential<double>, Policies...> trainer(net, adam, {.progress_bar = false, .print_epochs = false},
-                                                   policies...);
-  if (!save_to.empty()) trainer.save_checkpoints({.directory = save_to, .every_epochs = 1, .keep_last = 1});
-  if (!resume_from.empty()) BOOST_REQUIRE(trainer.resume_latest(resume_from));
-  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
+  auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
+  const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
   const std::int64_t local = global_batch / world;
-  test::ListLoader<double> loader;
+  test::ListLoader<T> loader;
   for (int s = 0; s < steps; ++s) {
     const std::int64_t begin = rank * local;
     loader.batches.push_back({data.inputs[s].slice(begin, begin + local).clone(),
                               {data.targets[s].begin() + begin, data.targets[s].begin() + begin + local}});
   }
-  trainer.fit(loader, epochs);
-  gather_whole_model<Policies...>(trainer);
+  const auto fit = [&](auto& trainer) {
+    if (!save_to.empty()) trainer.save_checkpoints({.directory = save_to, .every_epochs = 1, .keep_last = 1});
+    if (!resume_from.empty()) BOOST_REQUIRE(trainer.resume_latest(resume_from));
+    trainer.fit(loader, epochs);
+    gather_whole_model<Policies...>(trainer);
+  };
+  const TrainerOptions options{.progress_bar = false, .print_epochs = false};
+  if constexpr (std::is_same_v<T, ptrain::bfloat16>) {
+    MixedPrecision<ptrain::Bf16> mixed(*net);
+    auto optimizer = make_optimizer(mixed.master_parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies..., MixedPrecision<ptrain::Bf16>> trainer(net, optimizer, options, policies...,
+                                                                              mixed);
+    fit(trainer);
+  } else {
+    auto optimizer = make_optimizer(net->parameters(), static_cast<Opt*>(nullptr));
+    Trainer<Sequential<T>, Policies...> trainer(net, optimizer, options, policies...);
+    fit(trainer);
+  }
   return weights_of(*net);
 }
 
@@ -479,6 +568,30 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_checkpoint_resumes_on_another_world_size_stage_a
   // The checkpoint holds every parameter's Adam state (step, exp_avg, exp_avg_sq), not rank 0's part.
   const auto saved = checkpoint::read_state<double>(checkpoint::latest(second.path).value() / "optimizer.safetensors");
   BOOST_TEST(saved.tensors.size() == 3 * reference.weights.size());
+}
+
+// Under MixedPrecision each rank keeps its own masters, yet the checkpoint holds them all
+// ("master.<index>", gathered for it): written by Sharded on N ranks after one epoch, it resumes
+// Sharded to the weights of three epochs in one go, to the bit (with SGD + momentum on the
+// masters), and DataParallel from Zero1's (the same arithmetic) to DataParallel's; one process
+// loads it too (every master is there, of its shape).
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_a_checkpoint_holds_every_master, Stage, Stages) {
+  using Opt = std::shared_ptr<Sgd<float>>;
+  MpiComm world(test::session());
+  const test::SharedDir saved(world, "ptrain_sharded_mixed");
+  const Outcome straight{fit_epochs<ptrain::bfloat16, Opt>(&world, {}, {}, 3, Sharded<Stage>(world))};
+  fit_epochs<ptrain::bfloat16, Opt>(&world, saved.path, {}, 1, Sharded<Stage>(world));
+  const Outcome resumed{fit_epochs<ptrain::bfloat16, Opt>(&world, {}, saved.path, 3, Sharded<Stage>(world))};
+  BOOST_TEST(max_difference(resumed, straight) == 0.0);
+  if constexpr (std::is_same_v<Stage, Zero1>) {
+    const Outcome data_parallel{fit_epochs<ptrain::bfloat16, Opt>(&world, {}, {}, 3, DataParallelPolicy(world))};
+    const Outcome resumed_data_parallel{
+        fit_epochs<ptrain::bfloat16, Opt>(&world, {}, saved.path, 3, DataParallelPolicy(world))};
+    BOOST_TEST(max_difference(resumed_data_parallel, data_parallel) == 0.0);
+  }
+  fit_epochs<ptrain::bfloat16, Opt>(nullptr, {}, saved.path, 2);
+  const auto policies = checkpoint::read_state<float>(checkpoint::latest(saved.path).value() / "policies.safetensors");
+  BOOST_TEST(policies.tensors.size() == straight.weights.size());  // master.0 .. master.5
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -97,7 +97,7 @@ static_assert(OptimizerParametersPoint<Sharded<Zero1, Fp32, SelfAllreduce>, std:
 static_assert(AveragesGradients<Sharded<Zero1, Fp32, SelfAllreduce>> && AveragesGradients<DataParallel<SelfAllreduce>>);
 static_assert(TrainerPolicy<Sharded<Zero3, Fp32, SelfAllreduce>, Net>);
 static_assert(ParameterPoints<Sharded<Zero3, Fp32, SelfAllreduce>> && ShardsGradients<Sharded<Zero3, Fp32, SelfAllreduce>>);
-static_assert(!ShardsGradients<Sharded<Zero1, Fp32, SelfAllreduce>>);
+static_assert(ShardsGradients<Sharded<Zero1, Fp32, SelfAllreduce>>);  // each rank the gradients of its own masters
 static_assert(!AveragesGradients<Pipeline<4>> && !AveragesGradients<MixedPrecision<Bf16>>);
 static_assert(TrainerPolicy<Pipeline<4>, Net>);
 static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);

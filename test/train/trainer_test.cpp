@@ -189,4 +189,30 @@ BOOST_AUTO_TEST_CASE(policies_are_called_at_their_points_in_order) {
   BOOST_TEST(!(model->parameters()[0].value().array() == before.array()).all());
 }
 
+// Records its before_optimizer_step and after_optimizer_step under its tag.
+template <char Tag>
+struct TaggedPolicy {
+  std::vector<std::string>* calls;
+  bool before_optimizer_step(Module<float>&) {
+    calls->push_back(std::string("before ") + Tag);
+    return true;
+  }
+  void after_optimizer_step(Module<float>&) { calls->push_back(std::string("after ") + Tag); }
+};
+
+// after_optimizer_step unwinds: the policy listed last, nearest the optimizer, goes first
+// (MixedPrecision rounds its masters before Sharded, listed before it, gathers the weights).
+BOOST_AUTO_TEST_CASE(after_optimizer_step_runs_in_reverse_policy_order) {
+  std::vector<std::string> calls;
+  auto model = two_linear_layers();
+  auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1});
+  Trainer<Sequential<float>, TaggedPolicy<'a'>, TaggedPolicy<'b'>> trainer(
+      model, sgd, {.progress_bar = false, .print_epochs = false}, TaggedPolicy<'a'>{&calls},
+      TaggedPolicy<'b'>{&calls});
+  auto data = blobs(1, 8, 2);
+  trainer.train_step(data.batches[0].inputs, data.batches[0].targets);
+  const std::vector<std::string> expected{"before a", "before b", "after b", "after a"};
+  BOOST_TEST(calls == expected, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

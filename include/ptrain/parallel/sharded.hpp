@@ -13,9 +13,12 @@
 // buckets. The optimizer is told nothing: the Trainer hands its parameters to the
 // optimizer_parameters point, and this policy drops the gradients of the others' parameters once
 // the step is decided (an optimizer skips a parameter without a gradient). With MixedPrecision
-// after it, the optimizer's parameters are the fp32 masters: those are gathered, then
-// MixedPrecision rounds them into the model (its masters stay whole on every rank; only the
-// optimizer's state is sharded).
+// after it, the optimizer's parameters are the fp32 masters, and they are sharded too (ZeRO counts
+// them in the optimizer state): each rank keeps the masters of its own parameters only (the
+// others' storage let go after setup) and MixedPrecision unscales, steps and rounds those alone;
+// then the 16-bit parameters they were rounded to are all-gathered (the Trainer calls
+// after_optimizer_step in reverse order, so MixedPrecision, listed after, rounds first). Per rank,
+// for Ψ parameters and Adam: 2Ψ + 2Ψ (16-bit weights and gradients) + 12Ψ/N (masters, moments).
 //
 // Zero2 (gradients sharded too): the same, but each gradient bucket is reduce-scattered
 // (detail/gradient_buckets.hpp), overlapped with backward through the same hooks; a rank keeps
@@ -31,8 +34,8 @@
 // After a step the owner has stepped its parameters and nobody gathers them. gather_parameters()
 // makes the model whole on every rank (the Trainer calls it around a checkpoint's model; call it
 // before reading the weights), shard_parameters() lets the others' parameters go again. With
-// MixedPrecision after it, the 16-bit model is sharded; the fp32 masters are gathered after each
-// step and stay whole, as under Zero1 (the masters of a rank's own parameters are rounded into it).
+// MixedPrecision after it, the 16-bit model is sharded and each rank's masters, as under Zero1,
+// are its own parameters' (rounded into them after a step).
 //
 // The partition is computed from the model's parameters at setup (a 16-bit model's float ones
 // last, as MixedPrecision's masters list them); the optimizer's must be the same list (the model's
@@ -42,7 +45,9 @@
 // holds among the others (MixedPrecision's masters are not sharded under a pipeline yet).
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
-// loads it; each rank keeps its own part of what it loads.
+// loads it; each rank keeps its own part of what it loads. MixedPrecision's masters are made whole
+// on every rank around a checkpoint (gather_parameters), so its "master.<index>" entries are all
+// there, and let go again after (shard_parameters).
 // DataParallel and Sharded in one Trainer is a compile error (both average the gradients).
 #include <algorithm>
 #include <concepts>
@@ -88,8 +93,12 @@ class Sharded {
   using Comm = typename DataParallelPart::Comm;
   // The Trainer takes one policy that averages gradients over the ranks.
   static constexpr bool averages_gradients = true;
-  // Its ranks keep different gradients: the Trainer makes them agree whether a step runs.
-  static constexpr bool shards_gradients = !std::same_as<Stage, Zero1>;
+  // Its ranks keep different gradients (each the optimizer's of its own parameters; Zero2 and Zero3
+  // the model's too), so they may judge a step apart (MixedPrecision checks the gradients it
+  // unscales, its own masters'): the Trainer makes them agree whether a step runs.
+  static constexpr bool shards_gradients = true;
+  // Gradients are reduce-scattered, each rank receiving its own parameters' (Zero2, Zero3).
+  static constexpr bool reduce_scatters = !std::same_as<Stage, Zero1>;
   // Each rank keeps its own parameters only, the others' gathered around their use.
   static constexpr bool shards_parameters = std::same_as<Stage, Zero3>;
 
@@ -101,7 +110,12 @@ class Sharded {
   const DataParallelOptions& options() const { return data_parallel_.options(); }
   // The rank that steps the optimizer's parameter i (-1: not trainable); after optimizer_parameters.
   int owner(std::size_t i) const { return shards().owner(i); }
-  std::size_t gather_bucket_count() const { return shards().gather_bucket_count(); }
+  // The buckets of the model's parameters' all-gather after a step.
+  std::size_t gather_bucket_count() const {
+    std::size_t count = 0;
+    for (const auto& g : model_gathers_) count += g->gather_bucket_count();
+    return count;
+  }
 
   // Trainer points shared with DataParallel: the same model everywhere, gradients averaged.
   template <class Grid>
@@ -125,8 +139,9 @@ class Sharded {
     count(model.named_parameters());
     if constexpr (requires { model.named_float_parameters(); }) count(model.named_float_parameters());
     owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
-    if constexpr (shards_gradients) data_parallel_.setup(model, owners_);
+    if constexpr (reduce_scatters) data_parallel_.setup(model, owners_);
     else data_parallel_.setup(model);
+    gather_after_steps(model);
     if constexpr (shards_parameters) shard_parameters_of(model);
   }
   template <DataParallelModel Model>
@@ -159,26 +174,28 @@ class Sharded {
             "parameters(), or MixedPrecision's master_parameters(), in their order");
       optimizer_owners_ = owners_;
     }
-    // Zero3: the model's own parameters stay with their owners (MixedPrecision's masters are gathered).
-    std::vector<bool> stays_with_owner(params.size(), false);
+    // The model's parameters are gathered after a step (model_gathers_); the others, MixedPrecision's
+    // masters, stay with their owners but for a checkpoint.
+    std::vector<bool> in_model(params.size(), false);
     for (std::size_t i = 0; i < params.size(); ++i)
-      stays_with_owner[i] = std::ranges::find(sharded_nodes_, static_cast<const void*>(params[i].node().get())) !=
-                            sharded_nodes_.end();
+      in_model[i] = std::ranges::find(nodes_, static_cast<const void*>(params[i].node().get())) != nodes_.end();
     shards_ = std::make_shared<detail::ShardedParameters<U, Comm, D>>(data_parallel_.communicator(), params,
                                                                       optimizer_owners_,
-                                                                      data_parallel_.options().bucket_bytes,
-                                                                      stays_with_owner);
+                                                                      data_parallel_.options().bucket_bytes, in_model);
     // Every policy's setup has read the whole model (MixedPrecision's masters start from it).
+    shards_->release_others();
     if constexpr (shards_parameters) parameters().release_all();
   }
 
-  // Trainer points (checkpoints), every rank: the whole model on every rank, and each rank's own
-  // parameters only again. Nothing to do below Zero3.
+  // Trainer points (checkpoints), every rank: the whole model (Zero3) and MixedPrecision's whole
+  // masters on every rank, and then each rank's own only again.
   void gather_parameters() {
     if constexpr (shards_parameters) parameters().gather_all();
+    shards().gather();
   }
   void shard_parameters() {
     if constexpr (shards_parameters) parameters().release_all();
+    shards().release_others();
   }
 
   // Trainer points (checkpoints): the whole optimizer state on rank 0, which writes it (every rank
@@ -198,11 +215,14 @@ class Sharded {
     if (stepped) shards().drop_others_gradients();
   }
 
-  // Trainer point: the parameters every other rank stepped reach this one; then the buffers, as
+  // Trainer point: the parameters every other rank stepped reach this one (below Zero3; under
+  // MixedPrecision, the 16-bit values its own masters were rounded to: the Trainer calls this point
+  // in reverse order, so MixedPrecision after this policy rounds first); then the buffers, as
   // DataParallel broadcasts them.
   template <DataParallelModel Model>
   void after_optimizer_step(Model& model) {
-    if (std::exchange(stepped_, false)) shards().gather();
+    if (std::exchange(stepped_, false))
+      for (const auto& g : model_gathers_) g->gather();
     data_parallel_.after_optimizer_step(model);
   }
 
@@ -225,6 +245,34 @@ class Sharded {
     return owners;
   }
 
+  // The all-gathers of the model's (the stage's) parameters after a step: its T ones (Zero3: none,
+  // each stays with its owner) and its float ones (a 16-bit model's batch norm weights).
+  template <DataParallelModel Model>
+  void gather_after_steps(Model& model) {
+    model_gathers_.clear();
+    std::size_t first = 0;
+    gather_after_steps(model.named_parameters(), first, shards_parameters);
+    if constexpr (requires { model.named_float_parameters(); })
+      gather_after_steps(model.named_float_parameters(), first, false);
+  }
+  template <class Named>
+  void gather_after_steps(const Named& named, std::size_t& first, bool stay_with_owners) {
+    std::vector<typename Named::value_type::second_type> params;
+    for (const auto& [name, p] : named) params.push_back(p);
+    const auto begin = owners_.begin() + static_cast<std::ptrdiff_t>(first);
+    std::vector<int> owners(begin, begin + static_cast<std::ptrdiff_t>(params.size()));
+    first += params.size();
+    if (!params.empty()) model_gathers_.push_back(make_gather(std::move(params), std::move(owners), stay_with_owners));
+  }
+  template <class V, class DV>
+  std::shared_ptr<detail::OwnedParameters> make_gather(std::vector<Var<V, DV>> params, std::vector<int> owners,
+                                                       bool stay_with_owners) {
+    const std::vector<bool> stays(params.size(), stay_with_owners);
+    return std::make_shared<detail::ShardedParameters<V, Comm, DV>>(
+        data_parallel_.communicator(), std::move(params), std::move(owners), data_parallel_.options().bucket_bytes,
+        stays);
+  }
+
   template <DataParallelModel Model>
   void shard_parameters_of(Model& model) {
     using T = typename detail::parameter_of<Model>::scalar;
@@ -236,11 +284,7 @@ class Sharded {
           "top-level children around their forward and backward (ResNet and TransformerLM are Sequentials). Use "
           "Sharded<Zero2> for this model");
     std::vector<Var<T, D>> params;
-    sharded_nodes_.clear();
-    for (const auto& [name, p] : model.named_parameters()) {
-      params.push_back(p);
-      sharded_nodes_.push_back(p.node().get());
-    }
+    for (const auto& [name, p] : model.named_parameters()) params.push_back(p);
     const std::vector<int> owners(owners_.begin(), owners_.begin() + static_cast<std::ptrdiff_t>(params.size()));
     parameters_ = std::make_shared<detail::ParameterShards<T, Comm, D>>(data_parallel_.communicator(), *sequential,
                                                                         std::move(params), owners);
@@ -251,7 +295,7 @@ class Sharded {
     return *parameters_;
   }
 
-  detail::OptimizerShards& shards() const {
+  detail::OwnedParameters& shards() const {
     check(shards_ != nullptr,
           "Sharded: optimizer_parameters() was not called (the Trainer calls it with its optimizer's params())");
     return *shards_;
@@ -263,9 +307,9 @@ class Sharded {
   std::vector<int> owners_;              // their ranks (detail::balanced_partition)
   std::vector<int> optimizer_owners_;    // the ranks of the optimizer's parameters (-1: none here)
   bool in_pipeline_ = false;
-  std::shared_ptr<detail::OptimizerShards> shards_;
-  std::shared_ptr<detail::ParameterSharding> parameters_;  // Zero3
-  std::vector<const void*> sharded_nodes_;                  // Zero3: the model's parameters' nodes
+  std::shared_ptr<detail::OwnedParameters> shards_;                     // the optimizer's parameters
+  std::vector<std::shared_ptr<detail::OwnedParameters>> model_gathers_;  // the model's, by scalar type
+  std::shared_ptr<detail::ParameterSharding> parameters_;               // Zero3
   bool stepped_ = false;
 };
 

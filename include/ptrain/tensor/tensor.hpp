@@ -28,8 +28,7 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(const Shape& shape) : shape_(shape) {
     const auto n = static_cast<std::size_t>(shape.numel());
-    storage_ = std::shared_ptr<T>(Device::template allocate<T>(n),
-                                  [n](T* p) { Device::template deallocate<T>(p, n); });
+    storage_ = std::shared_ptr<T>(Device::template allocate<T>(n), Deallocate{n});
   }
 
   static Tensor empty(const Shape& shape) { return Tensor(shape); }
@@ -59,6 +58,14 @@ class Tensor {
   const T* data() const { return storage_.get() + offset_; }
   // True when both tensors view the same allocation.
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // The allocation this tensor views (its copies and views share it): its address, and the bytes
+  // asked of the device for it (0: none; Cpu's live-byte count moved by as much; a caching
+  // allocator may hold a rounded-up block). A memory census counts each allocation once by these.
+  const void* storage_address() const { return storage_.get(); }
+  std::size_t storage_bytes() const {
+    const auto* deallocate = std::get_deleter<Deallocate>(storage_);
+    return deallocate ? deallocate->count * sizeof(T) : 0;
+  }
 
   // A view with another shape and the same elements; one extent may be -1.
   Tensor reshape(std::initializer_list<std::int64_t> extents) const {
@@ -137,6 +144,12 @@ class Tensor {
   }
 
  private:
+  // The storage's deleter, which keeps the allocation's element count.
+  struct Deallocate {
+    std::size_t count;
+    void operator()(T* p) const { Device::template deallocate<T>(p, count); }
+  };
+
   std::shared_ptr<T> storage_;
   std::int64_t offset_ = 0;
   Shape shape_;

@@ -47,6 +47,8 @@ namespace ptrain {
 // through their dispatch points (kernels/cast.hpp, kernels/optim.hpp), and the inf/NaN check is
 // one flag in D's memory, read back once per step. A model is anything whose parameters() gives
 // the Var<T, D>s, in a fixed order (and float_parameters() its Var<float, D>s, if it has any).
+// A master whose storage was let go (Sharded keeps each rank's own only) is left alone: no
+// gradient, no rounding.
 template <class Precision, class D = Cpu>
 class MixedPrecision {
   static_assert(std::same_as<Precision, Fp16> || std::same_as<Precision, Bf16>,
@@ -113,7 +115,7 @@ class MixedPrecision {
       const Var<T, D>& p = params_[i];
       Var<float, D>& master = masters_[i];
       master.set_requires_grad(p.requires_grad());
-      if (!p.requires_grad() || !p.grad().defined()) {
+      if (!p.requires_grad() || !p.grad().defined() || !master.value().defined()) {
         master.zero_grad();
         continue;
       }
@@ -142,8 +144,11 @@ class MixedPrecision {
   OptimizerState<float> checkpoint_state() const {
     OptimizerState<float> s;
     s.scalars = {{"loss_scale", scaler_.scale()}, {"clean_steps", static_cast<double>(scaler_.clean_steps())}};
-    for (std::size_t i = 0; i < masters_.size(); ++i)
+    for (std::size_t i = 0; i < masters_.size(); ++i) {
+      check(masters_[i].value().defined(), "MixedPrecision<", Precision::name, ">: master.", i,
+            " is held by another rank (Sharded): gather_parameters() before saving (the Trainer does)");
       s.tensors.emplace_back("master." + std::to_string(i), on_host(masters_[i].value()));
+    }
     return s;
   }
   void load_checkpoint_state(const OptimizerState<float>& s) {
@@ -157,6 +162,8 @@ class MixedPrecision {
       }
       const bool named = i < masters_.size();
       check(named, who, ": unexpected tensor '", key, "' (expected master.0 .. master.", masters_.size() - 1, ")");
+      check(masters_[i].value().defined(), who, ": master.", i,
+            " is held by another rank (Sharded): gather_parameters() before loading (the Trainer does)");
       check(t.shape() == masters_[i].shape(), who, ": ", key, " has shape ", t.shape(), ", the parameter has ",
             masters_[i].shape());
       saved[i] = &t;
@@ -171,8 +178,8 @@ class MixedPrecision {
     for (std::size_t i = 0; i < saved.size(); ++i) masters_[i].value().copy_from(on_device<D>(*saved[i]));
   }
 
-  // The stepped masters, rounded, become the model's weights (those this rank holds: under
-  // Sharded<Zero3> another rank's are not here, and that rank rounds them).
+  // The stepped masters, rounded, become the model's weights (those this rank holds: under Sharded
+  // another rank's masters, and under Zero3 its weights, are not here; that rank rounds them).
   template <class Model>
   void after_optimizer_step(Model&) {
     if (skipped_) {
@@ -180,7 +187,8 @@ class MixedPrecision {
       return;
     }
     for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].requires_grad() && params_[i].value().defined()) copy(masters_[i].value(), params_[i].value());
+      if (params_[i].requires_grad() && params_[i].value().defined() && masters_[i].value().defined())
+        copy(masters_[i].value(), params_[i].value());
   }
 
  private:

@@ -50,10 +50,15 @@ using PolicyModule = Module<typename Model::scalar_type, typename Model::device_
 // one such.
 template <class P>
 concept AveragesGradients = requires { requires P::averages_gradients; };
-// A policy after which the ranks hold different gradients (Sharded<Zero2>: each its own shard) says
-// so; the Trainer then makes one rank's skipped step every rank's, as it does for pipeline stages.
+// A policy after which the ranks hold different gradients (Sharded: each the gradients of its own
+// masters, Zero2 and Zero3 their own shard of the model's) says so; the Trainer then makes one
+// rank's skipped step every rank's, as it does for pipeline stages.
 template <class P>
 concept ShardsGradients = requires { requires P::shards_gradients; };
+// A policy after which each rank holds the model's gradients of its own parameters only
+// (Sharded<Zero2>, <Zero3>: reduce-scattered) says so.
+template <class P>
+concept ReduceScattersGradients = requires { requires P::reduce_scatters; };
 
 // Whether P names each point at all.
 template <class P>

@@ -20,7 +20,8 @@
 //                                       rank counts in the global norm (a pipeline's shared copies once)
 //   step_decided(stepped)               once every rank agreed whether the step runs (a pipeline's
 //                                       stages skip together): mixed precision moves its loss scale
-//   after_optimizer_step(model)
+//   after_optimizer_step(model)         in reverse order, as a stack unwinds (MixedPrecision, listed
+//                                       after Sharded, rounds its masters before Sharded gathers them)
 //   reduce(std::span<double> sums)      sum an epoch's sums (EpochTotals::flat()) over ranks; with
 //                                       a timeline, its spans too (each rank fills its own slots)
 //   is_main()                           whether this process prints and writes logs
@@ -195,7 +196,7 @@ class Trainer {
     for_each_policy([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local_);
     });
-    if constexpr ((... || ShardsGradients<Policies>))
+    if constexpr ((... || ReduceScattersGradients<Policies>))
       for_each_policy([&]<class P>(P& p) {
         if constexpr (requires { p.shared_parameters(); })
           check(p.shared_parameters().empty(), "Trainer: the pipeline's stages share ", p.shared_parameters().size(),
@@ -294,7 +295,7 @@ class Trainer {
       if (options_.clip_grad_norm > 0) last_gradient_norm_ = clip_gradients_();
       step_optimizer_();
     }
-    for_each_policy([&]<class P>(P& p) {
+    for_each_policy_in_reverse([&]<class P>(P& p) {
       if constexpr (AfterOptimizerStepPoint<P, Model>) p.after_optimizer_step(*local_);
     });
     ++step_;
@@ -472,6 +473,12 @@ class Trainer {
   template <class F>
   void for_each_policy(F&& f) {
     std::apply([&](auto&... p) { (apply_unless_task(f, p), ...); }, policies_);
+  }
+  template <class F>
+  void for_each_policy_in_reverse(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (apply_unless_task(f, std::get<sizeof...(I) - 1 - I>(policies_)), ...);
+    }(std::index_sequence_for<Policies...>{});
   }
   template <class F, class P>
   static void apply_unless_task(F& f, P& p) {

@@ -15,7 +15,9 @@
 // The all-gather packs each rank's parameters, in index order, into chunks of about
 // bucket_bytes / world; bucket k is chunk k of every rank, exchanged as one all-gather of blocks as
 // large as its largest chunk (a rank with less sends padding). Every bucket starts at once and is
-// unpacked as it completes.
+// unpacked as it completes. The same all-gather makes whole, for a checkpoint, parameters whose
+// storage the other ranks let go between checkpoints (release_others: MixedPrecision's fp32
+// masters, which only their owner keeps); a value let go is made anew from its kept shape.
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
@@ -115,30 +117,34 @@ OptimizerState<U> own_state(OptimizerState<U> whole, const std::vector<int>& own
   return mine;
 }
 
-// What Sharded holds once the optimizer's parameters are known (their scalar type is known only then).
-class OptimizerShards {
+// A list of parameters each stepped by one rank, as Sharded holds it once their scalar type is known:
+// the model's (gathered after each step) or the optimizer's (MixedPrecision's masters among them).
+class OwnedParameters {
  public:
-  virtual ~OptimizerShards() = default;
+  virtual ~OwnedParameters() = default;
   // The gradients of the parameters another rank steps are dropped: the optimizer skips them and
   // never makes their state.
   virtual void drop_others_gradients() = 0;
-  // Every parameter takes the value its owner stepped it to.
+  // Every gathered parameter takes the value its owner holds (storage made where it was let go).
   virtual void gather() = 0;
+  // The storage of the gathered parameters another rank owns is let go (their values undefined).
+  virtual void release_others() = 0;
   virtual int owner(std::size_t parameter) const = 0;
   virtual std::size_t gather_bucket_count() const = 0;
 };
 
 template <class U, Communicator Comm, class D>
-class ShardedParameters final : public OptimizerShards {
+class ShardedParameters final : public OwnedParameters {
  public:
   // owner: balanced_partition of these parameters' sizes. stays_with_owner[i] (if given): params[i]
-  // is not gathered after a step (Sharded<Zero3> shards the model's parameters: the owner keeps them).
+  // is never gathered (Sharded<Zero3>'s model parameters, or a model parameter beside masters).
   ShardedParameters(Comm& comm, std::vector<Var<U, D>> params, std::vector<int> owner, std::size_t bucket_bytes,
                     const std::vector<bool>& stays_with_owner = {})
       : comm_(comm), params_(std::move(params)), owner_(std::move(owner)) {
     const int world = comm_.size();
     const auto cap = static_cast<std::int64_t>(
         std::max<std::size_t>(1, bucket_bytes / sizeof(U) / static_cast<std::size_t>(world)));
+    for (const auto& p : params_) shapes_.push_back(p.shape());
     // chunks[r]: rank r's parameters cut into chunks of at most cap elements (a larger one alone).
     std::vector<std::vector<Chunk>> chunks(static_cast<std::size_t>(world));
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -166,6 +172,7 @@ class ShardedParameters final : public OptimizerShards {
   }
 
   void gather() override {
+    if (comm_.size() == 1) return;  // one rank steps and holds everything
     const auto rank = static_cast<std::size_t>(comm_.rank());
     const auto world = static_cast<std::int64_t>(comm_.size());
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
@@ -190,13 +197,23 @@ class ShardedParameters final : public OptimizerShards {
         if (r == rank) continue;
         std::int64_t at = static_cast<std::int64_t>(r) * b.block;
         for (std::size_t i : b.chunks[r].parameters) {
-          D::copy(params_[i].value().data(), b.received.data() + at, static_cast<std::size_t>(params_[i].numel()));
-          at += params_[i].numel();
+          Tensor<U, D>& value = params_[i].value();
+          if (!value.defined()) value = Tensor<U, D>(shapes_[i]);
+          D::copy(value.data(), b.received.data() + at, static_cast<std::size_t>(value.numel()));
+          at += value.numel();
         }
       }
       b.send = Tensor<U, D>();
       b.received = Tensor<U, D>();
     }
+  }
+
+  void release_others() override {
+    const auto rank = static_cast<std::size_t>(comm_.rank());
+    for (const Bucket& b : buckets_)
+      for (std::size_t r = 0; r < b.chunks.size(); ++r)
+        if (r != rank)
+          for (std::size_t i : b.chunks[r].parameters) params_[i].value() = Tensor<U, D>();
   }
 
   int owner(std::size_t parameter) const override { return owner_.at(parameter); }
@@ -216,6 +233,7 @@ class ShardedParameters final : public OptimizerShards {
 
   Comm& comm_;
   std::vector<Var<U, D>> params_;
+  std::vector<Shape> shapes_;  // kept: a parameter let go has no value to tell its shape
   std::vector<int> owner_;
   std::vector<Bucket> buckets_;
 };
