@@ -19,13 +19,18 @@ fi
 # Without a GPU the CUDA code is compiled and never run: one device front-end pass (compute_80 PTX,
 # assembled for sm_80 and sm_90) and unoptimised host code take half of nvcc's time, most of the
 # build's. A host with a GPU builds what users build (CMAKE_CUDA_ARCHITECTURES 80 90, -O3).
+# Of the examples' CUDA builds it compiles four (PTRAIN_CUDA_EXAMPLES=all: the seven): the ones
+# whose GPU paths differ (NCCL data parallelism and pipelines, Sharded, fp16 AMP, the transformer);
+# VGG-F's, Inception's and UNet's layers are the same ops, which cuda_device_check compiles and runs.
 cuda_compile_only=()
+cuda_examples=all
 if ! nvidia-smi -L >/dev/null 2>&1; then
   cuda_compile_only=(-DCMAKE_CUDA_ARCHITECTURES=OFF "-DCMAKE_CUDA_FLAGS=--generate-code=arch=compute_80,code=[compute_80,sm_80,sm_90]"
                      "-DCMAKE_CUDA_FLAGS_RELEASE=-O0 -DNDEBUG")
+  cuda_examples=${PTRAIN_CUDA_EXAMPLES:-fashion_mnist;resnet_cifar10;imagenet_resnet;transformer_lm}
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
-  -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" "${cuda_compile_only[@]}"
+  -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" "-DPTRAIN_CUDA_EXAMPLES=$cuda_examples" "${cuda_compile_only[@]}"
 cmake --build build -j "$jobs"
 
 failed=()
@@ -67,6 +72,7 @@ if ctest --test-dir build -N -R '^cuda/' | grep -q 'cuda/'; then
     echo "  compiled: $program${archs:+ (GPU code for $archs)}"
   done
   grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
+  [ "$cuda_examples" = all ] || echo "  the examples' CUDA builds compiled: $cuda_examples (PTRAIN_CUDA_EXAMPLES=all: every one)"
   not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | grep -v "Slurm" | sed 's/^package test: //' | awk '!seen[$0]++' || true)
   if [ -n "$not_run" ]; then
     echo "CUDA device tests NOT RUN: no CUDA device. These were compiled but could not run here (no GPU):"
