@@ -26,7 +26,7 @@ if [ "${areas[*]}" = all ]; then
 fi
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_BUILD_EXAMPLES=OFF \
-  -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O0 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS="$sanitize" \
+  -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O0 -g1 -DNDEBUG" -DPTRAIN_TEST_OPT_FLAGS= -DCMAKE_CXX_FLAGS="$sanitize" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 cmake --build build-sanitize -j "$jobs" --target "${areas[@]/#/test_}"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"

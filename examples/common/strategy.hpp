@@ -8,12 +8,12 @@
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
 //   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, --compression> instead of DataParallel
-//                                    (examples that compile sharding in: Sharding::with; MPI, on
-//                                    the CPU), also over the replicas of each --stages stage
+//                                    (examples that compile sharding in: Sharding::with; over NCCL
+//                                    in a CUDA build; on one rank too), also over the replicas of
+//                                    each --stages stage
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
 // shard says which part of each global batch this rank loads (its data-parallel replica).
 #include <string>
-#include <type_traits>
 
 #include <ptrain/mpi.hpp>
 
@@ -43,16 +43,16 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
                        0, 3);
 }
 
-// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression> over comm, an MpiComm, then the others
-// (a pipeline). Returns what train returns.
-template <class Comm, class Train>
+// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression, Backend> over comm (an MpiComm, or an
+// NcclComm in the CUDA builds), then the others (a pipeline). Returns what train returns.
+template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
 auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
   const auto stage = [&]<class Stage>(Stage) {
     using ptrain::Sharded;
     const std::string wire = cli.str("--compression");
-    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32>(comm), others...);
-    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16>(comm), others...);
-    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16>(comm), others...);
+    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32, Backend>(comm), others...);
+    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16, Backend>(comm), others...);
+    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16, Backend>(comm), others...);
     ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
   };
   if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
@@ -88,8 +88,8 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
         ptrain::check(!sharded || pipeline.replicas() > 1, "--shard with --stages ", stages, " on ", world.size(),
                       " ranks: each stage has one replica, and nothing to shard over; run more ranks than stages");
         if (pipeline.replicas() == 1) return train(shard, pipeline);
-        if constexpr (sharding == Sharding::with && std::is_same_v<Backend, ptrain::MpiAllreduce>) {
-          if (sharded) return with_sharded(cli, world, shard, train, pipeline);
+        if constexpr (sharding == Sharding::with) {
+          if (sharded) return with_sharded<Backend>(cli, world, shard, train, pipeline);
         }
         return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
       };
@@ -99,13 +99,11 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
       ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
     }
   }
-  if (world.size() == 1) return train(DataShard{});
   const DataShard shard{world.rank(), world.size()};
-  if constexpr (sharding == Sharding::with && std::is_same_v<Backend, ptrain::MpiAllreduce>) {
-    if (sharded) return with_sharded(cli, world, shard, train);
-  } else {
-    ptrain::check(!sharded, "--shard: Sharded runs over MPI on the CPU in this example (not over NCCL yet)");
+  if constexpr (sharding == Sharding::with) {
+    if (sharded) return with_sharded<Backend>(cli, world, shard, train);  // on one rank too, as ZeRO on one GPU
   }
+  if (world.size() == 1) return train(DataShard{});
   return with_data_parallel<Backend>(cli, world, shard, train);
 }
 

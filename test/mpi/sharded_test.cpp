@@ -8,7 +8,8 @@
 // only (1/N of their bytes, counted from the allocations); a checkpoint written on N ranks resumes
 // on 2, whose checkpoint resumes on 3 ranks, under Zero2 or Zero3, DataParallel and one process
 // alike (with MixedPrecision: its masters whole in the checkpoint); between uses a Zero3 rank holds
-// its own parameters only.
+// its own parameters only. In a data x pipeline grid each stage is sharded over its replicas, with
+// MixedPrecision too (each stage's masters kept once over its replicas).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -446,6 +447,77 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(shards_over_a_pipeline_stage_s_replicas_as_data_pa
   // Every stage's momentum buffers once over its replicas: the world's sum is the model's parameters.
   BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) == sum_over_ranks(world, data_parallel.state_tensors) /
                                                                  (world.size() == 4 ? 2.0 : 1.0));
+}
+
+// The grid above with MixedPrecision<Bf16> (the bf16 MLP of 12 equal layers, SGD + momentum on the
+// masters): Sharded over each stage's replicas ends with the weights of DataParallel over them, and
+// each stage's fp32 masters are kept once over its replicas (DataParallel: on every replica), the
+// masters of the other stages' parameters untouched. `held`: the bytes of this rank's masters of its
+// own stage's parameters, counted from their allocations.
+template <class Policy>
+Outcome grid_mixed_precision_run(MpiComm& world, std::int64_t& held, std::int64_t& whole, int& replicas) {
+  using P = Pipeline<4>;
+  P pipeline(world, {.stages = world.size() == 3 ? 3 : 2, .print_plan = false});
+  replicas = pipeline.replicas();
+  manual_seed(3);
+  auto net = std::make_shared<Sequential<ptrain::bfloat16>>();
+  for (int layer = 0; layer < 12; ++layer) {
+    net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
+    net->push_back(make<ReLU<ptrain::bfloat16>>());
+  }
+  Rng rng(5);
+  Tensor<ptrain::bfloat16> x({global_batch, 16});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<ptrain::bfloat16>(rng.normal());
+  std::vector<std::int64_t> y;
+  for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  using Amp = MixedPrecision<ptrain::Bf16>;
+  Amp mixed(*net);
+  whole = master_bytes(mixed.master_parameters()).values;
+  auto sgd = make_optimizer(mixed.master_parameters(), static_cast<std::shared_ptr<Sgd<float>>*>(nullptr));
+  Trainer<Sequential<ptrain::bfloat16>, Policy, P, Amp> trainer(
+      net, sgd, {.progress_bar = false, .print_epochs = false}, Policy(world, {.bucket_bytes = 512}), pipeline,
+      mixed);
+  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  for (int s = 0; s < steps; ++s)
+    trainer.train_step(x.slice(begin, begin + rows).clone(), {y.begin() + begin, y.begin() + begin + rows});
+  const auto& amp = trainer.template policy<Amp>();
+  std::vector<const void*> stage;
+  for (const auto& p : trainer.local_model().parameters()) stage.push_back(p.node().get());
+  const std::vector<const void*> sources = amp.master_sources();
+  StorageCensus mine;
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    if (std::ranges::find(stage, sources[i]) != stage.end()) mine.count(amp.master_parameters()[i].value());
+  held = mine.total();
+  gather_whole_model<Policy>(trainer);
+  Outcome outcome;
+  for (const auto& p : trainer.local_model().parameters()) {
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < p.numel(); ++i) w.push_back(static_cast<double>(p.value()[i]));
+    outcome.weights.push_back(w);
+  }
+  outcome.state_tensors = sgd->state().tensors.size();
+  return outcome;
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_shards_a_pipeline_stage_s_masters_over_its_replicas, Stage,
+                              Stages) {
+  MpiComm world(test::session());
+  std::int64_t held = 0, whole = 0;
+  int replicas = 0;
+  const Outcome data_parallel = grid_mixed_precision_run<DataParallelPolicy>(world, held, whole, replicas);
+  BOOST_TEST(sum_over_ranks(world, static_cast<std::size_t>(held)) == static_cast<double>(whole * replicas));
+  const Outcome sharded = grid_mixed_precision_run<Sharded<Stage>>(world, held, whole, replicas);
+  BOOST_TEST_MESSAGE("rank " << world.rank() << " keeps " << held << " bytes of its stage's masters (" << replicas
+                             << " replicas a stage, " << whole << " bytes of masters in the model)");
+  BOOST_TEST(sum_over_ranks(world, static_cast<std::size_t>(held)) == static_cast<double>(whole));
+  BOOST_REQUIRE_EQUAL(sharded.weights.size(), data_parallel.weights.size());
+  double largest_weight = 0;
+  for (const auto& w : data_parallel.weights)
+    for (double v : w) largest_weight = std::max(largest_weight, std::abs(v));
+  if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
+  else BOOST_TEST(max_difference(sharded, data_parallel) <= std::ldexp(largest_weight, -7));
+  BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) ==
+             sum_over_ranks(world, data_parallel.state_tensors) / replicas);
 }
 
 // Cpu::live_bytes() at its most as forward passes it.

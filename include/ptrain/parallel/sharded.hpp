@@ -42,7 +42,8 @@
 // parameters(), or MixedPrecision's masters of them). Beside a Pipeline (Trainer<Net, Sharded<...>,
 // Pipeline<M>>) it shards over the replicas of each stage, as DataParallel averages over them: the
 // partition is of the stage's parameters, which the optimizer over the whole model's parameters()
-// holds among the others (MixedPrecision's masters are not sharded under a pipeline yet).
+// holds among the others (or, with MixedPrecision, the masters of the stage's parameters among
+// the whole model's: the Trainer tells which model parameter each master copies).
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads. MixedPrecision's masters are made whole
@@ -160,12 +161,22 @@ class Sharded {
   CheckpointPart checkpoint_part() const { return data_parallel_.checkpoint_part(); }
 
   // Trainer point, once after setup: the parameters the optimizer steps (the model's, or
-  // MixedPrecision's masters), in the model's parameter order. Under a pipeline, the whole model's
-  // parameters, of which this stage's (found by identity) are partitioned over the stage's replicas.
+  // MixedPrecision's masters), in the model's parameter order, and of each the node of the model
+  // parameter it stands for (itself, or the one a master copies). Under a pipeline, the whole
+  // model's parameters (or their masters), of which this stage's, found by those nodes, are
+  // partitioned over the stage's replicas.
   template <class U, class D>
   void optimizer_parameters(const std::vector<Var<U, D>>& params) {
+    std::vector<const void*> sources;
+    for (const auto& p : params) sources.push_back(p.node().get());
+    optimizer_parameters(params, sources);
+  }
+  template <class U, class D>
+  void optimizer_parameters(const std::vector<Var<U, D>>& params, const std::vector<const void*>& sources) {
+    check(sources.size() == params.size(), "Sharded: ", sources.size(), " sources for the optimizer's ",
+          params.size(), " parameters");
     if (in_pipeline_) {
-      optimizer_owners_ = stage_owners(params);
+      optimizer_owners_ = stage_owners(sources);
     } else {
       bool same = params.size() == sizes_.size();
       for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].numel() == sizes_[i];
@@ -227,21 +238,20 @@ class Sharded {
   }
 
  private:
-  // The owner of each of the optimizer's parameters: this stage's keep theirs, the other stages'
-  // have none here (they get no gradient on this rank).
-  template <class U, class D>
-  std::vector<int> stage_owners(const std::vector<Var<U, D>>& params) const {
-    std::vector<int> owners(params.size(), -1);
+  // The owner of each of the optimizer's parameters, told by the model parameter it stands for:
+  // this stage's keep theirs, the other stages' have none here (they get no gradient on this rank).
+  std::vector<int> stage_owners(const std::vector<const void*>& sources) const {
+    std::vector<int> owners(sources.size(), -1);
     std::size_t found = 0;
-    for (std::size_t i = 0; i < params.size(); ++i)
+    for (std::size_t i = 0; i < sources.size(); ++i)
       for (std::size_t j = 0; j < nodes_.size(); ++j)
-        if (params[i].node().get() == nodes_[j]) {
+        if (sources[i] == nodes_[j]) {
           owners[i] = owners_[j];
           ++found;
         }
-    check(found == nodes_.size(), "Sharded: under a pipeline the optimizer must step the model's own parameters(), "
-          "this stage's ", nodes_.size(), " among them (", found, " found); MixedPrecision's masters are not "
-          "sharded over a stage's replicas yet");
+    check(found == nodes_.size(), "Sharded: under a pipeline the optimizer must step the model's own parameters() "
+          "or MixedPrecision's master_parameters() (the Trainer tells which model parameter each master copies), "
+          "this stage's ", nodes_.size(), " among them (", found, " found)");
     return owners;
   }
 

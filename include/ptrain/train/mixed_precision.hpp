@@ -84,6 +84,15 @@ class MixedPrecision {
   // What the optimizer steps: the fp32 copies of the 16-bit parameters, in the model's parameter
   // order, then the model's float parameters themselves.
   const std::vector<Var<float, D>>& master_parameters() const { return masters_; }
+  // Of each master, the node of the model parameter it stands for (a float parameter is its own):
+  // how a policy that knows the model's parameters (Sharded over a pipeline stage) finds their masters.
+  std::vector<const void*> master_sources() const {
+    std::vector<const void*> sources;
+    sources.reserve(masters_.size());
+    for (const auto& p : params_) sources.push_back(p.node().get());
+    for (std::size_t i = params_.size(); i < masters_.size(); ++i) sources.push_back(masters_[i].node().get());
+    return sources;
+  }
   double loss_scale() const { return scaler_.scale(); }
   const LossScaler& scaler() const { return scaler_; }
 

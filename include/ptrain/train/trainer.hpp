@@ -12,7 +12,9 @@
 //                                       optional: replaces forward + loss + backward (pipeline)
 //   evaluate_batch(model, inputs, targets, task, upload) optional: replaces an evaluation forward
 //   optimizer_parameters(params)        once, after setup: the optimizer's params() (Sharded steps
-//                                       only its part of them)
+//                                       only its part of them); or (params, sources) with the node
+//                                       of the model parameter each stands for (itself, or the one a
+//                                       policy's master copies: master_parameters(), master_sources())
 //   before_optimizer_step(model)->bool  wait for gradient reductions, sum shared copies, unscale;
 //                                       false skips the step (run in that order: the policies that
 //                                       average gradients, the pipeline, then the others)
@@ -52,6 +54,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -510,9 +513,29 @@ class Trainer {
                       "Trainer policy: optimizer_parameters must be callable as `void optimizer_parameters(const "
                       "std::vector<Var<U, D>>& params)` (the optimizer's params(); U: its scalar type); see "
                       "docs/policies.md");
-        p.optimizer_parameters(optimizer.params());
+        if constexpr (requires { p.optimizer_parameters(optimizer.params(), std::vector<const void*>{}); })
+          p.optimizer_parameters(optimizer.params(), parameter_sources(optimizer.params()));
+        else
+          p.optimizer_parameters(optimizer.params());
       }
     });
+  }
+  // Of each of the optimizer's parameters, the node of the model parameter it stands for: itself,
+  // or the one whose master it is (MixedPrecision).
+  template <class Params>
+  std::vector<const void*> parameter_sources(const Params& params) {
+    std::vector<const void*> sources;
+    for (const auto& p : params) sources.push_back(p.node().get());
+    for_each_policy([&]<class P>(P& p) {
+      if constexpr (requires { p.master_parameters(); p.master_sources(); }) {
+        std::map<const void*, const void*> source_of;
+        const std::vector<const void*> copied = p.master_sources();
+        for (std::size_t i = 0; i < copied.size(); ++i) source_of[p.master_parameters()[i].node().get()] = copied[i];
+        for (const void*& s : sources)
+          if (const auto found = source_of.find(s); found != source_of.end()) s = found->second;
+      }
+    });
+    return sources;
   }
 
   // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a
