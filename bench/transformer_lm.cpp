@@ -5,12 +5,15 @@
 // bench/torch_peer.hpp), and the ratio. One machine-readable line per figure:
 //   bench=transformer_lm impl=ptrain|pytorch threads=... median_ms=... tokens_per_sec=...
 //   bench=transformer_lm ratio_ptrain_over_pytorch=...
-// ptrain's line also splits its median step into forward, backward and clip + step.
+// ptrain's line also splits its median step into forward, backward and clip + step, and its timed
+// steps' mean by kernel family follows (core/op_profile.hpp; the rest is autograd and allocation):
+//   bench=transformer_lm family=... ms_per_step=...
 // usage: bench_transformer_lm [threads=2] [steps=10]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,10 @@ int main(int argc, char** argv) {
   Sgd<float> sgd(model.parameters(), {.lr = 5.0});
 
   std::vector<double> total, forward, backward_pass, step;
+  OpProfile profile;
   for (int i = 0; i < warmup + steps; ++i) {
+    std::optional<OpProfileScope> profiling;
+    if (i >= warmup) profiling.emplace(profile);
     const auto start = Clock::now();
     model.zero_grad();
     const Var<float> loss = cross_entropy(reshape(model(Var<float>(tokens)), {-1, ntoken}), targets);
@@ -77,6 +83,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(nlayers), static_cast<long long>(nhead), static_cast<long long>(bptt),
               static_cast<long long>(batch), 1e3 * median(total), ours, 1e3 * median(forward),
               1e3 * median(backward_pass), 1e3 * median(step));
+  double total_ms = 0;
+  for (double t : total) total_ms += 1e3 * t / steps;
+  for (const auto& [family, time] : profile.families())
+    std::printf("bench=transformer_lm family=%s ms_per_step=%.1f\n", family.c_str(), time.self_us / 1e3 / steps);
+  std::printf("bench=transformer_lm family=autograd_and_allocation ms_per_step=%.1f\n",
+              total_ms - profile.self_us() / 1e3 / steps);
   std::fflush(stdout);
 
   char args[256];
