@@ -30,13 +30,13 @@ Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> array_of(const T* p, std::i
 }  // namespace detail
 
 namespace detail {
-// body(begin, end) over [0, n) cut into one contiguous range per thread (one range when n is
-// small). Each range is a loop of its own over values it owns, so it vectorises: the same loop
+// body(begin, end) over [0, n) cut into one contiguous range per thread (one range when the
+// n x item_cost elements are few). Each range is a loop of its own over values it owns, so it vectorises: the same loop
 // inside `omp parallel for` reads the functor through the region's shared data on every
 // iteration, which stops GCC vectorising it (dropout's hash ran scalar so).
 template <class Body>
-void parallel_ranges(std::int64_t n, Body body) {
-  if (n < parallel_threshold) {
+void parallel_ranges(std::int64_t n, Body body, std::int64_t item_cost = 1) {
+  if (n * item_cost < parallel_threshold || n < 2) {
     body(std::int64_t{0}, n);
     return;
   }
