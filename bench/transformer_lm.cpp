@@ -23,6 +23,9 @@
 
 #include "torch_peer.hpp"
 
+// OpenBLAS names the kernels it chose for this CPU (OPENBLAS_CORETYPE overrides its choice).
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(nlayers), static_cast<long long>(nhead), static_cast<long long>(bptt),
               static_cast<long long>(batch), 1e3 * median(total), ours, 1e3 * median(forward),
               1e3 * median(backward_pass), 1e3 * median(step));
+  std::printf("bench=transformer_lm blas_core=%s\n", openblas_get_corename ? openblas_get_corename() : "not_openblas");
   double total_ms = 0;
   for (double t : total) total_ms += 1e3 * t / steps;
   for (const auto& [family, time] : profile.families())
