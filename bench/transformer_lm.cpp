@@ -21,6 +21,7 @@
 #include <ptrain/ptrain.hpp>
 #include <ptrain/train/clip_grad_norm.hpp>
 
+#include "op_breakdown.hpp"
 #include "torch_peer.hpp"
 
 // OpenBLAS names the kernels it chose for this CPU (OPENBLAS_CORETYPE overrides its choice).
@@ -87,12 +88,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(batch), 1e3 * median(total), ours, 1e3 * median(forward),
               1e3 * median(backward_pass), 1e3 * median(step));
   std::printf("bench=transformer_lm blas_core=%s\n", openblas_get_corename ? openblas_get_corename() : "not_openblas");
-  double total_ms = 0;
-  for (double t : total) total_ms += 1e3 * t / steps;
-  for (const auto& [family, time] : profile.families())
-    std::printf("bench=transformer_lm family=%s ms_per_step=%.1f\n", family.c_str(), time.self_us / 1e3 / steps);
-  std::printf("bench=transformer_lm family=autograd_and_allocation ms_per_step=%.1f\n",
-              total_ms - profile.self_us() / 1e3 / steps);
+  bench::print_op_breakdown("transformer_lm", profile, total);
   std::fflush(stdout);
 
   char args[256];
