@@ -24,6 +24,7 @@
 #include <ptrain/ptrain.hpp>
 #include <ptrain/train/albert_pretraining.hpp>
 
+#include "op_breakdown.hpp"
 #include "torch_peer.hpp"
 
 namespace {
@@ -84,12 +85,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(config.num_attention_heads), static_cast<long long>(config.intermediate_size),
               static_cast<long long>(batch), static_cast<long long>(length),
               static_cast<long long>(model.parameter_count()), 1e3 * median(times), ours);
-  double total_ms = 0;
-  for (double t : times) total_ms += 1e3 * t / steps;
-  for (const auto& [family, time] : profile.families())
-    std::printf("bench=albert_pretrain family=%s ms_per_step=%.1f\n", family.c_str(), time.self_us / 1e3 / steps);
-  std::printf("bench=albert_pretrain family=autograd_and_allocation ms_per_step=%.1f\n",
-              total_ms - profile.self_us() / 1e3 / steps);
+  bench::print_op_breakdown("albert_pretrain", profile, times);
   std::fflush(stdout);
 
   char args[256];

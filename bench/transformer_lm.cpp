@@ -5,12 +5,15 @@
 // bench/torch_peer.hpp), and the ratio. One machine-readable line per figure:
 //   bench=transformer_lm impl=ptrain|pytorch threads=... median_ms=... tokens_per_sec=...
 //   bench=transformer_lm ratio_ptrain_over_pytorch=...
-// ptrain's line also splits its median step into forward, backward and clip + step.
+// ptrain's line also splits its median step into forward, backward and clip + step, and its timed
+// steps' mean by kernel family follows (core/op_profile.hpp; the rest is autograd and allocation):
+//   bench=transformer_lm family=... ms_per_step=...
 // usage: bench_transformer_lm [threads=2] [steps=10]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,11 @@
 #include <ptrain/ptrain.hpp>
 #include <ptrain/train/clip_grad_norm.hpp>
 
+#include "op_breakdown.hpp"
 #include "torch_peer.hpp"
+
+// OpenBLAS names the kernels it chose for this CPU (OPENBLAS_CORETYPE overrides its choice).
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace {
 
@@ -51,7 +58,10 @@ int main(int argc, char** argv) {
   Sgd<float> sgd(model.parameters(), {.lr = 5.0});
 
   std::vector<double> total, forward, backward_pass, step;
+  OpProfile profile;
   for (int i = 0; i < warmup + steps; ++i) {
+    std::optional<OpProfileScope> profiling;
+    if (i >= warmup) profiling.emplace(profile);
     const auto start = Clock::now();
     model.zero_grad();
     const Var<float> loss = cross_entropy(reshape(model(Var<float>(tokens)), {-1, ntoken}), targets);
@@ -77,6 +87,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(nlayers), static_cast<long long>(nhead), static_cast<long long>(bptt),
               static_cast<long long>(batch), 1e3 * median(total), ours, 1e3 * median(forward),
               1e3 * median(backward_pass), 1e3 * median(step));
+  std::printf("bench=transformer_lm blas_core=%s\n", openblas_get_corename ? openblas_get_corename() : "not_openblas");
+  bench::print_op_breakdown("transformer_lm", profile, total);
   std::fflush(stdout);
 
   char args[256];

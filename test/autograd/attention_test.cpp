@@ -10,6 +10,7 @@
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/attention.hpp>
 #include <ptrain/autograd/ops/narrow.hpp>
+#include <ptrain/autograd/ops/shape.hpp>
 
 #include "../common/typed_devices.hpp"
 
@@ -90,6 +91,72 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(attention_matches_finite_differences_and_the_cpu, 
         return scaled_dot_product_attention(v[0], v[1], v[2], o);
       },
       qkv);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(packed_heads_attention_matches_finite_differences_and_the_cpu, D, test::Devices) {
+  // 2 heads of 3 features: q [L 3, N 2, E 6], k and v [S 4, N 2, E 6] (batch_first: N first)
+  for (const bool batch_first : {false, true}) {
+    const Shape q_shape = batch_first ? Shape{2, 3, 6} : Shape{3, 2, 6}, kv_shape = batch_first ? Shape{2, 4, 6} : Shape{4, 2, 6};
+    const std::vector<Tensor<double>> qkv{random_tensor(q_shape, 11), random_tensor(kv_shape, 12),
+                                          random_tensor(kv_shape, 13)};
+    test::check_op<D>([&](const auto& v) { return packed_heads_attention(v[0], v[1], v[2], 2, batch_first); }, qkv);
+    // a padding mask against the scores [N, heads, L, S], a custom scale, dropout on the weights
+    const Tensor<double> padding = Tensor<double>::from({2, 1, 1, 4}, {0, 0, 0, -inf, -inf, 0, 0, 0});
+    test::check_op<D>(
+        [&](const auto& v) {
+          Rng rng(14);
+          auto o = options_for(v);
+          o.attn_mask = mask_like(v, padding);
+          o.is_causal = true;
+          o.scale = 0.6;
+          o.dropout_p = 0.3;
+          o.rng = &rng;
+          return packed_heads_attention(v[0], v[1], v[2], 2, batch_first, o);
+        },
+        qkv);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(packed_heads_attention_is_attention_over_the_permuted_heads) {
+  // [L 5, N 3, E 8] as 4 heads of 2: against scaled_dot_product_attention on [N, heads, L, 2],
+  // dropout included (the weights, and so their dropout mask, have the same shape in both)
+  const std::int64_t l = 5, s = 4, n = 3, heads = 4, hd = 2;
+  Var<double> q(random_tensor({l, n, heads * hd}, 15)), k(random_tensor({s, n, heads * hd}, 16)),
+      v(random_tensor({s, n, heads * hd}, 17));
+  const auto heads_of = [&](const Var<double>& x, std::int64_t length) {
+    return permute(reshape(x, Shape{length, n, heads, hd}), {1, 2, 0, 3});
+  };
+  for (const double dropout_p : {0.0, 0.4}) {
+    Rng packed_rng(18), permuted_rng(18);
+    AttentionOptions<double, Cpu> packed, permuted;
+    packed.is_causal = permuted.is_causal = true;
+    packed.dropout_p = permuted.dropout_p = dropout_p;
+    packed.rng = &packed_rng;
+    permuted.rng = &permuted_rng;
+    const Tensor<double> want = reshape(permute(scaled_dot_product_attention(heads_of(q, l), heads_of(k, s),
+                                                                             heads_of(v, s), permuted),
+                                                {2, 0, 1, 3}),
+                                        {l, n, heads * hd})
+                                    .value();
+    const Tensor<double> got = packed_heads_attention(q, k, v, heads, false, packed).value();
+    BOOST_TEST(test::relative_difference(got, want) <= 1e-14);
+  }
+  // the batch-first form of the same numbers
+  const auto batch_first = [](const Var<double>& x) { return permute(x, {1, 0, 2}); };
+  const Tensor<double> seq_first = packed_heads_attention(q, k, v, heads, false).value();
+  const Tensor<double> got = packed_heads_attention(batch_first(q), batch_first(k), batch_first(v), heads, true).value();
+  BOOST_TEST(test::relative_difference(permute(Var<double>(got), {1, 0, 2}).value(), seq_first) <= 1e-14);
+}
+
+BOOST_AUTO_TEST_CASE(packed_heads_attention_refuses_shapes_that_do_not_split_into_heads) {
+  Var<double> q(random_tensor({3, 2, 6}, 19)), k(random_tensor({4, 2, 6}, 20));
+  const std::string heads = test::error_message([&] { packed_heads_attention(q, k, k, 4, false); });
+  BOOST_TEST(heads.find("query of shape [3, 2, 6] (expected [length, N, E] with E a multiple of 4 heads)") !=
+                 std::string::npos,
+             heads);
+  Var<double> other_batch(random_tensor({4, 3, 6}, 21));
+  const std::string batch = test::error_message([&] { packed_heads_attention(q, other_batch, other_batch, 2, false); });
+  BOOST_TEST(batch.find("expected the same batch and E") != std::string::npos, batch);
 }
 
 BOOST_AUTO_TEST_CASE(attention_masks_mean_what_they_say) {

@@ -129,4 +129,36 @@ BOOST_AUTO_TEST_CASE(empty_cache_returns_free_blocks_and_keeps_live_ones) {
   a.deallocate(live);
 }
 
+BOOST_AUTO_TEST_CASE(a_bounded_cache_releases_what_would_exceed_its_bound) {
+  CountingMalloc::reset();
+  Allocator a(3000);
+  void* first = a.allocate(2048);
+  void* second = a.allocate(1024);
+  void* third = a.allocate(512);
+  a.deallocate(first);
+  a.deallocate(second);  // 2048 + 1024 > 3000: released, not cached
+  a.deallocate(third);
+  BOOST_TEST(CountingMalloc::releases == 1);
+  BOOST_TEST(a.stats().cached_bytes == 2048u + 512u);
+  BOOST_TEST(a.allocate(2048) == first);  // the cached ones are still reused
+  BOOST_TEST(a.stats().cache_hits == 1u);
+  a.set_max_cached_bytes(0);  // the free 512 bytes go back at once
+  BOOST_TEST(CountingMalloc::releases == 2);
+  BOOST_TEST(a.stats().cached_bytes == 0u);
+  a.deallocate(first);
+  BOOST_TEST(CountingMalloc::releases == 3);
+  BOOST_TEST(CountingMalloc::held == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(lowering_the_bound_releases_the_largest_blocks_first) {
+  CountingMalloc::reset();
+  Allocator a;
+  std::vector<void*> blocks{a.allocate(512), a.allocate(4096), a.allocate(1024)};
+  for (void* p : blocks) a.deallocate(p);
+  a.set_max_cached_bytes(2000);
+  BOOST_TEST(a.max_cached_bytes() == 2000u);
+  BOOST_TEST(CountingMalloc::releases == 1);
+  BOOST_TEST(a.stats().cached_bytes == 512u + 1024u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,44 @@ void check_type(const char* type) {
   check_layout<T>({3, 9, 2}, type, 40.0);  // exp overflows without the max
 }
 
+// The masked softmax of attention: x [batch 8, heads 4, queries 35, keys 35] (enough rows for every thread) under a causal
+// mask [35, 35] broadcast to it (so every row has a masked tail), with one query row masked
+// everywhere by a second mask: the CPU kernel against the indexed algorithm.
+template <class T>
+void check_masked(const char* type) {
+  BOOST_TEST_CONTEXT(type << " masked softmax") {
+    const std::int64_t batch = 8, heads = 4, length = 35, rows = batch * heads * length;
+    const Shape x_shape{batch, heads, length, length}, mask_shape{length, length};
+    const auto x = uniform_values<T>(rows * length, 13, -3, 3);
+    std::vector<T> mask(static_cast<std::size_t>(length * length));
+    const T minus_inf = static_cast<T>(-std::numeric_limits<float>::infinity());
+    for (std::int64_t q = 0; q < length; ++q)
+      for (std::int64_t k = 0; k < length; ++k) mask[q * length + k] = k <= q ? T(0.5 * (k % 3)) : minus_inf;
+    for (std::int64_t k = 0; k < length; ++k) mask[7 * length + k] = minus_inf;  // query 7 sees nothing
+    const kernels::BroadcastIndex mask_at(mask_shape, x_shape, "test");
+    std::vector<T> want(x.size()), got(x.size());
+    kernels::indexed::masked_softmax_forward(HostExecutor{}, x.data(), mask.data(), mask_at, want.data(), rows, length);
+    kernels::masked_softmax_forward(x.data(), mask.data(), mask_at, got.data(), rows, length);
+    expect_close(got, want, reduction_tolerance<T>, "masked softmax");
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t q = r % length;
+      for (std::int64_t k = 0; k < length; ++k) {
+        const double value = static_cast<double>(got[static_cast<std::size_t>(r * length + k)]);
+        if (k > q || q == 7) BOOST_TEST(value == 0.0, "row " << r << " key " << k << " is masked: " << value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(softmax_kernels_test)
+
+BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_indexed_algorithm_and_zeroes_masked_terms) {
+  check_masked<double>("double");
+  check_masked<float>("float");
+  check_masked<ptrain::half>("half");
+}
 
 BOOST_AUTO_TEST_CASE(double_matches_cpu) { check_type<double>("double"); }
 BOOST_AUTO_TEST_CASE(float_matches_cpu) { check_type<float>("float"); }

@@ -4,7 +4,8 @@
 // calling the raw allocator (and cudaFree's device-wide synchronisation) after the first one.
 // As PyTorch's, sizes round up (512-byte steps below 1 MiB, 2 MiB steps above) and a cached
 // block is reused for a request it exceeds by at most a quarter. When the raw allocator runs out,
-// the cache is released and the request retried once.
+// the cache is released and the request retried once. The cache may be bounded: a freed block that
+// would take the cached bytes over max_cached_bytes goes straight back to the raw allocator.
 //
 // Raw: static void* allocate(std::size_t bytes) (nullptr when out of memory, throws on other
 // errors) and static void release(void* p, std::size_t bytes) (must not throw).
@@ -15,6 +16,7 @@
 // (NcclComm and the pinned uploader do this).
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -38,7 +40,9 @@ class CachingAllocator {
   static constexpr std::size_t large_threshold = std::size_t(1) << 20;
   static constexpr std::size_t large_step = std::size_t(2) << 20;
 
-  CachingAllocator() = default;
+  static constexpr std::size_t unbounded = SIZE_MAX;
+
+  explicit CachingAllocator(std::size_t max_cached_bytes = unbounded) : max_cached_bytes_(max_cached_bytes) {}
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
   ~CachingAllocator() { empty_cache(); }
@@ -77,11 +81,34 @@ class CachingAllocator {
     std::lock_guard lock(mutex_);
     const auto it = live_.find(p);
     if (it == live_.end()) return false;
-    stats_.in_use_bytes -= it->second;
-    stats_.cached_bytes += it->second;
-    free_.emplace(it->second, p);
+    const std::size_t size = it->second;
+    stats_.in_use_bytes -= size;
     live_.erase(it);
+    if (size > max_cached_bytes_ - stats_.cached_bytes) {
+      Raw::release(p, size);
+      block_size_.erase(p);
+      return true;
+    }
+    stats_.cached_bytes += size;
+    free_.emplace(size, p);
     return true;
+  }
+
+  // Bounds the cache from now on (blocks over the new bound are released, largest first).
+  void set_max_cached_bytes(std::size_t bytes) noexcept {
+    std::lock_guard lock(mutex_);
+    max_cached_bytes_ = bytes;
+    while (stats_.cached_bytes > max_cached_bytes_) {
+      const auto largest = std::prev(free_.end());
+      Raw::release(largest->second, largest->first);
+      block_size_.erase(largest->second);
+      stats_.cached_bytes -= largest->first;
+      free_.erase(largest);
+    }
+  }
+  std::size_t max_cached_bytes() const {
+    std::lock_guard lock(mutex_);
+    return max_cached_bytes_;
   }
 
   // Hands every cached block back to the raw allocator (blocks in use stay).
@@ -118,6 +145,7 @@ class CachingAllocator {
   std::multimap<std::size_t, void*> free_;           // cached blocks by size
   std::unordered_map<void*, std::size_t> live_;      // handed-out blocks
   std::unordered_map<void*, std::size_t> block_size_;  // every block we own
+  std::size_t max_cached_bytes_;
   AllocatorStats stats_;
 };
 

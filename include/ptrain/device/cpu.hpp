@@ -2,6 +2,12 @@
 // The host device: 64-byte aligned allocations (full AVX-512 lines), memcpy copies, and a count
 // of the bytes of tensor storage alive (what a pipeline stage's activations are measured with),
 // with its high-water mark since the last reset_peak_live_bytes().
+//
+// Blocks of cached_min_bytes and more come from a CachingAllocator: a training step allocates the
+// same large sizes every iteration (an LM's 80 MB of logits), and a fresh block from malloc is a
+// fresh mmap whose every page faults on first touch. Freed blocks are kept, up to
+// cache_limit_bytes() (1 GiB unless set_cache_limit_bytes says otherwise; none under ASan), and empty_cache()
+// hands them back. live_bytes() stays the bytes asked of the device: the cache's own are apart.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +15,7 @@
 #include <cstring>
 #include <new>
 
+#include "ptrain/device/caching_allocator.hpp"
 #include "ptrain/device/threads.hpp"
 
 namespace ptrain {
@@ -17,16 +24,33 @@ namespace kernels {
 struct CpuExecutor;  // kernels/executor.hpp
 }
 
+namespace detail {
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool under_address_sanitizer = true;
+#elif defined(__has_feature)
+inline constexpr bool under_address_sanitizer = __has_feature(address_sanitizer);
+#else
+inline constexpr bool under_address_sanitizer = false;
+#endif
+
+// aligned_alloc / free for Cpu's cache: out of memory is nullptr.
+struct AlignedHostMemory {
+  static void* allocate(std::size_t bytes) { return std::aligned_alloc(64, bytes); }
+  static void release(void* p, std::size_t) noexcept { std::free(p); }
+};
+}  // namespace detail
+
 struct Cpu {
   static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t cached_min_bytes = std::size_t(64) << 10;
   static constexpr const char* name = "cpu";
   using executor = kernels::CpuExecutor;
 
   template <class T>
   static T* allocate(std::size_t count) {
     if (count == 0) return nullptr;
-    const std::size_t bytes = (count * sizeof(T) + alignment - 1) / alignment * alignment;
-    void* p = std::aligned_alloc(alignment, bytes);
+    const std::size_t bytes = block_bytes(count * sizeof(T));
+    void* p = bytes >= cached_min_bytes ? cache().allocate(bytes) : std::aligned_alloc(alignment, bytes);
     if (!p) throw std::bad_alloc();
     const auto added = static_cast<std::int64_t>(count * sizeof(T));
     const std::int64_t live = live_bytes_.fetch_add(added, std::memory_order_relaxed) + added;
@@ -37,12 +61,19 @@ struct Cpu {
   }
   template <class T>
   static void deallocate(T* p, std::size_t count) {
-    if (p) live_bytes_.fetch_sub(static_cast<std::int64_t>(count * sizeof(T)), std::memory_order_relaxed);
-    std::free(p);
+    if (!p) return;
+    live_bytes_.fetch_sub(static_cast<std::int64_t>(count * sizeof(T)), std::memory_order_relaxed);
+    if (block_bytes(count * sizeof(T)) >= cached_min_bytes) cache().deallocate(p);
+    else std::free(p);
   }
   static std::int64_t live_bytes() { return live_bytes_.load(std::memory_order_relaxed); }
   static std::int64_t peak_live_bytes() { return peak_live_bytes_.load(std::memory_order_relaxed); }
   static void reset_peak_live_bytes() { peak_live_bytes_.store(live_bytes(), std::memory_order_relaxed); }
+  // The cache of large blocks: its counts, its bound, and handing its free blocks back.
+  static AllocatorStats cache_stats() { return cache().stats(); }
+  static std::size_t cache_limit_bytes() { return cache().max_cached_bytes(); }
+  static void set_cache_limit_bytes(std::size_t bytes) { cache().set_max_cached_bytes(bytes); }
+  static void empty_cache() { cache().empty_cache(); }
   template <class T>
   static void copy_to_host(T* host_dst, const T* src, std::size_t count) {
     if (count) std::memcpy(host_dst, src, count * sizeof(T));
@@ -62,6 +93,14 @@ struct Cpu {
   static int threads() { return num_threads(); }
 
  private:
+  static std::size_t block_bytes(std::size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
+  using Cache = CachingAllocator<detail::AlignedHostMemory>;
+  // Never destroyed: tensors of static storage may free their blocks after main. Under
+  // AddressSanitizer nothing is cached, so that a use after free is still reported.
+  static Cache& cache() {
+    static Cache* const instance = new Cache(detail::under_address_sanitizer ? 0 : std::size_t(1) << 30);
+    return *instance;
+  }
   static inline std::atomic<std::int64_t> live_bytes_{0};
   static inline std::atomic<std::int64_t> peak_live_bytes_{0};
 };

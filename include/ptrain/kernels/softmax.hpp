@@ -1,7 +1,7 @@
 #pragma once
 // The dispatch points of softmax and log_softmax (autograd/ops/activation.hpp), the executor
 // first: CpuExecutor reaches kernels/cpu/softmax.hpp, any other executor the row reductions of
-// kernels/indexed/softmax.hpp. The masked softmax of attention has only the indexed algorithm.
+// kernels/indexed/softmax.hpp; the masked softmax of attention likewise.
 #include "ptrain/core/op_profile.hpp"
 #include "ptrain/kernels/cpu/softmax.hpp"
 #include "ptrain/kernels/executor.hpp"
@@ -31,6 +31,16 @@ void softmax_backward(const Ex& ex, const T* y, const T* gy, T* gx, const Reduct
 }
 
 // y = softmax(x + mask) over rows of length n, a row masked everywhere giving zeros.
-using indexed::masked_softmax_forward;
+template <class T>
+void masked_softmax_forward(const CpuExecutor&, const T* x, const T* mask, const BroadcastIndex& mask_at, T* y,
+                            std::int64_t rows, std::int64_t n) {
+  ProfiledOp profiled("softmax");
+  masked_softmax_forward(x, mask, mask_at, y, rows, n);
+}
+template <class Ex, class T>
+void masked_softmax_forward(const Ex& ex, const T* x, const T* mask, const BroadcastIndex& mask_at, T* y,
+                            std::int64_t rows, std::int64_t n) {
+  indexed::masked_softmax_forward(ex, x, mask, mask_at, y, rows, n);
+}
 
 }  // namespace ptrain::kernels

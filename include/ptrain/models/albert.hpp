@@ -257,9 +257,8 @@ class AlbertAttention : public Module<T, D> {
     options.attn_mask = padding;
     options.dropout_p = this->is_training() ? attention_dropout_ : 0.0;
     options.rng = rng_;
-    auto context = scaled_dot_product_attention(heads_of((*query)(h)), heads_of((*key)(h)), heads_of((*value)(h)),
-                                                options);  // [N, heads, S, hd]
-    context = reshape(permute(context, {0, 2, 1, 3}), h.shape());
+    const auto q = (*query)(h), k = (*key)(h), v = (*value)(h);
+    const auto context = packed_heads_attention(q, k, v, heads_, true, options);  // [N, S, H]
     return (*LayerNorm)(h + (*output_dropout)((*dense)(context)));
   }
 
@@ -268,11 +267,6 @@ class AlbertAttention : public Module<T, D> {
   std::shared_ptr<ptrain::LayerNorm<T, D>> LayerNorm;
 
  private:
-  // [N, S, H] -> [N, heads, S, H / heads]
-  Var<T, D> heads_of(const Var<T, D>& x) const {
-    return permute(reshape(x, Shape{x.size(0), x.size(1), heads_, x.size(2) / heads_}), {0, 2, 1, 3});
-  }
-
   std::int64_t heads_;
   double attention_dropout_;
   Rng* rng_;

@@ -70,17 +70,13 @@ class MultiheadAttention : public Module<T, D> {
     check(key.size(batch_dim) == query.size(batch_dim), "MultiheadAttention: query batch ", query.size(batch_dim),
           " and key batch ", key.size(batch_dim), " differ");
     const std::int64_t n = query.size(batch_dim), l = query.size(1 - batch_dim), s = key.size(1 - batch_dim);
-    auto q = heads_of(project(query, 0), n, l);
-    auto k = heads_of(project(key, 1), n, s);
-    auto v = heads_of(project(value, 2), n, s);
     AttentionOptions<T, D> options;
     options.attn_mask = scores_mask(masks, n, l, s);
     options.is_causal = masks.is_causal;
     options.dropout_p = this->is_training() ? dropout_ : 0.0;
     options.rng = rng_;
-    auto o = scaled_dot_product_attention(q, k, v, options);  // [N, H, L, hd]
-    o = batch_first_ ? permute(o, {0, 2, 1, 3}) : permute(o, {2, 0, 1, 3});
-    return (*out_proj)(reshape(o, query.shape()));
+    const auto q = project(query, 0), k = project(key, 1), v = project(value, 2);
+    return (*out_proj)(packed_heads_attention(q, k, v, heads_, batch_first_, options));
   }
 
   Var<T, D> in_proj_weight, in_proj_bias;
@@ -92,12 +88,6 @@ class MultiheadAttention : public Module<T, D> {
     const auto w = narrow(in_proj_weight, 0, which * embed_dim_, embed_dim_);
     const auto b = in_proj_bias.defined() ? narrow(in_proj_bias, 0, which * embed_dim_, embed_dim_) : Var<T, D>();
     return reshape(linear(reshape(x, {-1, embed_dim_}), w, b), x.shape());
-  }
-  // [L, N, E] (or [N, L, E]) -> [N, heads, L, head_dim].
-  Var<T, D> heads_of(const Var<T, D>& x, std::int64_t n, std::int64_t length) {
-    const std::int64_t hd = embed_dim_ / heads_;
-    if (batch_first_) return permute(reshape(x, Shape{n, length, heads_, hd}), {0, 2, 1, 3});
-    return permute(reshape(x, Shape{length, n, heads_, hd}), {1, 2, 0, 3});
   }
   // The masks as one additive tensor broadcasting against scores [N, heads, L, S].
   Tensor<T, D> scores_mask(const AttentionMasks<T, D>& masks, std::int64_t n, std::int64_t l, std::int64_t s) const {

@@ -1,7 +1,8 @@
 #pragma once
 // Attention on any device: softmax under an additive mask, the masks attention uses, and
 // scaled_dot_product_attention as torch.nn.functional's, composed of bmm (autograd/ops/linear.hpp),
-// masked_softmax and dropout (autograd/ops/dropout.hpp), so its backward is theirs.
+// masked_softmax and dropout (autograd/ops/dropout.hpp), so its backward is theirs; and
+// packed_heads_attention, the same over the heads of packed [L, N, E] projections in place.
 //
 // Masks are additive, of type T: 0 where a query may attend to a key, -inf where it may not (the
 // float masks PyTorch accepts; causal_mask is nn.Transformer.generate_square_subsequent_mask). A
@@ -106,6 +107,20 @@ struct AttentionOptions {
   Rng* rng = nullptr;              // the dropout's generator; null: global_rng()
 };
 
+namespace detail {
+// softmax(scores + mask) with dropout on the weights, as options say (the scale already applied).
+template <class T, Device D>
+Var<T, D> attention_weights(const Var<T, D>& scores, std::int64_t queries, std::int64_t keys,
+                            const AttentionOptions<T, D>& options) {
+  Tensor<T, D> mask = options.attn_mask;
+  if (options.is_causal) mask = combine_masks(mask, causal_mask<T, D>(queries, keys));
+  Var<T, D> weights = mask.defined() ? masked_softmax(scores, mask) : softmax(scores, -1);
+  if (options.dropout_p > 0.0)
+    weights = dropout(weights, options.dropout_p, true, options.rng ? *options.rng : global_rng());
+  return weights;
+}
+}  // namespace detail
+
 // softmax(q k^T * scale + mask) v with dropout on the weights: q [batch..., L, E], k [batch..., S, E],
 // v [batch..., S, Ev] -> [batch..., L, Ev], the batch extents equal.
 template <class T, Device D>
@@ -117,13 +132,114 @@ Var<T, D> scaled_dot_product_attention(const Var<T, D>& q, const Var<T, D>& k, c
   check(k.size(rank - 2) == v.size(rank - 2), "scaled_dot_product_attention: ", k.size(rank - 2), " keys but ",
         v.size(rank - 2), " values");
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(rank - 1))));
-  Var<T, D> scores = ptrain::scale(bmm(q, k, false, true), static_cast<T>(scale));
-  Tensor<T, D> mask = options.attn_mask;
-  if (options.is_causal) mask = combine_masks(mask, causal_mask<T, D>(q.size(rank - 2), k.size(rank - 2)));
-  Var<T, D> weights = mask.defined() ? masked_softmax(scores, mask) : softmax(scores, -1);
-  if (options.dropout_p > 0.0)
-    weights = dropout(weights, options.dropout_p, true, options.rng ? *options.rng : global_rng());
-  return bmm(weights, v);
+  const Var<T, D> scores = ptrain::scale(bmm(q, k, false, true), static_cast<T>(scale));
+  return bmm(detail::attention_weights(scores, q.size(rank - 2), k.size(rank - 2), options), v);
+}
+
+namespace detail {
+// The heads of a packed projection, [length, batch, E] (or batch_first [batch, length, E]) with
+// E = heads x head_dim: head h of sequence n is the [length, head_dim] matrix at offset(n * heads + h)
+// with row stride ld(), so a GEMM reads and writes it in place (no permute to [batch, heads, ...]).
+struct PackedHeads {
+  std::int64_t batch, heads, length, head_dim;
+  bool batch_first;
+  std::int64_t embed() const { return heads * head_dim; }
+  std::int64_t ld() const { return batch_first ? embed() : batch * embed(); }
+  std::int64_t offset(std::int64_t matrix) const {
+    const std::int64_t n = matrix / heads, h = matrix % heads;
+    return (batch_first ? n * length * embed() : n * embed()) + h * head_dim;
+  }
+  Shape shape() const { return batch_first ? Shape{batch, length, embed()} : Shape{length, batch, embed()}; }
+};
+
+inline PackedHeads packed_heads(const Shape& x, std::int64_t heads, bool batch_first, const char* what) {
+  check(x.rank() == 3 && heads > 0 && x[2] % heads == 0, "packed_heads_attention: ", what, " of shape ", x,
+        " (expected ", batch_first ? "[N, length, E]" : "[length, N, E]", " with E a multiple of ", heads,
+        " heads)");
+  return {batch_first ? x[0] : x[1], heads, batch_first ? x[1] : x[0], x[2] / heads, batch_first};
+}
+
+// scores [N, heads, L, S] = scale * q_h k_h^T for each head of q and k.
+template <class T, Device D>
+Var<T, D> packed_head_scores(const Var<T, D>& q, const Var<T, D>& k, const PackedHeads& qh, const PackedHeads& kh,
+                             T scale) {
+  const std::int64_t matrices = qh.batch * qh.heads, l = qh.length, s = kh.length, hd = qh.head_dim;
+  Tensor<T, D> y({qh.batch, qh.heads, l, s});
+  const kernels::executor_for<D> ex;
+  for (std::int64_t i = 0; i < matrices; ++i)
+    ex.template gemm<T>(false, true, l, s, hd, scale, q.value().data() + qh.offset(i), qh.ld(),
+                        k.value().data() + kh.offset(i), kh.ld(), 0, y.data() + i * l * s, s);
+  return make_var<T, D>(std::move(y), {q, k}, "packed_head_scores", [qh, kh, scale](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
+    const std::int64_t matrices = qh.batch * qh.heads, l = qh.length, s = kh.length, hd = qh.head_dim;
+    const T* gy = self.grad.data();
+    if (self.input_needs_grad(0)) {  // gq_h = scale * gy_h k_h
+      Tensor<T, D> gq(qh.shape());
+      for (std::int64_t i = 0; i < matrices; ++i)
+        ex.template gemm<T>(false, false, l, hd, s, scale, gy + i * l * s, s, self.inputs[1]->value.data() + kh.offset(i),
+                            kh.ld(), 0, gq.data() + qh.offset(i), qh.ld());
+      self.inputs[0]->accumulate(std::move(gq));
+    }
+    if (self.input_needs_grad(1)) {  // gk_h = scale * gy_h^T q_h
+      Tensor<T, D> gk(kh.shape());
+      for (std::int64_t i = 0; i < matrices; ++i)
+        ex.template gemm<T>(true, false, s, hd, l, scale, gy + i * l * s, s, self.inputs[0]->value.data() + qh.offset(i),
+                            qh.ld(), 0, gk.data() + kh.offset(i), kh.ld());
+      self.inputs[1]->accumulate(std::move(gk));
+    }
+  });
+}
+
+// The packed output [L, N, E] (or [N, L, E]) whose head h is weights_h v_h: weights [N, heads, L, S].
+template <class T, Device D>
+Var<T, D> packed_head_outputs(const Var<T, D>& weights, const Var<T, D>& v, const PackedHeads& oh,
+                              const PackedHeads& vh) {
+  const std::int64_t matrices = oh.batch * oh.heads, l = oh.length, s = vh.length, hd = oh.head_dim;
+  Tensor<T, D> y(oh.shape());
+  const kernels::executor_for<D> ex;
+  for (std::int64_t i = 0; i < matrices; ++i)
+    ex.template gemm<T>(false, false, l, hd, s, 1, weights.value().data() + i * l * s, s, v.value().data() + vh.offset(i),
+                        vh.ld(), 0, y.data() + oh.offset(i), oh.ld());
+  return make_var<T, D>(std::move(y), {weights, v}, "packed_head_outputs", [oh, vh](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
+    const std::int64_t matrices = oh.batch * oh.heads, l = oh.length, s = vh.length, hd = oh.head_dim;
+    const T* gy = self.grad.data();
+    if (self.input_needs_grad(0)) {  // gw_h = gy_h v_h^T
+      Tensor<T, D> gw(self.inputs[0]->value.shape());
+      for (std::int64_t i = 0; i < matrices; ++i)
+        ex.template gemm<T>(false, true, l, s, hd, 1, gy + oh.offset(i), oh.ld(), self.inputs[1]->value.data() + vh.offset(i),
+                            vh.ld(), 0, gw.data() + i * l * s, s);
+      self.inputs[0]->accumulate(std::move(gw));
+    }
+    if (self.input_needs_grad(1)) {  // gv_h = w_h^T gy_h
+      Tensor<T, D> gv(vh.shape());
+      for (std::int64_t i = 0; i < matrices; ++i)
+        ex.template gemm<T>(true, false, s, hd, l, 1, self.inputs[0]->value.data() + i * l * s, s, gy + oh.offset(i),
+                            oh.ld(), 0, gv.data() + vh.offset(i), vh.ld());
+      self.inputs[1]->accumulate(std::move(gv));
+    }
+  });
+}
+}  // namespace detail
+
+// Multi-head attention over packed projections, as nn.MultiheadAttention computes it between its
+// input and output projections: q [L, N, E], k [S, N, E], v [S, N, E] (batch_first: [N, L, E], ...),
+// E = heads x head_dim, each head attending over its own head_dim columns -> [L, N, E] (or
+// [N, L, E]). The same as scaled_dot_product_attention on the heads permuted to [N, heads, L, hd]
+// and the result permuted back, without the permutes: each head's GEMMs read and write it in place.
+// options.attn_mask broadcasts against the scores [N, heads, L, S]; the scale defaults to
+// 1 / sqrt(head_dim).
+template <class T, Device D>
+Var<T, D> packed_heads_attention(const Var<T, D>& q, const Var<T, D>& k, const Var<T, D>& v, std::int64_t heads,
+                                 bool batch_first, const AttentionOptions<T, D>& options = {}) {
+  const detail::PackedHeads qh = detail::packed_heads(q.shape(), heads, batch_first, "query");
+  const detail::PackedHeads kh = detail::packed_heads(k.shape(), heads, batch_first, "key");
+  check(k.shape() == v.shape() && kh.batch == qh.batch && kh.head_dim == qh.head_dim,
+        "packed_heads_attention: query ", q.shape(), ", key ", k.shape(), ", value ", v.shape(),
+        " (expected the same batch and E, key and value of one shape)");
+  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(qh.head_dim)));
+  const Var<T, D> scores = detail::packed_head_scores(q, k, qh, kh, static_cast<T>(scale));
+  return detail::packed_head_outputs(detail::attention_weights(scores, qh.length, kh.length, options), v, qh, kh);
 }
 
 }  // namespace ptrain

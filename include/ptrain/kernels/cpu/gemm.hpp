@@ -1,8 +1,9 @@
 #pragma once
 // Row-major GEMM: C = alpha * op(A) * op(B) + beta * C. OpenBLAS through CBLAS when the build
 // found it (PTRAIN_HAS_CBLAS; about 1.6x Eigen's own GEMM on two cores here), Eigen otherwise.
-// Large products are split by rows (or columns) of C over the OpenMP threads, each running a
-// single-threaded GEMM; inside a parallel region the call stays on its thread.
+// Large products are split by rows or columns of C (whichever shares the smaller operand) over
+// the OpenMP threads, each running a single-threaded GEMM; inside a parallel region the call
+// stays on its thread.
 // half and bfloat16 operands are widened to float and multiplied by the float GEMM, so products
 // accumulate in float (as tensor cores do) and C is rounded once (see widen.hpp).
 #include <algorithm>
@@ -98,8 +99,11 @@ void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
 #endif
   constexpr std::int64_t min_rows = 32;  // below this a slice's GEMM loses more than threads gain
   const bool big = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= 1e6;
-  const bool by_rows = m >= threads * min_rows;
-  if (threads < 2 || !big || (!by_rows && n < threads * min_rows)) {
+  // Each slice packs the whole of the operand it shares: split rows (sharing B, k x n) where B is
+  // the smaller, columns (sharing A, m x k) where A is (an LM decoder's [700, 28782] output).
+  const bool rows_fit = m >= threads * min_rows, columns_fit = n >= threads * min_rows;
+  const bool by_rows = rows_fit && (n <= m || !columns_fit);
+  if (threads < 2 || !big || (!rows_fit && !columns_fit)) {
     detail::gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }

@@ -4,12 +4,15 @@
 // row on contiguous Eigen maps; otherwise each [n, inner] block is swept row by row with
 // per-column running maxima and sums, so every pass reads memory contiguously.
 // half and bfloat16 are computed in float (widen.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include <Eigen/Core>
 
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
@@ -122,6 +125,36 @@ void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, b
       }
     }
   }
+}
+
+// y = softmax(x + mask) over rows of length n, mask broadcast to x [rows, n] by mask_at; a row
+// masked everywhere gives zeros (attention's masked softmax). A row's terms are gathered once into
+// a buffer in accumulate_t<T>, then exponentiated and scaled as Eigen arrays (vectorised); masked
+// terms are set to exactly 0, not to the vectorised exp's tiny value of -inf.
+template <class T>
+void masked_softmax_forward(const T* x, const T* mask, const BroadcastIndex& mask_at, T* y, std::int64_t rows,
+                            std::int64_t n) {
+  using A = accumulate_t<T>;
+  constexpr A minus_inf = -std::numeric_limits<A>::infinity();
+  detail::parallel_ranges(
+      rows,
+      [=, &mask_at](std::int64_t begin, std::int64_t end) {
+        detail::Vec<A> z(n);
+        for (std::int64_t r = begin; r < end; ++r) {
+          const std::int64_t base = r * n;
+          for (std::int64_t j = 0; j < n; ++j)
+            z[j] = static_cast<A>(x[base + j]) + static_cast<A>(mask[mask_at(base + j)]);
+          const A max = z.maxCoeff();
+          if (max == minus_inf) {
+            std::fill(y + base, y + base + n, T(0));
+            continue;
+          }
+          z = (z == minus_inf).select(A(0), (z - max).exp());
+          const A inverse = A(1) / z.sum();
+          for (std::int64_t j = 0; j < n; ++j) y[base + j] = static_cast<T>(z[j] * inverse);
+        }
+      },
+      n);
 }
 
 // The 16-bit types: the float kernels on widened copies, the result rounded once.

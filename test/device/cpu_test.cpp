@@ -1,0 +1,70 @@
+// Cpu's memory: large blocks come back from its cache after a free, small ones and the live-byte
+// counts are as before, and the cache keeps to its bound and empties on request.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+
+#include <ptrain/device/cpu.hpp>
+
+using ptrain::Cpu;
+
+namespace {
+
+// Restores the cache's bound when a test that changed it ends.
+struct CacheLimitGuard {
+  std::size_t saved = Cpu::cache_limit_bytes();
+  ~CacheLimitGuard() { Cpu::set_cache_limit_bytes(saved); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cpu_test)
+
+BOOST_AUTO_TEST_CASE(a_freed_large_block_serves_the_next_request_of_its_size) {
+  if (ptrain::detail::under_address_sanitizer) {
+    BOOST_TEST(Cpu::cache_limit_bytes() == 0u);  // nothing cached, so ASan sees every use after free
+    return;
+  }
+  constexpr std::size_t floats = 1 << 20;  // 4 MiB
+  float* first = Cpu::allocate<float>(floats);
+  first[floats - 1] = 1;
+  Cpu::deallocate(first, floats);
+  const auto before = Cpu::cache_stats();
+  float* second = Cpu::allocate<float>(floats);
+  BOOST_TEST(second == first);
+  BOOST_TEST(Cpu::cache_stats().cache_hits == before.cache_hits + 1);
+  BOOST_TEST(Cpu::cache_stats().raw_allocations == before.raw_allocations);
+  BOOST_TEST(reinterpret_cast<std::uintptr_t>(second) % Cpu::alignment == 0u);
+  Cpu::deallocate(second, floats);
+}
+
+BOOST_AUTO_TEST_CASE(live_bytes_count_what_was_asked_not_what_the_cache_holds) {
+  const std::int64_t live = Cpu::live_bytes();
+  constexpr std::size_t floats = 100001;  // 400,004 bytes: cached, in a block rounded to 512
+  float* p = Cpu::allocate<float>(floats);
+  BOOST_TEST(Cpu::live_bytes() - live == 400004);
+  Cpu::deallocate(p, floats);
+  BOOST_TEST(Cpu::live_bytes() == live);
+  char* small = Cpu::allocate<char>(100);  // below cached_min_bytes: straight from malloc
+  BOOST_TEST(Cpu::live_bytes() - live == 100);
+  BOOST_TEST(reinterpret_cast<std::uintptr_t>(small) % Cpu::alignment == 0u);
+  Cpu::deallocate(small, 100);
+  BOOST_TEST(Cpu::live_bytes() == live);
+}
+
+BOOST_AUTO_TEST_CASE(the_cache_keeps_to_its_bound_and_empties_on_request) {
+  CacheLimitGuard guard;
+  Cpu::set_cache_limit_bytes(std::size_t(3) << 20);
+  BOOST_TEST(Cpu::cache_stats().cached_bytes <= std::size_t(3) << 20);
+  constexpr std::size_t floats = std::size_t(1) << 20;  // 4 MiB each: over the bound
+  float* a = Cpu::allocate<float>(floats);
+  Cpu::deallocate(a, floats);
+  BOOST_TEST(Cpu::cache_stats().cached_bytes <= std::size_t(3) << 20);
+  float* b = Cpu::allocate<float>(floats / 8);  // 512 KiB: within it, cached
+  Cpu::deallocate(b, floats / 8);
+  if (!ptrain::detail::under_address_sanitizer) BOOST_TEST(Cpu::cache_stats().cached_bytes >= std::size_t(512) << 10);
+  Cpu::empty_cache();
+  BOOST_TEST(Cpu::cache_stats().cached_bytes == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
