@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -7,7 +8,6 @@
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/arithmetic.hpp>
 #include <ptrain/autograd/ops/batch_norm.hpp>
-#include <ptrain/nn/batch_norm.hpp>
 
 #include "../common/typed_devices.hpp"
 
@@ -126,29 +126,35 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_residual_of_another_shape_is_an_error, D, test::
              message);
 }
 
-// BatchNorm2d::forward_relu is the fused op with the module's statistics and batch count; with a
-// forward hook it runs unfused, so the hook sees the batch norm's own output.
-BOOST_AUTO_TEST_CASE(batch_norm_module_fuses_unless_hooked) {
-  const Tensor<float> xt = tensor_cast<float>(random_tensor({4, 3, 5, 5}, 60, -2, 3));
-  const Tensor<float> rt = tensor_cast<float>(random_tensor({4, 3, 5, 5}, 61));
-  BatchNorm2d<float> fused_bn(3), plain_bn(3);
-  const Var<float> y = fused_bn.forward_relu(Var<float>(xt), Var<float>(rt));
-  const Var<float> want = relu(add(plain_bn.forward(Var<float>(xt)), Var<float>(rt)));
-  BOOST_TEST(std::string(y.node()->op) == "batch_norm_add_relu");
-  BOOST_TEST(relative_difference(y.value(), want.value()) <= 1e-6);
-  BOOST_TEST(relative_difference(fused_bn.running_var, plain_bn.running_var) <= 1e-6);
-  BOOST_TEST(fused_bn.num_batches_tracked[0] == 1.0f);
-
-  double hook_min = 0;
-  fused_bn.set_forward_hook([&](const Var<float>& out) {
-    hook_min = out.value()[0];
-    for (std::int64_t i = 0; i < out.numel(); ++i) hook_min = std::min(hook_min, double(out.value()[i]));
-    return out;
-  });
-  const Var<float> hooked = fused_bn.forward_relu(Var<float>(xt));
-  BOOST_TEST(std::string(hooked.node()->op) == "relu");
-  BOOST_TEST(hook_min < 0);  // the batch norm's output, before relu
-  BOOST_TEST(fused_bn.num_batches_tracked[0] == 2.0f);
+// With a sync hook over a world of one (nothing to sum) the fused ops take the synchronised path,
+// whose backward masks the gradient first: the same values, gradients and statistics as without.
+BOOST_AUTO_TEST_CASE_TEMPLATE(synchronised_fused_ops_over_one_replica_are_the_local_ones, D, test::Devices) {
+  const BatchNormSync alone = [](std::span<double>) {};
+  for (bool with_residual : {false, true}) {
+    BOOST_TEST_CONTEXT("residual " << with_residual) {
+      const Shape shape{4, 3, 3, 2};
+      const auto inputs = fused_inputs(shape, with_residual, 80);
+      Tensor<double, D> m1 = on_device<D>(Tensor<double>::zeros({3})), v1 = on_device<D>(Tensor<double>::ones({3}));
+      Tensor<double, D> m2 = m1.clone(), v2 = v1.clone();
+      std::vector<Var<double, D>> a, b;
+      for (const Tensor<double>& t : inputs) {
+        a.emplace_back(on_device<D>(t.clone()), true);
+        b.emplace_back(on_device<D>(t.clone()), true);
+      }
+      const Var<double, D> ya = with_residual
+                                    ? batch_norm_add_relu(a[0], a[3], a[1], a[2], m1, v1, true, 0.2, 1e-5, alone)
+                                    : batch_norm_relu(a[0], a[1], a[2], m1, v1, true, 0.2, 1e-5, alone);
+      const Var<double, D> yb = fused(b, m2, v2, true);
+      BOOST_TEST(relative_difference(ya.value().template to<Cpu>(), yb.value().template to<Cpu>()) <= 1e-12);
+      backward(ya, on_device<D>(random_tensor(shape, 81)));
+      backward(yb, on_device<D>(random_tensor(shape, 81)));
+      for (std::size_t i = 0; i < a.size(); ++i)
+        BOOST_TEST(relative_difference(a[i].grad().template to<Cpu>(), b[i].grad().template to<Cpu>()) <= 1e-12,
+                   "gradient of input " << i);
+      BOOST_TEST(relative_difference(m1.template to<Cpu>(), m2.template to<Cpu>()) <= 1e-12);
+      BOOST_TEST(relative_difference(v1.template to<Cpu>(), v2.template to<Cpu>()) <= 1e-12);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
