@@ -152,13 +152,7 @@ void channel_backward_input(const T* x, const T* gy, const ChannelLayout& l, std
   const T a = static_cast<T>(on_gy), b = static_cast<T>(on_x), d = static_cast<T>(constant);
   for_each_run(l, c, [&](auto view) { view(gx) = view(gy) * a + view(x) * b + d; });
 }
-}  // namespace detail
 
-// Backward given the statistics the forward normalised with. Writes sum_gy[c] = sum(gy) and
-// sum_gy_xhat[c] = sum(gy * (x - mean) * invstd) (the bias and weight gradients), and, when gx is
-// not null, gx = w * invstd * (gy - [mean(gy) + xhat * mean(gy * xhat)]), the bracket only in
-// training (where the statistics depend on x).
-namespace detail {
 // batch_norm_backward over channel c (gx may be gy itself: each element is read before written).
 template <class T>
 void channel_backward(const T* x, const T* gy, const ChannelLayout& l, std::int64_t c, const T* weight,
@@ -174,6 +168,10 @@ void channel_backward(const T* x, const T* gy, const ChannelLayout& l, std::int6
 }
 }  // namespace detail
 
+// Backward given the statistics the forward normalised with. Writes sum_gy[c] = sum(gy) and
+// sum_gy_xhat[c] = sum(gy * (x - mean) * invstd) (the bias and weight gradients), and, when gx is
+// not null, gx = w * invstd * (gy - [mean(gy) + xhat * mean(gy * xhat)]), the bracket only in
+// training (where the statistics depend on x).
 template <class T>
 void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
                          const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
