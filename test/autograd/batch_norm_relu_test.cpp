@@ -157,4 +157,31 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(synchronised_fused_ops_over_one_replica_are_the_lo
   }
 }
 
+// x, weight, bias and residual in half (the CPU widens to float, the indexed kernels accumulate
+// in float): the float op's output, gradients and running statistics from the same values within
+// 1e-2 of the largest magnitude (half's rounding of the results; no value of this input lies
+// within half's rounding of relu's kink).
+BOOST_AUTO_TEST_CASE_TEMPLATE(half_fused_op_follows_the_float_op, D, test::Devices) {
+  const Shape shape{4, 3, 5, 5};
+  std::vector<Var<half, D>> h;
+  std::vector<Var<float, D>> f;
+  for (const Tensor<double>& t : fused_inputs(shape, true, 90)) {
+    h.emplace_back(on_device<D>(tensor_cast<half>(t)), true);
+    f.emplace_back(on_device<D>(tensor_cast<float>(tensor_cast<half>(t))), true);
+  }
+  Tensor<half, D> half_mean = on_device<D>(Tensor<half>::zeros({3})), half_var = on_device<D>(Tensor<half>::ones({3}));
+  Tensor<float, D> mean = on_device<D>(Tensor<float>::zeros({3})), var = on_device<D>(Tensor<float>::ones({3}));
+  const Var<half, D> yh = fused(h, half_mean, half_var, true);
+  const Var<float, D> yf = fused(f, mean, var, true);
+  const auto widened = [](const Tensor<half, D>& t) { return tensor_cast<float>(t.template to<Cpu>()); };
+  BOOST_TEST(relative_difference(widened(yh.value()), yf.value().template to<Cpu>()) <= 1e-2);
+  const Tensor<double> gy = random_tensor(shape, 91);
+  backward(yh, on_device<D>(tensor_cast<half>(gy)));
+  backward(yf, on_device<D>(tensor_cast<float>(tensor_cast<half>(gy))));
+  for (std::size_t i = 0; i < h.size(); ++i)
+    BOOST_TEST(relative_difference(widened(h[i].grad()), f[i].grad().template to<Cpu>()) <= 1e-2,
+               "gradient of input " << i);
+  BOOST_TEST(relative_difference(widened(half_var), var.template to<Cpu>()) <= 1e-2);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
