@@ -106,18 +106,23 @@ BOOST_AUTO_TEST_CASE(a_residual_network_matches_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(a_residual_step_in_float_matches_the_cpu) {
-  // The step the CUDA check runs on Var<float, Cuda>, here on HostEmulated.
+  // The steps the CUDA check runs on Var<float, Cuda>, here on HostEmulated: the unfused network,
+  // then the one with batch norm fused with relu and the residual add, both against the unfused CPU.
   std::vector<Tensor<float>> inputs;
   for (const auto& t : test::residual_net_inputs({4, 3, 9, 7}, 5, 4, 120)) inputs.push_back(tensor_cast<float>(t));
   const std::vector<std::int64_t> targets{3, 0, 1, 2};
   const auto cpu = test::residual_step<float, Cpu>(inputs, targets);
-  const auto emulated = test::residual_step<float, HostEmulated>(inputs, targets);
-  BOOST_TEST(relative_difference(emulated.loss, cpu.loss) <= 1e-5);
-  BOOST_REQUIRE_EQUAL(emulated.grads.size(), 9u);
-  for (std::size_t i = 0; i < cpu.grads.size(); ++i)
-    BOOST_TEST(relative_difference(emulated.grads[i], cpu.grads[i]) <= 1e-5, "gradient of input " << i);
-  for (std::size_t i = 0; i < cpu.running.size(); ++i)
-    BOOST_TEST(relative_difference(emulated.running[i], cpu.running[i]) <= 1e-5, "running statistic " << i);
+  for (bool fused : {false, true}) {
+    BOOST_TEST_CONTEXT("fused " << fused) {
+      const auto emulated = test::residual_step<float, HostEmulated>(inputs, targets, fused);
+      BOOST_TEST(relative_difference(emulated.loss, cpu.loss) <= 1e-5);
+      BOOST_REQUIRE_EQUAL(emulated.grads.size(), 9u);
+      for (std::size_t i = 0; i < cpu.grads.size(); ++i)
+        BOOST_TEST(relative_difference(emulated.grads[i], cpu.grads[i]) <= 1e-5, "gradient of input " << i);
+      for (std::size_t i = 0; i < cpu.running.size(); ++i)
+        BOOST_TEST(relative_difference(emulated.running[i], cpu.running[i]) <= 1e-5, "running statistic " << i);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

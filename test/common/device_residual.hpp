@@ -2,7 +2,8 @@
 // A residual block with ResNet's stem and head on any device: conv-bn-relu-maxpool, conv-bn plus
 // the shortcut, relu, global average pool, flatten, linear, cross_entropy, batch norm training.
 // The tests compare HostEmulated (and the CUDA check Cuda) with the CPU. The caller includes the
-// device's ops (autograd/ops/*).
+// device's ops (autograd/ops/*). fused: the same network with batch_norm_relu and
+// batch_norm_add_relu in place of batch norm, (add and) relu.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,12 +24,17 @@ namespace ptrain::test {
 // v: x [N, C, H, W], conv1 [F, C, 3, 3], bn1 weight and bias [F], conv2 [F, F, 3, 3], bn2 weight
 // and bias [F], fc weight [classes, F] and bias; running: the two batch norms' mean and var.
 template <class V, class Running>
-V residual_net(const std::vector<V>& v, std::vector<Running>& running, std::span<const std::int64_t> targets) {
+V residual_net(const std::vector<V>& v, std::vector<Running>& running, std::span<const std::int64_t> targets,
+               bool fused = false) {
   const auto same = Conv2dOptions::square(1, 1);
-  V h = batch_norm(conv2d(v[0], v[1], V(), same), v[2], v[3], running[0], running[1], true);
-  h = max_pool2d(relu(h), 3, 2, 1);
-  V r = batch_norm(conv2d(h, v[4], V(), same), v[5], v[6], running[2], running[3], true);
-  V pooled = flatten(adaptive_avg_pool2d(relu(add(r, h)), 1, 1));
+  const V c1 = conv2d(v[0], v[1], V(), same);
+  V h = fused ? batch_norm_relu(c1, v[2], v[3], running[0], running[1], true)
+              : relu(batch_norm(c1, v[2], v[3], running[0], running[1], true));
+  h = max_pool2d(h, 3, 2, 1);
+  const V c2 = conv2d(h, v[4], V(), same);
+  V out = fused ? batch_norm_add_relu(c2, h, v[5], v[6], running[2], running[3], true)
+                : relu(add(batch_norm(c2, v[5], v[6], running[2], running[3], true), h));
+  V pooled = flatten(adaptive_avg_pool2d(out, 1, 1));
   return cross_entropy(linear(pooled, v[7], v[8]), targets);
 }
 
@@ -63,11 +69,12 @@ struct ResidualStep {
 };
 
 template <class T, class D>
-ResidualStep<T> residual_step(const std::vector<Tensor<T>>& inputs, std::span<const std::int64_t> targets) {
+ResidualStep<T> residual_step(const std::vector<Tensor<T>>& inputs, std::span<const std::int64_t> targets,
+                              bool fused = false) {
   std::vector<Var<T, D>> vars;
   for (const auto& t : inputs) vars.emplace_back(t.template to<D>(), true);
   auto running = fresh_running_statistics<T, D>(inputs[2].numel());
-  const Var<T, D> loss = residual_net(vars, running, targets);
+  const Var<T, D> loss = residual_net(vars, running, targets, fused);
   backward(loss);
   ResidualStep<T> step{loss.value().template to<Cpu>(), {}, {}};
   for (const auto& v : vars) step.grads.push_back(v.grad().template to<Cpu>());

@@ -3,7 +3,9 @@
 // The passes over x (statistics, normalisation, backward) reach kernels/cpu/batch_norm.hpp for
 // CpuExecutor and kernels/indexed/batch_norm.hpp for any other executor; the per-channel steps
 // (invstd, running statistics, affine gradients) have no tuned CPU kernel and run the indexed
-// ones on every executor. The double arrays are in the executor's memory.
+// ones on every executor. The double arrays are in the executor's memory. The forwards take an
+// optional residual and relu, and batch_norm_relu_backward is their backward: batch norm + (add +)
+// relu fused (autograd/ops/batch_norm.hpp's batch_norm_relu).
 #include <cstdint>
 
 #include "ptrain/core/op_profile.hpp"
@@ -16,26 +18,30 @@ namespace ptrain::kernels {
 
 template <class T>
 void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                 double eps, T* y, double* mean, double* var) {
+                                 double eps, T* y, double* mean, double* var, const T* residual = nullptr,
+                                 bool relu = false) {
   ProfiledOp profiled("batch_norm_forward");
-  batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var);
+  batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var, residual, relu);
 }
 template <class Ex, class T>
 void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                 double eps, T* y, double* mean, double* var) {
-  indexed::batch_norm_forward_training(ex, x, l, weight, bias, eps, y, mean, var);
+                                 double eps, T* y, double* mean, double* var, const T* residual = nullptr,
+                                 bool relu = false) {
+  indexed::batch_norm_forward_training(ex, x, l, weight, bias, eps, y, mean, var, residual, relu);
 }
 
 template <class T>
 void batch_norm_forward_inference(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight,
-                                  const T* bias, const double* mean, const double* invstd, T* y) {
+                                  const T* bias, const double* mean, const double* invstd, T* y,
+                                  const T* residual = nullptr, bool relu = false) {
   ProfiledOp profiled("batch_norm_forward");
-  batch_norm_forward_inference(x, l, weight, bias, mean, invstd, y);
+  batch_norm_forward_inference(x, l, weight, bias, mean, invstd, y, residual, relu);
 }
 template <class Ex, class T>
 void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                  const double* mean, const double* invstd, T* y) {
-  indexed::batch_norm_forward_inference(ex, x, l, weight, bias, mean, invstd, y);
+                                  const double* mean, const double* invstd, T* y, const T* residual = nullptr,
+                                  bool relu = false) {
+  indexed::batch_norm_forward_inference(ex, x, l, weight, bias, mean, invstd, y, residual, relu);
 }
 
 template <class T>
@@ -50,6 +56,21 @@ void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLay
                          const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
                          double* sum_gy_xhat) {
   indexed::batch_norm_backward(ex, x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
+}
+
+template <class T>
+void batch_norm_relu_backward(const CpuExecutor&, const T* x, const T* y, const T* gy, const ChannelLayout& l,
+                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
+  ProfiledOp profiled("batch_norm_backward");
+  batch_norm_relu_backward(x, y, gy, l, weight, mean, invstd, training, gx, grad_residual, sum_gy, sum_gy_xhat);
+}
+template <class Ex, class T>
+void batch_norm_relu_backward(const Ex& ex, const T* x, const T* y, const T* gy, const ChannelLayout& l,
+                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
+  indexed::batch_norm_relu_backward(ex, x, y, gy, l, weight, mean, invstd, training, gx, grad_residual, sum_gy,
+                                    sum_gy_xhat);
 }
 
 template <class T>

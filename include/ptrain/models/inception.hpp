@@ -27,7 +27,7 @@ class BasicConv2d : public Module<T, D> {
                   [init_std](Tensor<T>& w) { init::trunc_normal(w, 0.0, init_std, -2.0, 2.0); });
     bn_ = this->register_module("bn", make<BatchNorm2d<T, D>>(out, 0.001));
   }
-  Var<T, D> forward(const Var<T, D>& x) override { return relu(bn_->forward(conv_->forward(x))); }
+  Var<T, D> forward(const Var<T, D>& x) override { return bn_->forward_relu(conv_->forward(x)); }
 
  private:
   std::shared_ptr<Conv2d<T, D>> conv_;

@@ -1,8 +1,9 @@
 #pragma once
 // ResNet-18/34/50 as torchvision builds them (same parameter names, shapes and order), with an
 // optional CIFAR stem (3x3 stride-1 conv, no max-pool). The network is a Sequential of its
-// torchvision children (plus a parameter-free flatten), so a pipeline can cut it. On any device D
-// with the ops ResNet needs (Cpu, HostEmulated, Cuda): resnet50<half, Cuda>().
+// torchvision children (plus a parameter-free flatten), so a pipeline can cut it. Each block's
+// batch norms run fused with the relu (and residual add) after them (BatchNorm2d::forward_relu).
+// On any device D with the ops ResNet needs (Cpu, HostEmulated, Cuda): resnet50<half, Cuda>().
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,9 +50,8 @@ class BasicBlock : public Module<T, D> {
                             detail::resnet_conv<T, D>(in, planes, 1, stride), make<BatchNorm2d<T, D>>(planes)}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    Var<T, D> out = relu(bn1_->forward(conv1_->forward(x)));
-    out = bn2_->forward(conv2_->forward(out));
-    return relu(add(out, downsample_ ? downsample_->forward(x) : x));
+    const Var<T, D> out = bn1_->forward_relu(conv1_->forward(x));
+    return bn2_->forward_relu(conv2_->forward(out), downsample_ ? downsample_->forward(x) : x);
   }
 
  private:
@@ -78,10 +78,9 @@ class Bottleneck : public Module<T, D> {
                             make<BatchNorm2d<T, D>>(planes * expansion)}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    Var<T, D> out = relu(bn1_->forward(conv1_->forward(x)));
-    out = relu(bn2_->forward(conv2_->forward(out)));
-    out = bn3_->forward(conv3_->forward(out));
-    return relu(add(out, downsample_ ? downsample_->forward(x) : x));
+    Var<T, D> out = bn1_->forward_relu(conv1_->forward(x));
+    out = bn2_->forward_relu(conv2_->forward(out));
+    return bn3_->forward_relu(conv3_->forward(out), downsample_ ? downsample_->forward(x) : x);
   }
 
  private:

@@ -1,7 +1,10 @@
 #pragma once
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
+#include "ptrain/autograd/ops/activation.hpp"
+#include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/batch_norm.hpp"
 #include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
@@ -35,11 +38,25 @@ class BatchNorm2d : public Module<T, D> {
     num_batches_tracked = this->register_statistics_buffer("num_batches_tracked", Tensor<S>::zeros({}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    const bool batch_statistics = this->is_training() && !frozen_;
-    if (batch_statistics)
-      kernels::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
-                   kernels::AddConstant{1.0});
-    return batch_norm(x, weight, bias, running_mean, running_var, batch_statistics, momentum_, eps_, sync_);
+    return batch_norm(x, weight, bias, running_mean, running_var, count_batch(), momentum_, eps_, sync_);
+  }
+
+  // relu(forward(x) + residual), the residual when defined, as one fused op (batch_norm_relu,
+  // batch_norm_add_relu) with the same statistics and updates. A forward hook sees this layer's
+  // own output, so a hooked layer runs unfused through operator(); so does a 16-bit model, whose
+  // float weight the fused op does not take.
+  Var<T, D> forward_relu(const Var<T, D>& x, const Var<T, D>& residual = {}) {
+    if constexpr (std::is_same_v<S, T>) {
+      if (!this->has_forward_hook()) {
+        const bool batch_statistics = count_batch();
+        return residual.defined() ? batch_norm_add_relu(x, residual, weight, bias, running_mean, running_var,
+                                                        batch_statistics, momentum_, eps_, sync_)
+                                  : batch_norm_relu(x, weight, bias, running_mean, running_var, batch_statistics,
+                                                    momentum_, eps_, sync_);
+      }
+    }
+    const Var<T, D> y = (*this)(x);
+    return relu(residual.defined() ? add(y, residual) : y);
   }
 
   // torchvision.ops.FrozenBatchNorm2d: normalises with the running statistics in training too and
@@ -61,6 +78,15 @@ class BatchNorm2d : public Module<T, D> {
   Tensor<S, D> running_mean, running_var, num_batches_tracked;
 
  private:
+  // Whether this forward normalises by batch statistics; if so, counts the batch as BatchNorm2d does.
+  bool count_batch() {
+    const bool batch_statistics = this->is_training() && !frozen_;
+    if (batch_statistics)
+      kernels::map(kernels::executor_for<D>{}, num_batches_tracked.data(), num_batches_tracked.data(), 1,
+                   kernels::AddConstant{1.0});
+    return batch_statistics;
+  }
+
   double eps_, momentum_;
   BatchNormSync sync_;
   bool frozen_ = false;

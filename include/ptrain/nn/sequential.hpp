@@ -2,7 +2,8 @@
 // Sequential: children run in order (through their call operator, so their forward hooks run),
 // named "0", "1", ... unless given names. Pipeline parallelism cuts a model at these children,
 // and Sharded<Zero3> gathers and frees their parameters around each one's forward
-// (run_children_through).
+// (run_children_through). A BatchNorm2d followed by a ReLU runs as one fused op
+// (BatchNorm2d::forward_relu) unless either is hooked or a policy runs the children.
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -11,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/nn/batch_norm.hpp"
+#include "ptrain/nn/layers.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -37,8 +40,14 @@ class Sequential : public Module<T, D> {
   Var<T, D> forward(const Var<T, D>& x) override {
     Var<T, D> h = x;
     const auto& layers = this->children();
-    for (std::size_t i = 0; i < layers.size(); ++i)
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (auto* bn = batch_norm_before_relu(i)) {
+        h = bn->forward_relu(h);
+        ++i;  // the ReLU ran inside
+        continue;
+      }
       h = runner_ ? runner_(i, *layers[i].second, h) : (*layers[i].second)(h);
+    }
     return h;
   }
 
@@ -58,6 +67,18 @@ class Sequential : public Module<T, D> {
   const ModulePtr& operator[](std::size_t i) const { return this->children().at(i).second; }
 
  private:
+  // Child i when it is a BatchNorm2d and child i + 1 a ReLU that may run as one op: neither hooked
+  // (a hook sees its own module's output) and no runner (it wraps each child on its own).
+  BatchNorm2d<T, D>* batch_norm_before_relu(std::size_t i) const {
+    const auto& layers = this->children();
+    if (runner_ || i + 1 >= layers.size()) return nullptr;
+    auto* bn = dynamic_cast<BatchNorm2d<T, D>*>(layers[i].second.get());
+    const Module<T, D>& next = *layers[i + 1].second;
+    if (!bn || bn->has_forward_hook() || next.has_forward_hook() || !dynamic_cast<const ReLU<T, D>*>(&next))
+      return nullptr;
+    return bn;
+  }
+
   ChildRunner runner_;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // Device checks: the device-generic spatial ops (conv2d, batch_norm with running statistics,
 // relu, max_pool2d, add, adaptive_avg_pool2d, flatten, linear, cross_entropy) as one residual
-// network step (test/common/device_residual.hpp) on Var<float, Cuda> against the CPU's.
+// network step (test/common/device_residual.hpp) on Var<float, Cuda> against the CPU's, and the same
+// network with batch norm fused with relu and the residual add (batch_norm_relu, batch_norm_add_relu).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,16 +29,19 @@ inline void check_autograd_spatial() {
   std::vector<std::int64_t> targets(5);
   for (std::size_t i = 0; i < targets.size(); ++i) targets[i] = static_cast<std::int64_t>((i * 3) % 10);
   const auto cpu = test::residual_step<float, Cpu>(inputs, targets);
-  const auto gpu = test::residual_step<float, Cuda>(inputs, targets);
   const double tol = 1e-4;
-  expect(test::relative_difference(gpu.loss, cpu.loss) <= tol,
-         "residual network on Var<float, Cuda>: loss matches the CPU");
-  for (std::size_t i = 0; i < cpu.grads.size(); ++i)
-    expect(test::relative_difference(gpu.grads[i], cpu.grads[i]) <= tol,
-           "residual network on Var<float, Cuda>: gradient of input " + std::to_string(i) + " matches the CPU");
-  for (std::size_t i = 0; i < cpu.running.size(); ++i)
-    expect(test::relative_difference(gpu.running[i], cpu.running[i]) <= tol,
-           "residual network on Var<float, Cuda>: running statistic " + std::to_string(i) + " matches the CPU");
+  for (bool fused : {false, true}) {
+    const auto gpu = test::residual_step<float, Cuda>(inputs, targets, fused);
+    const std::string what =
+        std::string(fused ? "fused " : "") + "residual network on Var<float, Cuda>: ";
+    expect(test::relative_difference(gpu.loss, cpu.loss) <= tol, what + "loss matches the CPU");
+    for (std::size_t i = 0; i < cpu.grads.size(); ++i)
+      expect(test::relative_difference(gpu.grads[i], cpu.grads[i]) <= tol,
+             what + "gradient of input " + std::to_string(i) + " matches the CPU");
+    for (std::size_t i = 0; i < cpu.running.size(); ++i)
+      expect(test::relative_difference(gpu.running[i], cpu.running[i]) <= tol,
+             what + "running statistic " + std::to_string(i) + " matches the CPU");
+  }
 }
 
 }  // namespace ptrain::device_checks

@@ -1,6 +1,9 @@
 #pragma once
 // batch_norm on any device, as torch.nn.functional.batch_norm on [N, C] or [N, C, H, W], and
 // torch.nn.SyncBatchNorm's training through a sync hook; kernels through kernels/batch_norm.hpp.
+// batch_norm_relu and batch_norm_add_relu fuse it with the relu (and residual add) that follow it
+// in ResNets and VGGs: one pass writes the output and its backward masks the gradient in the
+// batch norm's own pass, keeping no intermediate tensor.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -91,6 +94,114 @@ double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, 
 
 }  // namespace detail
 
+namespace detail {
+// batch_norm (documented below) and, with relu, relu(batch_norm(x) + residual) as one op, the
+// residual (x's shape) added when defined. op names the caller in errors and in the graph.
+template <class T, Device D, class S>
+Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu, const Var<T, D>& weight,
+                        const Var<T, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var, bool training,
+                        double momentum, double eps, const BatchNormSync& sync, const char* op) {
+  const kernels::ChannelLayout layout =
+      checked_batch_norm_layout(x, weight, bias, running_mean, running_var, training, eps);
+  if (residual.defined())
+    check(residual.shape() == x.shape(), op, ": residual ", residual.shape(), " for input ", x.shape(),
+          ", expected the input's shape");
+  const std::int64_t C = layout.channels, M = layout.count();
+  const bool has_weight = weight.defined(), has_bias = bias.defined(), has_residual = residual.defined();
+  const bool tracked = running_mean.defined() || running_var.defined();
+  const kernels::executor_for<D> ex;
+  const T* w = has_weight ? weight.value().data() : nullptr;
+  const T* b = has_bias ? bias.value().data() : nullptr;
+  const T* r = has_residual ? residual.value().data() : nullptr;
+  // [mean | invstd] per channel, kept on the device for backward.
+  Tensor<double, D> statistics(Shape{2 * C});
+  double* mean = statistics.data();
+  double* invstd = mean + C;
+  Tensor<T, D> y(x.shape());
+  const bool synced = training && sync;
+  double count = static_cast<double>(M);  // elements per channel the statistics are taken over
+  if (training) {
+    Tensor<double, D> var(Shape{C});
+    if (synced) {
+      if (M > 0) kernels::batch_norm_moments(ex, x.value().data(), layout, mean, var.data());
+      count = merge_replica_moments(ex, C, count, sync, mean, var.data());
+      check_global_batch_norm_count(count, x.shape());
+      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
+      kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data(), r, relu);
+    } else {
+      check_batch_norm_training_count(M, x.shape());
+      kernels::batch_norm_forward_training(ex, x.value().data(), layout, w, b, eps, y.data(), mean, var.data(), r,
+                                           relu);
+      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
+    }
+    if (tracked)
+      kernels::batch_norm_update_running(ex, mean, var.data(), C, momentum, count, running_mean.data(),
+                                         running_var.data());
+  } else {
+    kernels::batch_norm_running_statistics(ex, running_mean.data(), running_var.data(), C, eps, mean, invstd);
+    kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data(), r, relu);
+  }
+
+  std::vector<Var<T, D>> inputs{x};
+  const std::size_t residual_at = has_residual ? inputs.size() : 0;
+  if (has_residual) inputs.push_back(residual);
+  const std::size_t weight_at = has_weight ? inputs.size() : 0;
+  if (has_weight) inputs.push_back(weight);
+  const std::size_t bias_at = has_bias ? inputs.size() : 0;
+  if (has_bias) inputs.push_back(bias);
+  return make_var<T, D>(std::move(y), std::move(inputs), op,
+                        [layout, training, relu, residual_at, weight_at, bias_at, statistics,
+                         sync = synced ? sync : BatchNormSync(), count](Node<T, D>& self) {
+    const kernels::executor_for<D> ex;
+    const std::int64_t C = layout.channels;
+    const bool need_x = self.input_needs_grad(0);
+    const bool need_r = residual_at && self.input_needs_grad(residual_at);
+    const bool need_w = weight_at && self.input_needs_grad(weight_at);
+    const bool need_b = bias_at && self.input_needs_grad(bias_at);
+    const double* mean = statistics.data();
+    const T* w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
+    // [sum(gy) | sum(gy * xhat)] per channel: the bias and weight gradients.
+    Tensor<double, D> sums(Shape{2 * C});
+    Tensor<T, D> gx, gr, gw, gb;
+    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
+    if (need_r) gr = Tensor<T, D>(self.inputs[0]->value.shape());
+    if (need_w) gw = Tensor<T, D>(Shape{C});
+    if (need_b) gb = Tensor<T, D>(Shape{C});
+    const T* x = self.inputs[0]->value.data();
+    const T* gy = self.grad.data();  // batch norm's output gradient: after relu's mask when fused
+    Tensor<T, D> masked;
+    if (relu && sync) {  // the mask first, then the synchronised backward below on the masked gradient
+      masked = need_r ? gr : Tensor<T, D>(self.grad.shape());
+      kernels::batch_norm_relu_backward(ex, x, self.value.data(), gy, layout, w, mean, mean + C, training,
+                                        static_cast<T*>(nullptr), masked.data(), sums.data(), sums.data() + C);
+      gy = masked.data();
+    }
+    // Synchronised, the sums are sum(gy) and sum(gy * (x - mean)): the weight gradient takes invstd.
+    if (sync)
+      kernels::batch_norm_backward_sums(ex, x, gy, layout, mean, sums.data(), sums.data() + C);
+    else if (relu)
+      kernels::batch_norm_relu_backward(ex, x, self.value.data(), gy, layout, w, mean, mean + C, training,
+                                        need_x ? gx.data() : nullptr, need_r ? gr.data() : nullptr, sums.data(),
+                                        sums.data() + C);
+    else
+      kernels::batch_norm_backward(ex, x, gy, layout, w, mean, mean + C, training, need_x ? gx.data() : nullptr,
+                                   sums.data(), sums.data() + C);
+    if (need_w || need_b)
+      kernels::batch_norm_affine_grads(ex, sums.data(), sums.data() + C, sync ? mean + C : nullptr, C,
+                                       need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
+    if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
+    if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
+    if (need_r) self.inputs[residual_at]->accumulate(std::move(gr));
+    if (need_x && sync) {
+      sync(std::span(sums.data(), static_cast<std::size_t>(2 * C)));  // now over the global batch
+      kernels::batch_norm_backward_input(ex, x, gy, layout, w, mean, mean + C, sums.data(), sums.data() + C, count,
+                                         gx.data());
+    }
+    if (need_x) self.inputs[0]->accumulate(std::move(gx));
+  });
+}
+}  // namespace detail
+
 // training: normalise by the batch mean and biased variance of each channel and move the running
 // statistics towards them (running = (1 - momentum) * running + momentum * batch, the variance
 // unbiased), in place, whether or not gradients are recorded. Not training: normalise by the
@@ -110,82 +221,31 @@ template <class T, Device D, class S>
 Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias, Tensor<S, D>& running_mean,
                      Tensor<S, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                      const BatchNormSync& sync = {}) {
-  const kernels::ChannelLayout layout =
-      detail::checked_batch_norm_layout(x, weight, bias, running_mean, running_var, training, eps);
-  const std::int64_t C = layout.channels, M = layout.count();
-  const bool has_weight = weight.defined(), has_bias = bias.defined();
-  const bool tracked = running_mean.defined() || running_var.defined();
-  const kernels::executor_for<D> ex;
-  const T* w = has_weight ? weight.value().data() : nullptr;
-  const T* b = has_bias ? bias.value().data() : nullptr;
-  // [mean | invstd] per channel, kept on the device for backward.
-  Tensor<double, D> statistics(Shape{2 * C});
-  double* mean = statistics.data();
-  double* invstd = mean + C;
-  Tensor<T, D> y(x.shape());
-  const bool synced = training && sync;
-  double count = static_cast<double>(M);  // elements per channel the statistics are taken over
-  if (training) {
-    Tensor<double, D> var(Shape{C});
-    if (synced) {
-      if (M > 0) kernels::batch_norm_moments(ex, x.value().data(), layout, mean, var.data());
-      count = detail::merge_replica_moments(ex, C, count, sync, mean, var.data());
-      detail::check_global_batch_norm_count(count, x.shape());
-      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
-      kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
-    } else {
-      detail::check_batch_norm_training_count(M, x.shape());
-      kernels::batch_norm_forward_training(ex, x.value().data(), layout, w, b, eps, y.data(), mean, var.data());
-      kernels::batch_norm_invstd(ex, var.data(), C, eps, invstd);
-    }
-    if (tracked)
-      kernels::batch_norm_update_running(ex, mean, var.data(), C, momentum, count, running_mean.data(),
-                                         running_var.data());
-  } else {
-    kernels::batch_norm_running_statistics(ex, running_mean.data(), running_var.data(), C, eps, mean, invstd);
-    kernels::batch_norm_forward_inference(ex, x.value().data(), layout, w, b, mean, invstd, y.data());
-  }
+  return detail::batch_norm_op(x, Var<T, D>(), false, weight, bias, running_mean, running_var, training, momentum,
+                               eps, sync, "batch_norm");
+}
 
-  std::vector<Var<T, D>> inputs{x};
-  const std::size_t weight_at = has_weight ? inputs.size() : 0;
-  if (has_weight) inputs.push_back(weight);
-  const std::size_t bias_at = has_bias ? inputs.size() : 0;
-  if (has_bias) inputs.push_back(bias);
-  return make_var<T, D>(std::move(y), std::move(inputs), "batch_norm",
-                        [layout, training, weight_at, bias_at, statistics, sync = synced ? sync : BatchNormSync(),
-                         count](Node<T, D>& self) {
-    const kernels::executor_for<D> ex;
-    const std::int64_t C = layout.channels;
-    const bool need_x = self.input_needs_grad(0);
-    const bool need_w = weight_at && self.input_needs_grad(weight_at);
-    const bool need_b = bias_at && self.input_needs_grad(bias_at);
-    const double* mean = statistics.data();
-    const T* w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
-    // [sum(gy) | sum(gy * xhat)] per channel: the bias and weight gradients.
-    Tensor<double, D> sums(Shape{2 * C});
-    Tensor<T, D> gx, gw, gb;
-    if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
-    if (need_w) gw = Tensor<T, D>(Shape{C});
-    if (need_b) gb = Tensor<T, D>(Shape{C});
-    const T* x = self.inputs[0]->value.data();
-    // Synchronised, the sums are sum(gy) and sum(gy * (x - mean)): the weight gradient takes invstd.
-    if (sync)
-      kernels::batch_norm_backward_sums(ex, x, self.grad.data(), layout, mean, sums.data(), sums.data() + C);
-    else
-      kernels::batch_norm_backward(ex, x, self.grad.data(), layout, w, mean, mean + C, training,
-                                   need_x ? gx.data() : nullptr, sums.data(), sums.data() + C);
-    if (need_w || need_b)
-      kernels::batch_norm_affine_grads(ex, sums.data(), sums.data() + C, sync ? mean + C : nullptr, C,
-                                       need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
-    if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
-    if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
-    if (need_x && sync) {
-      sync(std::span(sums.data(), static_cast<std::size_t>(2 * C)));  // now over the global batch
-      kernels::batch_norm_backward_input(ex, x, self.grad.data(), layout, w, mean, mean + C, sums.data(),
-                                         sums.data() + C, count, gx.data());
-    }
-    if (need_x) self.inputs[0]->accumulate(std::move(gx));
-  });
+// relu(batch_norm(x, ...)) as one op: the same statistics, running-statistics update and sync as
+// batch_norm, the output written once, and a backward that masks the gradient by the output
+// (relu's, NaN passing) inside batch norm's own pass. Weight and bias of x's type.
+template <class T, Device D, class S>
+Var<T, D> batch_norm_relu(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+                          Tensor<S, D>& running_mean, Tensor<S, D>& running_var, bool training,
+                          double momentum = 0.1, double eps = 1e-5, const BatchNormSync& sync = {}) {
+  return detail::batch_norm_op(x, Var<T, D>(), true, weight, bias, running_mean, running_var, training, momentum,
+                               eps, sync, "batch_norm_relu");
+}
+
+// relu(batch_norm(x, ...) + residual) as one op (a ResNet block's end), residual of x's shape; it
+// gets the masked gradient. As batch_norm_relu otherwise.
+template <class T, Device D, class S>
+Var<T, D> batch_norm_add_relu(const Var<T, D>& x, const Var<T, D>& residual, const Var<T, D>& weight,
+                              const Var<T, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var,
+                              bool training, double momentum = 0.1, double eps = 1e-5,
+                              const BatchNormSync& sync = {}) {
+  check(residual.defined(), "batch_norm_add_relu: the residual is undefined");
+  return detail::batch_norm_op(x, residual, true, weight, bias, running_mean, running_var, training, momentum, eps,
+                               sync, "batch_norm_add_relu");
 }
 
 // batch_norm with weight and bias wider than x (float beside half: Apex O2's keep_batchnorm_fp32,

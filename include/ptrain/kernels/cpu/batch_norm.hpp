@@ -4,7 +4,9 @@
 // and its normalisation run back to back, so the channel's N planes are read from memory once
 // and found in cache the second time. Sums inside a plane are Eigen's vectorised reductions,
 // accumulated in double across planes. half and bfloat16 are computed in float, as Apex keeps
-// batch norm in fp32 (widen.hpp).
+// batch norm in fp32 (widen.hpp). The forward optionally adds a residual and applies relu in the
+// same pass (relu(bn(x) + residual)), and batch_norm_relu_backward masks the gradient by the relu
+// output there, so the fused layer's intermediates never reach memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -66,36 +68,59 @@ void channel_moments(const T* x, const ChannelLayout& l, std::int64_t c, double&
   var = v < 0.0 ? 0.0 : v;  // rounding can go below 0; NaN stays (std::max(0.0, NaN) is 0)
 }
 
-// y = x * scale + shift over channel c.
+// y = x * scale + shift over channel c, plus residual where not null, then relu when asked
+// (NaN passes, as kernels::Relu), on the run while it is in cache.
 template <class T>
-void channel_affine(const T* x, const ChannelLayout& l, std::int64_t c, T scale, T shift, T* y) {
-  for_each_run(l, c, [&](auto view) { view(y) = view(x) * scale + shift; });
+void channel_affine(const T* x, const ChannelLayout& l, std::int64_t c, T scale, T shift, const T* residual,
+                    bool relu, T* y) {
+  for_each_run(l, c, [&](auto view) {
+    auto out = view(y);
+    if (residual)
+      out = view(x) * scale + shift + view(residual);
+    else
+      out = view(x) * scale + shift;
+    if (relu)
+      for (Eigen::Index j = 0; j < out.size(); ++j) out[j] = out[j] <= T(0) ? T(0) : out[j];
+  });
+}
+
+// g = gy where relu's output y passed (y not <= 0, NaN included), else 0, over channel c.
+template <class T>
+void channel_relu_mask(const T* y, const T* gy, const ChannelLayout& l, std::int64_t c, T* g) {
+  for_each_run(l, c, [&](auto view) {
+    const auto yv = view(y), gv = view(gy);
+    auto out = view(g);
+    for (Eigen::Index j = 0; j < out.size(); ++j) out[j] = yv[j] <= T(0) ? T(0) : gv[j];
+  });
 }
 }  // namespace detail
 
 // Training forward: per channel, the batch mean and biased variance (written to mean, var), then
-// y = (x - mean) / sqrt(var + eps) * weight + bias. weight and bias may be null (1 and 0).
+// y = (x - mean) / sqrt(var + eps) * weight + bias. weight and bias may be null (1 and 0). Fused:
+// residual (x's shape) is added when not null, and relu applied when asked.
 template <class T>
 void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
-                                 T* y, double* mean, double* var) {
+                                 T* y, double* mean, double* var, const T* residual = nullptr, bool relu = false) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
     detail::channel_moments(x, l, c, mean[c], var[c]);
     const double a = (weight ? static_cast<double>(weight[c]) : 1.0) / std::sqrt(var[c] + eps);
     const double b = (bias ? static_cast<double>(bias[c]) : 0.0) - mean[c] * a;
-    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), y);
+    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), residual, relu, y);
   }
 }
 
-// Evaluation forward: y = (x - mean) * invstd * weight + bias with given statistics.
+// Evaluation forward: y = (x - mean) * invstd * weight + bias with given statistics; residual and
+// relu as batch_norm_forward_training.
 template <class T>
 void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                  const double* mean, const double* invstd, T* y) {
+                                  const double* mean, const double* invstd, T* y, const T* residual = nullptr,
+                                  bool relu = false) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
     const double a = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd[c];
     const double b = (bias ? static_cast<double>(bias[c]) : 0.0) - mean[c] * a;
-    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), y);
+    detail::channel_affine(x, l, c, static_cast<T>(a), static_cast<T>(b), residual, relu, y);
   }
 }
 
@@ -127,6 +152,20 @@ void channel_backward_input(const T* x, const T* gy, const ChannelLayout& l, std
   const T a = static_cast<T>(on_gy), b = static_cast<T>(on_x), d = static_cast<T>(constant);
   for_each_run(l, c, [&](auto view) { view(gx) = view(gy) * a + view(x) * b + d; });
 }
+
+// batch_norm_backward over channel c (gx may be gy itself: each element is read before written).
+template <class T>
+void channel_backward(const T* x, const T* gy, const ChannelLayout& l, std::int64_t c, const T* weight,
+                      const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
+                      double* sum_gy_xhat) {
+  double s1, s2;
+  channel_backward_sums(x, gy, l, c, mean[c], s1, s2);
+  sum_gy[c] = s1;
+  sum_gy_xhat[c] = s2 * invstd[c];
+  if (gx)
+    channel_backward_input(x, gy, l, c, weight ? static_cast<double>(weight[c]) : 1.0, mean[c], invstd[c], training,
+                           s1, s2, static_cast<double>(l.count()), gx);
+}
 }  // namespace detail
 
 // Backward given the statistics the forward normalised with. Writes sum_gy[c] = sum(gy) and
@@ -136,16 +175,26 @@ void channel_backward_input(const T* x, const T* gy, const ChannelLayout& l, std
 template <class T>
 void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
                          const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
-  const double m = static_cast<double>(l.count());
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+  for (std::int64_t c = 0; c < l.channels; ++c)
+    detail::channel_backward(x, gy, l, c, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
+}
+
+// Backward of relu(bn(x) [+ residual]) given its output y: per channel, gy masked by relu (written
+// to grad_residual when not null: the residual's gradient), then batch_norm_backward on the masked
+// gradient while the channel is in cache. gx or grad_residual may be null.
+template <class T>
+void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const T* weight,
+                              const double* mean, const double* invstd, bool training, T* gx, T* grad_residual,
+                              double* sum_gy, double* sum_gy_xhat) {
+  // The masked gradient goes where it is wanted, else into gx (overwritten in place), else a buffer.
+  Tensor<T> scratch = grad_residual || gx ? Tensor<T>() : Tensor<T>(Shape{l.numel()});
+  T* masked = grad_residual ? grad_residual : gx ? gx : scratch.data();
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
   for (std::int64_t c = 0; c < l.channels; ++c) {
-    double s1, s2;
-    detail::channel_backward_sums(x, gy, l, c, mean[c], s1, s2);
-    sum_gy[c] = s1;
-    sum_gy_xhat[c] = s2 * invstd[c];
-    if (gx)
-      detail::channel_backward_input(x, gy, l, c, weight ? static_cast<double>(weight[c]) : 1.0, mean[c], invstd[c],
-                                     training, s1, s2, m, gx);
+    detail::channel_relu_mask(y, gy, l, c, masked);
+    detail::channel_backward(x, static_cast<const T*>(masked), l, c, weight, mean, invstd, training, gx, sum_gy,
+                             sum_gy_xhat);
   }
 }
 
@@ -185,19 +234,22 @@ void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, 
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
-                                 T* y, double* mean, double* var) {
+                                 T* y, double* mean, double* var, const T* residual = nullptr, bool relu = false) {
   Tensor<float> yf = float_buffer(l.numel());
   batch_norm_forward_training(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
-                              data_or_null(widen(bias, l.channels)), eps, yf.data(), mean, var);
+                              data_or_null(widen(bias, l.channels)), eps, yf.data(), mean, var,
+                              data_or_null(widen(residual, l.numel())), relu);
   narrow(yf, y);
 }
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                  const double* mean, const double* invstd, T* y) {
+                                  const double* mean, const double* invstd, T* y, const T* residual = nullptr,
+                                  bool relu = false) {
   Tensor<float> yf = float_buffer(l.numel());
   batch_norm_forward_inference(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
-                               data_or_null(widen(bias, l.channels)), mean, invstd, yf.data());
+                               data_or_null(widen(bias, l.channels)), mean, invstd, yf.data(),
+                               data_or_null(widen(residual, l.numel())), relu);
   narrow(yf, y);
 }
 template <class T>
@@ -209,6 +261,19 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
                       data_or_null(widen(weight, l.channels)), mean, invstd, training, data_or_null(gxf), sum_gy,
                       sum_gy_xhat);
   narrow(gxf, gx);
+}
+template <class T>
+  requires is_reduced_float_v<T>
+void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const T* weight,
+                              const double* mean, const double* invstd, bool training, T* gx, T* grad_residual,
+                              double* sum_gy, double* sum_gy_xhat) {
+  Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
+  Tensor<float> grf = grad_residual ? float_buffer(l.numel()) : Tensor<float>();
+  batch_norm_relu_backward(widen(x, l.numel()).data(), widen(y, l.numel()).data(), widen(gy, l.numel()).data(), l,
+                           data_or_null(widen(weight, l.channels)), mean, invstd, training, data_or_null(gxf),
+                           data_or_null(grf), sum_gy, sum_gy_xhat);
+  narrow(gxf, gx);
+  narrow(grf, grad_residual);
 }
 template <class T>
   requires is_reduced_float_v<T>

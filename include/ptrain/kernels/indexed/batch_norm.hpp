@@ -4,6 +4,8 @@
 // elements a row), whose finish also turns them into per-channel coefficients; an indexed kernel then
 // applies y = x * a + b (or gx = gy * a + x * b + d). Plus the per-channel steps autograd/ops/
 // batch_norm.hpp does around the kernels: invstd, running statistics, weight and bias gradients.
+// The forward's apply may add a residual and apply relu, and the backward mask the gradient by the
+// relu output (batch norm + add + relu fused, as the CPU kernels).
 // All pointers are the executor's (device pointers on a GPU), double arrays included.
 #include <cmath>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/host_device.hpp"
+#include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/indexed.hpp"
 #include "ptrain/kernels/indexed/reduce.hpp"
 
@@ -75,7 +78,7 @@ struct ChannelAffineCoefficients {
   }
 };
 
-// y = x * scale[c] + shift[c].
+// y = x * scale[c] + shift[c], plus residual[i] where residual is not null, then relu when asked.
 template <class T>
 struct ChannelAffine {
   using A = accumulate_t<T>;
@@ -84,11 +87,22 @@ struct ChannelAffine {
   const A* shift;
   T* y;
   std::int64_t channels, inner;
+  const T* residual = nullptr;
+  bool relu = false;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     const std::int64_t c = (i / inner) % channels;
-    y[i] = from_accumulate<T>(to_accumulate(x[i]) * scale[c] + shift[c]);
+    A v = to_accumulate(x[i]) * scale[c] + shift[c];
+    if (residual) v += to_accumulate(residual[i]);
+    if (relu && !kernels::detail::passes_relu(v)) v = A(0);
+    y[i] = from_accumulate<T>(v);
   }
 };
+
+// gy[i] where relu's output y passed (or y is null: no relu), else 0; widened.
+template <class T>
+PTRAIN_HOST_DEVICE accumulate_t<T> relu_masked(const T* y, const T* gy, std::int64_t i) {
+  return !y || kernels::detail::passes_relu(y[i]) ? to_accumulate(gy[i]) : accumulate_t<T>(0);
+}
 
 // Coefficients of gx = on_gy * gy + on_x * x + constant for channel c (the CPU's
 // channel_backward_input): on_gy = w * invstd, and in training (statistics depend on x)
@@ -118,10 +132,11 @@ struct ChannelBackwardSums : TwoSumsReduction {
   double* second;
   const T* weight;
   bool training;
-  A* on_gy;  // [3 * C]: on_gy, on_x, constant
+  A* on_gy;                       // [3 * C]: on_gy, on_x, constant
+  const T* relu_output = nullptr;  // not null: gy is first masked by relu's output
   PTRAIN_HOST_DEVICE TwoSums term(std::int64_t c, std::int64_t j) const {
     const std::int64_t at = channel_element(l, c, j);
-    const double g = load_double(gy, at);
+    const double g = static_cast<double>(relu_masked(relu_output, gy, at));
     return {g, g * (load_double(x, at) - mean[c])};
   }
   PTRAIN_HOST_DEVICE void finish(std::int64_t c, TwoSums total) const {
@@ -152,7 +167,8 @@ struct ChannelBackwardCoefficients {
   }
 };
 
-// gx = gy * on_gy[c] + x * on_x[c] + constant[c].
+// gx = gy * on_gy[c] + x * on_x[c] + constant[c], gy first masked by relu_output when not null
+// (and then written to grad_residual when not null); gx may be null.
 template <class T>
 struct ChannelBackwardApply {
   using A = accumulate_t<T>;
@@ -161,10 +177,15 @@ struct ChannelBackwardApply {
   const A* on_gy;
   T* gx;
   std::int64_t channels, inner;
+  const T* relu_output = nullptr;
+  T* grad_residual = nullptr;
   PTRAIN_HOST_DEVICE void operator()(std::int64_t i) const {
     const std::int64_t c = (i / inner) % channels;
-    gx[i] = from_accumulate<T>(to_accumulate(gy[i]) * on_gy[c] + to_accumulate(x[i]) * on_gy[channels + c] +
-                               on_gy[2 * channels + c]);
+    const A g = relu_masked(relu_output, gy, i);
+    if (grad_residual) grad_residual[i] = from_accumulate<T>(g);
+    if (gx)
+      gx[i] = from_accumulate<T>(g * on_gy[c] + to_accumulate(x[i]) * on_gy[channels + c] +
+                                 on_gy[2 * channels + c]);
   }
 };
 
@@ -174,10 +195,12 @@ inline void check_channel_layout(const ChannelLayout& l, const char* op) {
 }
 
 // Training forward: mean and biased variance per channel, y = (x - mean) / sqrt(var + eps) *
-// weight + bias (weight, bias may be null). kernels::batch_norm_forward_training.
+// weight + bias (weight, bias may be null), then + residual where not null and relu when asked.
+// kernels::batch_norm_forward_training.
 template <class T, class Ex>
 void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                 double eps, T* y, double* mean, double* var) {
+                                 double eps, T* y, double* mean, double* var, const T* residual = nullptr,
+                                 bool relu = false) {
   check_channel_layout(l, "batch_norm_forward_training");
   check(l.count() > 0, "batch_norm_forward_training: no values per channel in [", l.outer, ", ", l.channels, ", ",
         l.inner, "]");
@@ -187,20 +210,21 @@ void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& 
   A* shift = scale + l.channels;
   reduce_rows(ex, l.channels, l.count(), ChannelMoments<T>{{}, x, l, mean, var, weight, bias, eps, scale, shift},
               channel_runs_contiguous(l));
-  ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner});
+  ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner, residual, relu});
 }
 
 // Evaluation forward with given statistics: kernels::batch_norm_forward_inference.
 template <class T, class Ex>
 void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
-                                  const double* mean, const double* invstd, T* y) {
+                                  const double* mean, const double* invstd, T* y, const T* residual = nullptr,
+                                  bool relu = false) {
   check_channel_layout(l, "batch_norm_forward_inference");
   using A = accumulate_t<T>;
   auto coefficients = ex.template buffer<A>(2 * l.channels);
   A* scale = coefficients.data();
   A* shift = scale + l.channels;
   ex.indexed(l.channels, ChannelAffineCoefficients<T>{weight, bias, mean, invstd, scale, shift});
-  ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner});
+  ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner, residual, relu});
 }
 
 // Backward given the forward's statistics: sum_gy[c] = sum(gy), sum_gy_xhat[c] = sum(gy * xhat),
@@ -217,6 +241,24 @@ void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLay
               ChannelBackwardSums<T>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy},
               channel_runs_contiguous(l));
   if (gx) ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, on_gy, gx, l.channels, l.inner});
+}
+
+// Backward of relu(bn(x) [+ residual]) given its output y: the sums and gx of batch_norm_backward
+// on gy masked by relu, the masked gradient also written to grad_residual when not null (the
+// residual's gradient). gx or grad_residual may be null. kernels::batch_norm_relu_backward.
+template <class T, class Ex>
+void batch_norm_relu_backward(const Ex& ex, const T* x, const T* y, const T* gy, const ChannelLayout& l,
+                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
+  check_channel_layout(l, "batch_norm_relu_backward");
+  using A = accumulate_t<T>;
+  auto coefficients = ex.template buffer<A>(gx ? 3 * l.channels : 1);
+  A* on_gy = gx ? coefficients.data() : nullptr;
+  reduce_rows(ex, l.channels, l.count(),
+              ChannelBackwardSums<T>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy, y},
+              channel_runs_contiguous(l));
+  if (gx || grad_residual)
+    ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, on_gy, gx, l.channels, l.inner, y, grad_residual});
 }
 
 // SyncBatchNorm's halves (see the CPU kernels of the same names).
