@@ -66,6 +66,18 @@ inline std::uint32_t bf16_bits(const bfloat16* p) {
   std::memcpy(&bits, static_cast<const void*>(p), sizeof bits);
   return bits;
 }
+// The pairs of kc contiguous values at src (an odd last one padded with zero) as words `stride`
+// apart from dst; zeros where src is null (past an edge of the matrix).
+inline void copy_pairs(const bfloat16* src, std::int64_t kc, std::uint32_t* dst, std::int64_t stride) {
+  const std::int64_t pairs = (kc + 1) / 2;
+  if (!src) {
+    for (std::int64_t p = 0; p < pairs; ++p) dst[p * stride] = 0;
+    return;
+  }
+  std::int64_t p = 0;
+  for (; 2 * p + 1 < kc; ++p) std::memcpy(dst + p * stride, static_cast<const void*>(src + 2 * p), sizeof *dst);
+  if (p < pairs) dst[p * stride] = bf16_bits(src + 2 * p);
+}
 inline __mmask16 lanes_below(std::int64_t count) {
   return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max<std::int64_t>(count, 0)) - 1u);
 }
@@ -97,20 +109,8 @@ PTRAIN_BF16_TARGET inline void pack_b_bf16(bool trans_b, const bfloat16* b, std:
       continue;
     }
     // op(B) = B^T: a column of op(B) is a row of b, its pairs already adjacent.
-    for (std::int64_t j = 0; j < bf16_nr; ++j) {
-      if (j >= cols) {
-        for (std::int64_t p = 0; p < pairs; ++p) panel[p * bf16_nr + j] = 0;
-        continue;
-      }
-      const bfloat16* col = b + (j0 + jr + j) * ldb + k0;
-      std::int64_t p = 0;
-      for (; 2 * p + 1 < kc; ++p) {
-        std::uint32_t word;
-        std::memcpy(&word, static_cast<const void*>(col + 2 * p), sizeof word);
-        panel[p * bf16_nr + j] = word;
-      }
-      if (p < pairs) panel[p * bf16_nr + j] = bf16_bits(col + 2 * p);
-    }
+    for (std::int64_t j = 0; j < bf16_nr; ++j)
+      copy_pairs(j < cols ? b + (j0 + jr + j) * ldb + k0 : nullptr, kc, panel + j, bf16_nr);
   }
 }
 
@@ -134,20 +134,8 @@ PTRAIN_BF16_TARGET inline void pack_a_bf16(bool trans_a, const bfloat16* a, std:
       }
       continue;
     }
-    for (std::int64_t r = 0; r < bf16_mr; ++r) {
-      if (r >= rows) {
-        for (std::int64_t p = 0; p < pairs; ++p) panel[p * bf16_mr + r] = 0;
-        continue;
-      }
-      const bfloat16* row = a + (i0 + ir + r) * lda + k0;
-      std::int64_t p = 0;
-      for (; 2 * p + 1 < kc; ++p) {
-        std::uint32_t word;
-        std::memcpy(&word, static_cast<const void*>(row + 2 * p), sizeof word);
-        panel[p * bf16_mr + r] = word;
-      }
-      if (p < pairs) panel[p * bf16_mr + r] = bf16_bits(row + 2 * p);
-    }
+    for (std::int64_t r = 0; r < bf16_mr; ++r)
+      copy_pairs(r < rows ? a + (i0 + ir + r) * lda + k0 : nullptr, kc, panel + r, bf16_mr);
   }
 }
 
