@@ -6,8 +6,8 @@
 // rows whose pairs are broadcast, and an 8 x 32 tile of C accumulates in 16 registers (GotoBLAS
 // blocking: a panel of B stays in L1, the packed block of A in L2). An odd K is padded with a
 // zero. The functions are compiled for AVX-512 by target attributes whatever the build's -march,
-// and called only where the CPU has the instructions (cpu_bf16_gemm_enabled); the CPU rounds
-// bfloat16 denormals to zero (as oneDNN's bf16 GEMMs do) and adds each pair's products in float.
+// and called only where the CPU has the instructions (cpu_bf16_gemm_enabled). vdpbf16ps reads
+// bfloat16 denormals as zero and adds each pair's products in float.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -33,14 +33,13 @@ inline bool cpu_has_bf16_dot() {
 
 // Whether bfloat16 GEMMs and convolutions run on vdpbf16ps: the CPU has it and the environment
 // variable PTRAIN_CPU_BF16 is not "off" ("off" keeps the float GEMM on widened copies, to compare
-// the two). Read at each call, so that a program (a test) can switch between them.
+// the two; "on", the default, takes vdpbf16ps where there is one). Read at each call, so that a
+// program (a test) can switch between them.
 inline bool cpu_bf16_gemm_enabled() {
-  if (!cpu_has_bf16_dot()) return false;
   const char* env = std::getenv("PTRAIN_CPU_BF16");
-  if (!env || !*env) return true;
-  const std::string_view v(env);
-  check(v == "on" || v == "off", "PTRAIN_CPU_BF16 must be 'on' or 'off', got '", v, "'");
-  return v == "on";
+  const std::string_view v(env ? env : "");
+  check(v.empty() || v == "on" || v == "off", "PTRAIN_CPU_BF16 must be 'on' or 'off', got '", v, "'");
+  return v != "off" && cpu_has_bf16_dot();
 }
 
 #if defined(PTRAIN_HALF_X86)
