@@ -81,60 +81,37 @@ inline __mmask16 lanes_below(std::int64_t count) {
   return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max<std::int64_t>(count, 0)) - 1u);
 }
 
-// Packs rows [k0, k0 + kc) x columns [j0, j0 + nc) of op(B) into panels of bf16_nr columns:
-// word (panel, p, j) = B(k0 + 2p, j) | B(k0 + 2p + 1, j) << 16, zero past the edges.
-PTRAIN_BF16_TARGET inline void pack_b_bf16(bool trans_b, const bfloat16* b, std::int64_t ldb, std::int64_t k0,
-                                           std::int64_t kc, std::int64_t j0, std::int64_t nc, std::uint32_t* out) {
+// Packs lines [line0, line0 + count) (columns of op(B), or rows of op(A)) over k in [k0, k0 + kc)
+// into panels of `width` lines: word (panel, p, l) = X(k0 + 2p, l) | X(k0 + 2p + 1, l) << 16, zero
+// past the edges, where X(k, l) is src[k * ld + l] when k_major, else src[l * ld + k].
+PTRAIN_BF16_TARGET inline void pack_pairs(bool k_major, const bfloat16* src, std::int64_t ld, std::int64_t line0,
+                                          std::int64_t count, std::int64_t k0, std::int64_t kc, std::int64_t width,
+                                          std::uint32_t* out) {
   const std::int64_t pairs = (kc + 1) / 2;
-  for (std::int64_t jr = 0; jr < nc; jr += bf16_nr) {
-    std::uint32_t* panel = out + jr * pairs;
-    const std::int64_t cols = std::min(bf16_nr, nc - jr);
-    if (!trans_b) {
-      // Two rows of B, 16 columns of each, interleaved by one permutation.
-      alignas(64) static constexpr std::uint16_t interleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
-                                                                  37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
-                                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-      const __m512i index = _mm512_load_si512(interleave);
-      for (std::int64_t p = 0; p < pairs; ++p) {
-        const bfloat16* row0 = b + (k0 + 2 * p) * ldb + j0 + jr;
-        const bool second = 2 * p + 1 < kc;
-        for (std::int64_t h = 0; h < bf16_nr; h += 16) {
-          const __mmask32 m = lanes_below(cols - h);
-          const __m512i lo = _mm512_maskz_loadu_epi16(m, row0 + h);
-          const __m512i hi = second ? _mm512_maskz_loadu_epi16(m, row0 + ldb + h) : _mm512_setzero_si512();
-          _mm512_store_si512(panel + p * bf16_nr + h, _mm512_permutex2var_epi16(lo, index, hi));
-        }
-      }
+  for (std::int64_t l0 = 0; l0 < count; l0 += width) {
+    std::uint32_t* panel = out + l0 * pairs;
+    const std::int64_t lines = std::min(width, count - l0);
+    if (!k_major) {  // a line's pairs are adjacent already
+      for (std::int64_t l = 0; l < width; ++l)
+        copy_pairs(l < lines ? src + (line0 + l0 + l) * ld + k0 : nullptr, kc, panel + l, width);
       continue;
     }
-    // op(B) = B^T: a column of op(B) is a row of b, its pairs already adjacent.
-    for (std::int64_t j = 0; j < bf16_nr; ++j)
-      copy_pairs(j < cols ? b + (j0 + jr + j) * ldb + k0 : nullptr, kc, panel + j, bf16_nr);
-  }
-}
-
-// Packs rows [i0, i0 + mc) x columns [k0, k0 + kc) of op(A) into micro-panels of bf16_mr rows:
-// word (panel, p, r) = A(i, k0 + 2p) | A(i, k0 + 2p + 1) << 16, zero past the edges.
-PTRAIN_BF16_TARGET inline void pack_a_bf16(bool trans_a, const bfloat16* a, std::int64_t lda, std::int64_t i0,
-                                           std::int64_t mc, std::int64_t k0, std::int64_t kc, std::uint32_t* out) {
-  const std::int64_t pairs = (kc + 1) / 2;
-  for (std::int64_t ir = 0; ir < mc; ir += bf16_mr) {
-    std::uint32_t* panel = out + ir * pairs;
-    const std::int64_t rows = std::min(bf16_mr, mc - ir);
-    if (trans_a) {
-      // op(A) = A^T: two rows of a hold a pair for 8 rows of op(A); interleaving them gives the words.
-      const __mmask8 m = static_cast<__mmask8>(lanes_below(rows));
-      for (std::int64_t p = 0; p < pairs; ++p) {
-        const bfloat16* row0 = a + (k0 + 2 * p) * lda + i0 + ir;
-        const __m128i lo = _mm_maskz_loadu_epi16(m, row0);
-        const __m128i hi = 2 * p + 1 < kc ? _mm_maskz_loadu_epi16(m, row0 + lda) : _mm_setzero_si128();
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + p * bf16_mr), _mm_unpacklo_epi16(lo, hi));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + p * bf16_mr + 4), _mm_unpackhi_epi16(lo, hi));
+    // Two rows of X, up to 16 lines of each, interleaved by one permutation.
+    alignas(64) static constexpr std::uint16_t interleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
+                                                                11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i index = _mm512_load_si512(interleave);
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      const bfloat16* row0 = src + (k0 + 2 * p) * ld + line0 + l0;
+      const bool second = 2 * p + 1 < kc;
+      for (std::int64_t h = 0; h < width; h += 16) {
+        const __mmask32 m = lanes_below(lines - h);
+        const __m512i lo = _mm512_maskz_loadu_epi16(m, row0 + h);
+        const __m512i hi = second ? _mm512_maskz_loadu_epi16(m, row0 + ld + h) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(panel + p * width + h, lanes_below(width - h),
+                                 _mm512_permutex2var_epi16(lo, index, hi));
       }
-      continue;
     }
-    for (std::int64_t r = 0; r < bf16_mr; ++r)
-      copy_pairs(r < rows ? a + (i0 + ir + r) * lda + k0 : nullptr, kc, panel + r, bf16_mr);
   }
 }
 
@@ -183,10 +160,10 @@ PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std:
     const std::int64_t nc = std::min(bf16_nc, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc), pairs = (kc + 1) / 2;
-      pack_b_bf16(trans_b, b, ldb, pc, kc, jc, nc, packed_b);
+      pack_pairs(!trans_b, b, ldb, jc, nc, pc, kc, bf16_nr, packed_b);
       for (std::int64_t ic = 0; ic < m; ic += bf16_mc) {
         const std::int64_t mc = std::min(bf16_mc, m - ic);
-        pack_a_bf16(trans_a, a, lda, ic, mc, pc, kc, packed_a);
+        pack_pairs(trans_a, a, lda, ic, mc, pc, kc, bf16_mr, packed_a);
         for (std::int64_t jr = 0; jr < nc; jr += bf16_nr)
           for (std::int64_t ir = 0; ir < mc; ir += bf16_mr)
             bf16_tile(pairs, packed_a + ir * pairs, packed_b + jr * pairs, alpha, c + (ic + ir) * ldc + jc + jr, ldc,
