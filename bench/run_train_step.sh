@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs bench/train_step against both PyTorch peers in the same run: pip's torch in a venv
 # (bench/torch_venv.sh finds or makes it) and Debian's python3-torch under /usr/bin/python3.
-# Usage: bench/run_train_step.sh [BUILD_DIR [THREADS [MODELS]]] (default: build 2, every model).
+# Usage: bench/run_train_step.sh [BUILD_DIR [THREADS [MODELS [fp32|bf16]]]] (default: build 2, every
+# model, fp32; bf16: MixedPrecision<Bf16> against torch.autocast on CPUs with AVX512_BF16).
 # bench/transformer_lm takes the same peers: PTRAIN_TORCH_PYTHONS=... build/bench/bench_transformer_lm.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,5 +16,5 @@ else
   echo 'bench=train_step peer=pytorch_pip status=unavailable reason="bench/torch_venv.sh found no venv with torch and could not make one"'
 fi
 echo "bench=load uptime=\"$(uptime)\""
-PTRAIN_TORCH_PYTHONS=$peers "$bin" "${2:-2}" ${3:+"$3"}
+PTRAIN_TORCH_PYTHONS=$peers "$bin" "${2:-2}" "${3:-small_cnn,resnet18_cifar,resnet50_cifar,vgg16_128,unet_128}" "${4:-fp32}"
 echo "bench=load uptime=\"$(uptime)\""

@@ -3,7 +3,10 @@
 timed the same way (median of the timed steps after warm-up). Prints one JSON line per model,
 then, with a third argument `profile`, one per model and kernel family: the self CPU time per
 step that torch.profiler gives the aten ops of two more steps, grouped as bench/train_step groups
-its own (FAMILIES below; the optimizer is every op under Optimizer.step)."""
+its own (FAMILIES below; the optimizer is every op under Optimizer.step). A third argument `bf16`
+runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) instead, the weights and
+the optimizer in float (PyTorch's CPU mixed precision)."""
+import contextlib
 import json
 import re
 import statistics
@@ -22,7 +25,7 @@ def small_cnn():
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
 
 
-def make_step(model, shape, batch, classes, per_pixel):
+def make_step(model, shape, batch, classes, per_pixel, bf16=False):
     torch.manual_seed(0)
     x = torch.randn(batch, *shape)
     y = torch.randint(0, classes, (batch, *shape[1:]) if per_pixel else (batch,))
@@ -31,7 +34,9 @@ def make_step(model, shape, batch, classes, per_pixel):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            loss = loss_fn(model(x), y)
+        loss.backward()
         opt.step()
     return step
 
@@ -110,12 +115,13 @@ def main():
         "vgg16_128": (lambda: zoo.vgg16(3), (3, 128, 128), 16, 1, 4, 3, False),
         "unet_128": (lambda: zoo.UNet(3, 2), (3, 128, 128), 16, 1, 4, 2, True),
     }
-    profiling = len(sys.argv) > 3 and sys.argv[3] == "profile"
+    mode = sys.argv[3] if len(sys.argv) > 3 else ""
+    profiling, bf16 = mode == "profile", mode == "bf16"
     for name in which:
         make, shape, batch, warmup, steps, classes, per_pixel = configs[name]
-        step = make_step(make().train(), shape, batch, classes, per_pixel)
+        step = make_step(make().train(), shape, batch, classes, per_pixel, bf16)
         median = time_steps(step, warmup, steps)
-        print(json.dumps({"model": name, "batch": batch, "median_s": median,
+        print(json.dumps({"model": name, "batch": batch, "precision": "bf16" if bf16 else "fp32", "median_s": median,
                           "images_per_sec": batch / median, "torch": torch.__version__, "threads": torch.get_num_threads(),
                           "mkldnn": torch.backends.mkldnn.is_available()}), flush=True)
         if profiling:

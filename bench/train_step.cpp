@@ -8,6 +8,12 @@
 // machine-readable line per figure:
 //   bench=train_step model=... impl=ptrain|pytorch_pip|pytorch_debian ... images_per_sec=...
 //   bench=op_breakdown model=... impl=... family=conv_forward|...|autograd_and_allocation ms_per_step=...
+// Precision bf16 (third argument) times instead the small CNN and ResNet-18 under
+// MixedPrecision<Bf16> (a bfloat16 model, float masters) against torch.autocast("cpu", bfloat16)
+// on the same networks, on CPUs with AVX512_BF16 (kernels/cpu/gemm_bf16.hpp); ptrain runs twice,
+// on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float). Elsewhere it says
+// "bf16 not measured: no AVX512_BF16/AMX".
+// Usage: bench_train_step [THREADS [MODELS [fp32|bf16]]]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,29 +54,32 @@ struct StepTimes {
   std::map<std::string, double> family_ms;
 };
 
-// classes: of the targets; per_pixel: one target per output pixel (segmentation).
-template <class Model>
-StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
-                     bool per_pixel = false) {
+// A step's random images and targets. classes: of the targets; per_pixel: one target per output
+// pixel (segmentation).
+struct Batch {
+  ptrain::Tensor<float> x;
+  std::vector<std::int64_t> y;
+};
+Batch random_batch(ptrain::Shape input_shape, int classes, bool per_pixel) {
   ptrain::Rng rng(0);
-  ptrain::Tensor<float> x(input_shape);
-  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
+  Batch batch{ptrain::Tensor<float>(input_shape), {}};
+  for (std::int64_t i = 0; i < batch.x.numel(); ++i) batch.x[i] = static_cast<float>(rng.normal());
   const std::int64_t targets = per_pixel ? input_shape[0] * input_shape[2] * input_shape[3] : input_shape[0];
-  std::vector<std::int64_t> y(static_cast<std::size_t>(targets));
-  for (auto& t : y) t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(classes)));
-  ptrain::Sgd<float> sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
+  batch.y.resize(static_cast<std::size_t>(targets));
+  for (auto& t : batch.y) t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(classes)));
+  return batch;
+}
+
+// Times step() (one training step), its kernels profiled after the warm-up.
+template <class Step>
+StepTimes time_loop(Step&& step, int warmup, int steps) {
   std::vector<double> times;
   ptrain::OpProfile profile;
   for (int i = 0; i < warmup + steps; ++i) {
     std::optional<ptrain::OpProfileScope> profiling;
     if (i >= warmup) profiling.emplace(profile);
     const auto start = Clock::now();
-    model.zero_grad();
-    ptrain::backward(ptrain::cross_entropy(model.forward(ptrain::Var<float>(x)), y));
-    {
-      ptrain::NoGradGuard no_grad;
-      sgd.step();
-    }
+    step();
     if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   StepTimes result{.median_seconds = median(times)};
@@ -79,6 +88,43 @@ StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int st
   for (const auto& [family, time] : profile.families()) result.family_ms[family] = time.self_us / 1e3 / steps;
   result.family_ms["autograd_and_allocation"] = total_ms - profile.self_us() / 1e3 / steps;
   return result;
+}
+
+// A float model's step: forward, backward, SGD with momentum.
+template <class Model>
+StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
+                     bool per_pixel = false) {
+  const Batch batch = random_batch(input_shape, classes, per_pixel);
+  ptrain::Sgd<float> sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
+  return time_loop(
+      [&] {
+        model.zero_grad();
+        ptrain::backward(ptrain::cross_entropy(model.forward(ptrain::Var<float>(batch.x)), batch.y));
+        ptrain::NoGradGuard no_grad;
+        sgd.step();
+      },
+      warmup, steps);
+}
+
+// A bfloat16 model's step under MixedPrecision<Bf16>, as the Trainer runs it: forward and backward
+// in bfloat16, the gradients copied to the float masters, SGD on them, the masters rounded back.
+template <class Model>
+StepTimes time_bf16_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps) {
+  const Batch batch = random_batch(input_shape, 10, false);
+  const ptrain::Tensor<ptrain::bfloat16> x = ptrain::tensor_cast<ptrain::bfloat16>(batch.x);
+  ptrain::MixedPrecision<ptrain::Bf16> amp(model);
+  ptrain::Sgd<float> sgd(amp.master_parameters(), {.lr = 0.01, .momentum = 0.9});
+  return time_loop(
+      [&] {
+        model.zero_grad();
+        ptrain::backward(ptrain::cross_entropy(model.forward(ptrain::Var<ptrain::bfloat16>(x)), batch.y));
+        ptrain::NoGradGuard no_grad;
+        const bool ok = amp.before_optimizer_step(model);
+        if (ok) sgd.step();
+        amp.step_decided(ok);
+        amp.after_optimizer_step(model);
+      },
+      warmup, steps);
 }
 
 // Training FLOPs per image (forward MACs x 2 x 3: forward, grad-input, grad-weight).
@@ -117,10 +163,11 @@ struct PeerRun {
   std::string torch_version, threads;
 };
 
-PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string& models) {
+// mode: "profile" (fp32, with the kernel families) or "bf16" (under torch.autocast).
+PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string& models, const char* mode) {
   PeerRun run;
   for (const std::string& line :
-       bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models + " profile")) {
+       bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models + " " + mode)) {
     if (!bench::json_field(line, "family").empty()) {
       print_family(bench::json_field(line, "model"), "pytorch_" + peer.name, bench::json_field(line, "family"),
                    std::atof(bench::json_field(line, "ms_per_step").c_str()));
@@ -133,13 +180,80 @@ PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string
   return run;
 }
 
+// Runs each PyTorch peer on `models` (mode as run_pytorch's) and prints its images/s and ptrain's
+// ratio to it; tag follows the model in those lines ("" or " precision=bf16").
+void compare_with_peers(const std::map<std::string, double>& ours, int threads, const std::string& models,
+                        const char* mode, const char* tag) {
+  for (const bench::TorchPeer& peer : bench::torch_peers()) {
+    const PeerRun torch = run_pytorch(peer, threads, models, mode);
+    if (torch.images_per_sec.empty()) {
+      bench::print_unavailable("train_step", peer);
+      continue;
+    }
+    for (const auto& [model, ips] : torch.images_per_sec) {
+      std::printf("bench=train_step model=%s%s impl=pytorch_%s torch=%s threads=%s images_per_sec=%.1f\n", model.c_str(),
+                  tag, peer.name.c_str(), torch.torch_version.c_str(), torch.threads.c_str(), ips);
+      if (ours.count(model))
+        std::printf("bench=train_step model=%s%s ratio_ptrain_over_pytorch_%s=%.3f\n", model.c_str(), tag,
+                    peer.name.c_str(), ours.at(model) / ips);
+    }
+  }
+}
+
+// Precision bf16 (see the top of the file): the small CNN and ResNet-18 among `only`.
+int run_bf16(int threads, const std::string& only) {
+  if (!ptrain::kernels::cpu_has_bf16_dot()) {
+    std::printf("bench=train_step precision=bf16 status=not_measured reason=\"bf16 not measured: no AVX512_BF16/AMX\"\n");
+    return 0;
+  }
+  // impl -> model -> images/s; ptrain_widened: PTRAIN_CPU_BF16=off.
+  std::map<std::string, std::map<std::string, double>> ips;
+  std::string models;
+  const auto run = [&](const std::string& model, std::int64_t batch, auto make, ptrain::Shape shape, int warmup,
+                       int steps) {
+    if (only.find(model) == std::string::npos) return;
+    models += (models.empty() ? "" : ",") + model;
+    for (const char* path : {"on", "off"}) {
+      ::setenv("PTRAIN_CPU_BF16", path, 1);
+      ptrain::manual_seed(0);
+      auto net = make();
+      const double seconds = time_bf16_steps(*net, shape, warmup, steps).median_seconds;
+      const std::string impl = std::string(path) == "on" ? "ptrain" : "ptrain_widened";
+      ips[impl][model] = static_cast<double>(batch) / seconds;
+      std::printf("bench=train_step model=%s precision=bf16 impl=%s threads=%d batch=%lld median_ms=%.2f "
+                  "images_per_sec=%.2f\n",
+                  model.c_str(), impl.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ips[impl][model]);
+      std::fflush(stdout);
+    }
+    ::unsetenv("PTRAIN_CPU_BF16");
+  };
+  run("small_cnn", 128, [] { return ptrain::make<ptrain::SmallCnn<ptrain::bfloat16>>(); }, {128, 1, 28, 28}, 3, 20);
+  run("resnet18_cifar", 64, [] { return ptrain::resnet18<ptrain::bfloat16>({.num_classes = 10, .cifar_stem = true}); },
+      {64, 3, 32, 32}, 2, 8);
+  if (models.empty()) {
+    std::printf("bench=train_step precision=bf16 status=not_measured reason=\"bf16 runs small_cnn and resnet18_cifar\"\n");
+    return 0;
+  }
+  for (const auto& [model, ours] : ips["ptrain"])
+    std::printf("bench=train_step model=%s precision=bf16 ratio_vdpbf16ps_over_widened=%.3f\n", model.c_str(),
+                ours / ips["ptrain_widened"][model]);
+  compare_with_peers(ips["ptrain"], threads, models, "bf16", " precision=bf16");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string only = argc > 2 ? argv[2] : "small_cnn,resnet18_cifar,resnet50_cifar,vgg16_128,unet_128";
+  const std::string precision = argc > 3 ? argv[3] : "fp32";
+  if (precision != "fp32" && precision != "bf16") {
+    std::fprintf(stderr, "bench_train_step: precision must be fp32 or bf16, got '%s'\n", precision.c_str());
+    return 2;
+  }
   ptrain::set_num_threads(threads);
   ptrain::manual_seed(0);
+  if (precision == "bf16") return run_bf16(threads, only);
 
   const double peak = gemm_gflops(2048, 5);
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f\n", threads, peak);
@@ -167,19 +281,6 @@ int main(int argc, char** argv) {
     report(ours, "unet_128", threads, 16, time_steps(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
   }
 
-  for (const bench::TorchPeer& peer : bench::torch_peers()) {
-    const PeerRun torch = run_pytorch(peer, threads, only);
-    if (torch.images_per_sec.empty()) {
-      bench::print_unavailable("train_step", peer);
-      continue;
-    }
-    for (const auto& [model, ips] : torch.images_per_sec) {
-      std::printf("bench=train_step model=%s impl=pytorch_%s torch=%s threads=%s images_per_sec=%.1f\n", model.c_str(),
-                  peer.name.c_str(), torch.torch_version.c_str(), torch.threads.c_str(), ips);
-      if (ours.count(model))
-        std::printf("bench=train_step model=%s ratio_ptrain_over_pytorch_%s=%.3f\n", model.c_str(), peer.name.c_str(),
-                    ours[model] / ips);
-    }
-  }
+  compare_with_peers(ours, threads, only, "profile", "");
   return 0;
 }

@@ -11,7 +11,8 @@
 // gradients run as a transposed convolution through the forward path (no col2im); grad-weight
 // partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
 // scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
-// 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp).
+// 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp), or for bfloat16 on
+// vdpbf16ps where the CPU has it: im2col in bfloat16, each GEMM's result and every sum in float.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -228,10 +229,13 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
 
 }  // namespace detail
 
-// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null).
-template <class T>
-void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
-                    const ConvBlocking& blocking = {}) {
+namespace detail {
+
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): the
+// operands in T, the GEMMs' results and y in Acc (T, or float for bfloat16 operands).
+template <class T, class Acc>
+void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const Acc* b, Acc* y,
+                         const ConvBlocking& blocking) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -253,31 +257,40 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
         ldb = cols;
       }
       const bool direct = blk.images == 1;
-      T* C = direct ? y + blk.image * out_image + blk.row0 * OW : scratch<T>(1, static_cast<std::size_t>(K * cols));
+      Acc* C = direct ? y + blk.image * out_image + blk.row0 * OW : scratch<Acc>(1, static_cast<std::size_t>(K * cols));
       const std::int64_t ldc = direct ? P : cols;
       for (std::int64_t grp = 0; grp < G; ++grp)
-        gemm<T>(false, false, Kg, cols, Rg, T(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, T(0),
-                C + grp * Kg * ldc, ldc);
+        gemm(false, false, Kg, cols, Rg, Acc(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, Acc(0),
+             C + grp * Kg * ldc, ldc);
       if (direct) {
         if (b)
           for (std::int64_t k = 0; k < K; ++k) {
-            T* row = C + k * ldc;
-            const T bk = b[k];
+            Acc* row = C + k * ldc;
+            const Acc bk = b[k];
             for (std::int64_t p = 0; p < cols; ++p) row[p] += bk;
           }
         return;
       }
       for (std::int64_t m = 0; m < blk.images; ++m) {
-        T* y_img = y + (blk.image + m) * out_image;
+        Acc* y_img = y + (blk.image + m) * out_image;
         for (std::int64_t k = 0; k < K; ++k) {
-          const T* src = C + k * ldc + m * P;
-          T* dst = y_img + k * P;
-          const T bk = b ? b[k] : T(0);
+          const Acc* src = C + k * ldc + m * P;
+          Acc* dst = y_img + k * P;
+          const Acc bk = b ? b[k] : Acc(0);
           for (std::int64_t p = 0; p < P; ++p) dst[p] = src[p] + bk;
         }
       }
     });
   });
+}
+
+}  // namespace detail
+
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null).
+template <class T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                    const ConvBlocking& blocking = {}) {
+  detail::conv2d_forward_gemm<T, T>(g, x, w, b, y, blocking);
 }
 
 namespace detail {
@@ -321,8 +334,8 @@ void transpose_flip_weight(const Conv2dGeometry& g, const T* w, T* wt) {
 }  // namespace detail
 
 // gb[K] = sum of gy over images and pixels.
-template <class T>
-void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
+template <class T, class Acc = T>
+void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, Acc* gb) {
   const std::int64_t K = g.out_channels, P = g.out_plane();
 #pragma omp parallel for if (g.batch * K * P >= 32768) schedule(static)
   for (std::int64_t k = 0; k < K; ++k) {
@@ -331,15 +344,16 @@ void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
       sum += static_cast<double>(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(gy + (n * K + k) * P, P)
                                      .template cast<accumulate_t<T>>()  // 16-bit planes add in float
                                      .sum());
-    gb[k] = static_cast<T>(sum);
+    gb[k] = static_cast<Acc>(sum);
   }
 }
 
-// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
-// null to skip it (gx for a network's first layer, gb without bias).
-template <class T>
-void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
-                     const ConvBlocking& blocking = {}) {
+namespace detail {
+
+// conv2d_backward (below) with the operands in T and the gradients in Acc, as conv2d_forward_gemm.
+template <class T, class Acc>
+void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, Acc* gx, Acc* gw, Acc* gb,
+                          const ConvBlocking& blocking) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -347,27 +361,27 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
   if (gb) conv2d_grad_bias(g, gy, gb);
   if (!gx && !gw) return;
   if (g.batch == 0 || K == 0 || P == 0) {
-    if (gx) std::fill(gx, gx + g.batch * in_image, T(0));
-    if (gw) std::fill(gw, gw + wsize, T(0));
+    if (gx) std::fill(gx, gx + g.batch * in_image, Acc(0));
+    if (gw) std::fill(gw, gw + wsize, Acc(0));
     return;
   }
   if (gx && detail::grad_input_is_convolution(g)) {
     T* wt = scratch<T>(3, static_cast<std::size_t>(wsize));
-    detail::transpose_flip_weight(g, w, wt);
-    conv2d_forward<T>(detail::transposed_geometry(g), gy, wt, nullptr, gx, blocking);
+    transpose_flip_weight(g, w, wt);
+    conv2d_forward_gemm<T, Acc>(transposed_geometry(g), gy, wt, nullptr, gx, blocking);
     gx = nullptr;
     if (!gw) return;
   }
-  std::vector<T*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
-  detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int t, int team) {
+  std::vector<Acc*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
+  parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int t, int team) {
     // Each thread sums its images' weight gradient on its own; thread 0 directly into gw.
-    T* acc = nullptr;
+    Acc* acc = nullptr;
     if (gw) {
-      acc = t == 0 ? gw : scratch<T>(2, static_cast<std::size_t>(wsize));
-      std::fill(acc, acc + wsize, T(0));
+      acc = t == 0 ? gw : scratch<Acc>(2, static_cast<std::size_t>(wsize));
+      std::fill(acc, acc + wsize, Acc(0));
       partial[static_cast<std::size_t>(t)] = acc;
     }
-    detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
+    for_each_block(g, blocking, first, last, [&](const ConvBlock& blk) {
       const std::int64_t cols = blk.images * blk.rows * OW;
       const T* x_img = x ? x + blk.image * in_image : nullptr;
       const bool direct = blk.images == 1;
@@ -401,46 +415,64 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
           ldb = cols;
         }
         for (std::int64_t grp = 0; grp < G; ++grp)
-          gemm<T>(false, true, Kg, Rg, cols, T(1), Gy + grp * Kg * ldg, ldg, B + grp * Rg * ldb, ldb, T(1),
-                  acc + grp * Kg * Rg, Rg);
+          gemm(false, true, Kg, Rg, cols, Acc(1), Gy + grp * Kg * ldg, ldg, B + grp * Rg * ldb, ldb, Acc(1),
+               acc + grp * Kg * Rg, Rg);
       }
       if (!gx) return;
       if (pointwise) {
-        T* gx_img = gx + blk.image * in_image + blk.row0 * OW;
+        Acc* gx_img = gx + blk.image * in_image + blk.row0 * OW;
         for (std::int64_t grp = 0; grp < G; ++grp)
-          gemm<T>(true, false, Rg, cols, Kg, T(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, T(0),
-                  gx_img + grp * Rg * P, P);
+          gemm(true, false, Rg, cols, Kg, Acc(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, Acc(0),
+               gx_img + grp * Rg * P, P);
         return;
       }
+      // The columns' gradient, in Acc: the same buffer as col when T is Acc.
+      Acc* gcol = scratch<Acc>(0, static_cast<std::size_t>(g.col_rows() * cols));
       for (std::int64_t grp = 0; grp < G; ++grp)
-        gemm<T>(true, false, Rg, cols, Kg, T(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, T(0),
-                col + grp * Rg * cols, cols);
+        gemm(true, false, Rg, cols, Kg, Acc(1), w + grp * Kg * Rg, Rg, Gy + grp * Kg * ldg, ldg, Acc(0),
+             gcol + grp * Rg * cols, cols);
       for (std::int64_t m = 0; m < blk.images; ++m) {
-        T* gx_img = gx + (blk.image + m) * in_image;
-        if (blk.row0 == 0) std::fill(gx_img, gx_img + in_image, T(0));
-        col2im(g, col + m * blk.rows * OW, cols, blk.row0, blk.rows, gx_img);
+        Acc* gx_img = gx + (blk.image + m) * in_image;
+        if (blk.row0 == 0) std::fill(gx_img, gx_img + in_image, Acc(0));
+        col2im(g, gcol + m * blk.rows * OW, cols, blk.row0, blk.rows, gx_img);
       }
     });
     if (!gw || team == 1) return;
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (std::int64_t e = 0; e < wsize; ++e) {
-      T s = gw[e];
+      Acc s = gw[e];
       for (int u = 1; u < team; ++u) s += partial[static_cast<std::size_t>(u)][e];
       gw[e] = s;
     }
   });
 }
 
+}  // namespace detail
+
+// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
+// null to skip it (gx for a network's first layer, gb without bias).
+template <class T>
+void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
+                     const ConvBlocking& blocking = {}) {
+  detail::conv2d_backward_gemm<T, T>(g, x, w, gy, gx, gw, gb, blocking);
+}
+
 // The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
-// gradient summed over the batch in float), the results rounded once.
+// gradient summed over the batch in float), the results rounded once. bfloat16 on vdpbf16ps
+// (cpu_bf16_gemm_enabled) skips the copies of the operands: the same kernels with T = bfloat16
+// and Acc = float.
 template <class T>
   requires is_reduced_float_v<T>
 void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
                     const ConvBlocking& blocking = {}) {
   Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
-  conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
-                 data_or_null(widen(b, g.out_channels)), yf.data(), blocking);
+  const Tensor<float> bf = widen(b, g.out_channels);
+  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled())
+    detail::conv2d_forward_gemm<T, float>(g, x, w, data_or_null(bf), yf.data(), blocking);
+  else
+    conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
+                   data_or_null(bf), yf.data(), blocking);
   narrow(yf, y);
 }
 template <class T>
@@ -448,11 +480,16 @@ template <class T>
 void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
                      const ConvBlocking& blocking = {}) {
   const std::int64_t in = g.batch * g.in_channels * g.in_plane();
-  const Tensor<float> xf = widen(gw ? x : nullptr, in), wf = widen(gx ? w : nullptr, g.weight_numel());
   Tensor<float> gxf = gx ? float_buffer(in) : Tensor<float>(), gwf = gw ? float_buffer(g.weight_numel()) : Tensor<float>(),
                 gbf = gb ? float_buffer(g.out_channels) : Tensor<float>();
-  conv2d_backward(g, data_or_null(xf), data_or_null(wf), widen(gy, g.batch * g.out_channels * g.out_plane()).data(),
-                  data_or_null(gxf), data_or_null(gwf), data_or_null(gbf), blocking);
+  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled()) {
+    detail::conv2d_backward_gemm<T, float>(g, x, w, gy, data_or_null(gxf), data_or_null(gwf), data_or_null(gbf),
+                                           blocking);
+  } else {
+    const Tensor<float> xf = widen(gw ? x : nullptr, in), wf = widen(gx ? w : nullptr, g.weight_numel());
+    conv2d_backward(g, data_or_null(xf), data_or_null(wf), widen(gy, g.batch * g.out_channels * g.out_plane()).data(),
+                    data_or_null(gxf), data_or_null(gwf), data_or_null(gbf), blocking);
+  }
   narrow(gxf, gx);
   narrow(gwf, gw);
   narrow(gbf, gb);

@@ -5,7 +5,8 @@
 // the OpenMP threads, each running a single-threaded GEMM; inside a parallel region the call
 // stays on its thread.
 // half and bfloat16 operands are widened to float and multiplied by the float GEMM, so products
-// accumulate in float (as tensor cores do) and C is rounded once (see widen.hpp).
+// accumulate in float (as tensor cores do) and C is rounded once (see widen.hpp); bfloat16 runs on
+// vdpbf16ps instead where the CPU has it (gemm_bf16.hpp), with the same float accumulation.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -18,6 +19,7 @@
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/gemm_bf16.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 
 namespace ptrain::kernels {
@@ -64,32 +66,12 @@ void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std
   else if (trans_b) run(A, B.transpose());
   else run(A, B);
 }
-}  // namespace detail
-
-template <class T>
-void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
-
-namespace detail {
-// C = alpha * op(A) * op(B) + beta * C for the 16-bit types, through the float GEMM.
-template <class T>
-void gemm_widened(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                  const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta, T* c, std::int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-  const Tensor<float> af = widen(a, trans_a ? k : m, a_cols, lda), bf = widen(b, trans_b ? n : k, b_cols, ldb);
-  Tensor<float> cf = beta == 0.0f ? float_buffer(m * n) : widen(c, m, n, ldc);
-  gemm<float>(trans_a, trans_b, m, n, k, alpha, af.data(), std::max<std::int64_t>(1, a_cols), bf.data(),
-              std::max<std::int64_t>(1, b_cols), beta, cf.data(), n);
-  for (std::int64_t r = 0; r < m; ++r)
-    convert(std::span<const float>(cf.data() + r * n, static_cast<std::size_t>(n)),
-            std::span<T>(c + r * ldc, static_cast<std::size_t>(n)));
-}
-
 // Splits a large product over the OpenMP threads (see the top of the file).
-template <class T>
-void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-                   const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+// serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) computes one slice.
+template <class In, class Out, class Scalar, class Serial>
+void gemm_parallel(Serial serial, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   Scalar alpha, const In* a, std::int64_t lda, const In* b, std::int64_t ldb, Scalar beta, Out* c,
+                   std::int64_t ldc) {
   if (m == 0 || n == 0) return;
   int threads = num_threads();
 #if defined(_OPENMP)
@@ -104,7 +86,7 @@ void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
   const bool rows_fit = m >= threads * min_rows, columns_fit = n >= threads * min_rows;
   const bool by_rows = rows_fit && (n <= m || !columns_fit);
   if (threads < 2 || !big || (!rows_fit && !columns_fit)) {
-    detail::gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const std::int64_t extent = by_rows ? m : n;
@@ -120,13 +102,43 @@ void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
     const std::int64_t begin = std::min(extent, t * per), end = t + 1 == count ? extent : std::min(extent, begin + per);
     if (begin < end) {
       if (by_rows)  // rows [begin, end) of op(A) and of C
-        detail::gemm_serial(trans_a, trans_b, end - begin, n, k, alpha, trans_a ? a + begin : a + begin * lda, lda, b,
-                            ldb, beta, c + begin * ldc, ldc);
+        serial(trans_a, trans_b, end - begin, n, k, alpha, trans_a ? a + begin : a + begin * lda, lda, b, ldb, beta,
+               c + begin * ldc, ldc);
       else  // columns [begin, end) of op(B) and of C
-        detail::gemm_serial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, trans_b ? b + begin * ldb : b + begin,
-                            ldb, beta, c + begin, ldc);
+        serial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, trans_b ? b + begin * ldb : b + begin, ldb, beta,
+               c + begin, ldc);
     }
   }
+}
+
+// C (float) = alpha * op(A) * op(B) + beta * C for 16-bit A and B, products summed in float:
+// vdpbf16ps for bfloat16 where cpu_bf16_gemm_enabled(), else the float GEMM on widened copies.
+template <class T>
+  requires is_reduced_float_v<T>
+void gemm_to_float(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                   const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+#if defined(PTRAIN_HALF_X86)
+  if constexpr (std::is_same_v<T, bfloat16>)
+    if (cpu_bf16_gemm_enabled()) return gemm_parallel(&gemm_bf16_serial, trans_a, trans_b, m, n, k, alpha, a, lda, b,
+                                                      ldb, beta, c, ldc);
+#endif
+  const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  const Tensor<float> af = widen(a, trans_a ? k : m, a_cols, lda), bf = widen(b, trans_b ? n : k, b_cols, ldb);
+  gemm_parallel(&gemm_serial<float>, trans_a, trans_b, m, n, k, alpha, af.data(), std::max<std::int64_t>(1, a_cols),
+                bf.data(), std::max<std::int64_t>(1, b_cols), beta, c, ldc);
+}
+
+// C = alpha * op(A) * op(B) + beta * C for the 16-bit types: the product in float, C rounded once.
+template <class T>
+void gemm_widened(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta, T* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  Tensor<float> cf = beta == 0.0f ? float_buffer(m * n) : widen(c, m, n, ldc);
+  gemm_to_float(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, cf.data(), n);
+  for (std::int64_t r = 0; r < m; ++r)
+    convert(std::span<const float>(cf.data() + r * n, static_cast<std::size_t>(n)),
+            std::span<T>(c + r * ldc, static_cast<std::size_t>(n)));
 }
 
 }  // namespace detail
@@ -138,7 +150,16 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
     detail::gemm_widened(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
                          static_cast<float>(beta), c, ldc);
   else
-    detail::gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    detail::gemm_parallel(&detail::gemm_serial<T>, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The same with 16-bit operands and a float C, for kernels that keep sums in float (convolution
+// over 16-bit images, its gradients summed over the batch).
+template <class T>
+  requires is_reduced_float_v<T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  detail::gemm_to_float(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace ptrain::kernels

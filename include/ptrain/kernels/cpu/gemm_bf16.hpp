@@ -1,0 +1,181 @@
+#pragma once
+// bfloat16 GEMM on AVX512_BF16, chosen at run time: C (float) = alpha * op(A) * op(B) + beta * C
+// with A and B in bfloat16, row-major. vdpbf16ps multiplies pairs of bfloat16 and adds both
+// products into a float lane, so K is walked two at a time: B is packed into panels of 32 columns
+// whose k-pairs sit side by side (one 32-bit word per column and pair), A into micro-panels of 8
+// rows whose pairs are broadcast, and an 8 x 32 tile of C accumulates in 16 registers (GotoBLAS
+// blocking: a panel of B stays in L1, the packed block of A in L2). An odd K is padded with a
+// zero. The functions are compiled for AVX-512 by target attributes whatever the build's -march,
+// and called only where the CPU has the instructions (cpu_bf16_gemm_enabled). vdpbf16ps reads
+// bfloat16 denormals as zero and adds each pair's products in float.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cpu/scratch.hpp"
+
+namespace ptrain::kernels {
+
+// Whether this CPU executes vdpbf16ps (AVX512_BF16, with AVX512F/BW/VL for the packing).
+inline bool cpu_has_bf16_dot() {
+#if defined(PTRAIN_HALF_X86)
+  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// Whether bfloat16 GEMMs and convolutions run on vdpbf16ps: the CPU has it and the environment
+// variable PTRAIN_CPU_BF16 is not "off" ("off" keeps the float GEMM on widened copies, to compare
+// the two; "on", the default, takes vdpbf16ps where there is one). Read at each call, so that a
+// program (a test) can switch between them.
+inline bool cpu_bf16_gemm_enabled() {
+  const char* env = std::getenv("PTRAIN_CPU_BF16");
+  const std::string_view v(env ? env : "");
+  check(v.empty() || v == "on" || v == "off", "PTRAIN_CPU_BF16 must be 'on' or 'off', got '", v, "'");
+  return v != "off" && cpu_has_bf16_dot();
+}
+
+#if defined(PTRAIN_HALF_X86)
+namespace detail {
+
+#define PTRAIN_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// The blocking: a tile of C is bf16_mr x bf16_nr; k-pairs per block, rows of A and columns of B
+// packed at a time (a B panel of 128 pairs x 32 columns is 16 KB, the A block 64 KB).
+inline constexpr std::int64_t bf16_mr = 8, bf16_nr = 32;
+inline constexpr std::int64_t bf16_kc_pairs = 128, bf16_mc = 128, bf16_nc = 1024;
+
+// The packed words get their own scratch slots (scratch<T> keeps separate buffers per type).
+struct PackedBf16Pairs {
+  std::uint32_t bits;
+};
+inline std::uint32_t* packed_pairs(int slot, std::int64_t words) {
+  return &scratch<PackedBf16Pairs>(slot, static_cast<std::size_t>(words))->bits;
+}
+
+inline std::uint32_t bf16_bits(const bfloat16* p) {
+  std::uint16_t bits;
+  std::memcpy(&bits, static_cast<const void*>(p), sizeof bits);
+  return bits;
+}
+// The pairs of kc contiguous values at src (an odd last one padded with zero) as words `stride`
+// apart from dst; zeros where src is null (past an edge of the matrix).
+inline void copy_pairs(const bfloat16* src, std::int64_t kc, std::uint32_t* dst, std::int64_t stride) {
+  const std::int64_t pairs = (kc + 1) / 2;
+  if (!src) {
+    for (std::int64_t p = 0; p < pairs; ++p) dst[p * stride] = 0;
+    return;
+  }
+  std::int64_t p = 0;
+  for (; 2 * p + 1 < kc; ++p) std::memcpy(dst + p * stride, static_cast<const void*>(src + 2 * p), sizeof *dst);
+  if (p < pairs) dst[p * stride] = bf16_bits(src + 2 * p);
+}
+inline __mmask16 lanes_below(std::int64_t count) {
+  return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max<std::int64_t>(count, 0)) - 1u);
+}
+
+// Packs lines [line0, line0 + count) (columns of op(B), or rows of op(A)) over k in [k0, k0 + kc)
+// into panels of `width` lines: word (panel, p, l) = X(k0 + 2p, l) | X(k0 + 2p + 1, l) << 16, zero
+// past the edges, where X(k, l) is src[k * ld + l] when k_major, else src[l * ld + k].
+PTRAIN_BF16_TARGET inline void pack_pairs(bool k_major, const bfloat16* src, std::int64_t ld, std::int64_t line0,
+                                          std::int64_t count, std::int64_t k0, std::int64_t kc, std::int64_t width,
+                                          std::uint32_t* out) {
+  const std::int64_t pairs = (kc + 1) / 2;
+  for (std::int64_t l0 = 0; l0 < count; l0 += width) {
+    std::uint32_t* panel = out + l0 * pairs;
+    const std::int64_t lines = std::min(width, count - l0);
+    if (!k_major) {  // a line's pairs are adjacent already
+      for (std::int64_t l = 0; l < width; ++l)
+        copy_pairs(l < lines ? src + (line0 + l0 + l) * ld + k0 : nullptr, kc, panel + l, width);
+      continue;
+    }
+    // Two rows of X, up to 16 lines of each, interleaved by one permutation.
+    alignas(64) static constexpr std::uint16_t interleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
+                                                                11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i index = _mm512_load_si512(interleave);
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      const bfloat16* row0 = src + (k0 + 2 * p) * ld + line0 + l0;
+      const bool second = 2 * p + 1 < kc;
+      for (std::int64_t h = 0; h < width; h += 16) {
+        const __mmask32 m = lanes_below(lines - h);
+        const __m512i lo = _mm512_maskz_loadu_epi16(m, row0 + h);
+        const __m512i hi = second ? _mm512_maskz_loadu_epi16(m, row0 + ld + h) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(panel + p * width + h, lanes_below(width - h),
+                                 _mm512_permutex2var_epi16(lo, index, hi));
+      }
+    }
+  }
+}
+
+// C[rows x cols] += alpha * (a panel of A) * (a panel of B) over `pairs` k-pairs.
+PTRAIN_BF16_TARGET inline void bf16_tile(std::int64_t pairs, const std::uint32_t* a, const std::uint32_t* b, float alpha,
+                                         float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols) {
+  __m512 acc[bf16_mr][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < bf16_mr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + p * bf16_nr);
+    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + p * bf16_nr + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < bf16_mr; ++r) {
+      const __m512bh ar = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * bf16_mr + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(alpha);
+  const __mmask16 m0 = lanes_below(cols), m1 = lanes_below(cols - 16);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    _mm512_mask_storeu_ps(row, m0, _mm512_fmadd_ps(scale, acc[r][0], _mm512_maskz_loadu_ps(m0, row)));
+    if (m1) _mm512_mask_storeu_ps(row + 16, m1, _mm512_fmadd_ps(scale, acc[r][1], _mm512_maskz_loadu_ps(m1, row + 16)));
+  }
+}
+
+// The product on the calling thread (callers check cpu_bf16_gemm_enabled first).
+PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                                                std::int64_t k, float alpha, const bfloat16* a, std::int64_t lda,
+                                                const bfloat16* b, std::int64_t ldb, float beta, float* c,
+                                                std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (beta != 1.0f)
+    for (std::int64_t i = 0; i < m; ++i) {
+      float* row = c + i * ldc;
+      if (beta == 0.0f) std::fill(row, row + n, 0.0f);  // as BLAS: C is not read
+      else for (std::int64_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+  if (k == 0 || alpha == 0.0f) return;
+  const std::int64_t kc_max = 2 * bf16_kc_pairs;
+  std::uint32_t* packed_b = packed_pairs(0, bf16_kc_pairs * bf16_nc);
+  std::uint32_t* packed_a = packed_pairs(1, bf16_kc_pairs * bf16_mc);
+  for (std::int64_t jc = 0; jc < n; jc += bf16_nc) {
+    const std::int64_t nc = std::min(bf16_nc, n - jc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, k - pc), pairs = (kc + 1) / 2;
+      pack_pairs(!trans_b, b, ldb, jc, nc, pc, kc, bf16_nr, packed_b);
+      for (std::int64_t ic = 0; ic < m; ic += bf16_mc) {
+        const std::int64_t mc = std::min(bf16_mc, m - ic);
+        pack_pairs(trans_a, a, lda, ic, mc, pc, kc, bf16_mr, packed_a);
+        for (std::int64_t jr = 0; jr < nc; jr += bf16_nr)
+          for (std::int64_t ir = 0; ir < mc; ir += bf16_mr)
+            bf16_tile(pairs, packed_a + ir * pairs, packed_b + jr * pairs, alpha, c + (ic + ir) * ldc + jc + jr, ldc,
+                      std::min(bf16_mr, mc - ir), std::min(bf16_nr, nc - jr));
+      }
+    }
+  }
+}
+
+#undef PTRAIN_BF16_TARGET
+
+}  // namespace detail
+#endif
+
+}  // namespace ptrain::kernels

@@ -1,0 +1,327 @@
+// kernels/cpu/gemm.hpp's bfloat16 products on their two paths: vdpbf16ps (gemm_bf16.hpp, where the
+// CPU has AVX512_BF16) and the float GEMM on widened copies (PTRAIN_CPU_BF16=off, and every CPU
+// without it), against a double reference; which path runs follows PTRAIN_CPU_BF16; and the
+// bfloat16 convolutions of kernels/cpu/conv.hpp, whose GEMMs and sums the first path takes over.
+//
+// The bound: the operands are bfloat16, so every product is exact in float and the only error is
+// float summation, at most (k + 4) * 2^-24 * (|alpha| sum_k |a_ik b_kj| + |beta c_ij|) for k terms
+// (the 4 covers alpha, beta and the pairs vdpbf16ps adds); a bfloat16 result adds its rounding,
+// 2^-8 |c| (half an ulp is 2^-9).
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ptrain/device/threads.hpp>
+#include <ptrain/kernels/cpu/conv.hpp>
+#include <ptrain/kernels/cpu/gemm.hpp>
+
+#include "spatial_compare.hpp"
+
+using namespace ptrain;
+using namespace ptrain::test;
+namespace ut = boost::unit_test;
+using bf16 = ptrain::bfloat16;  // OpenBLAS's header declares a global bfloat16 too
+
+namespace {
+
+// PTRAIN_CPU_BF16 set to a value (or unset) for a scope, restored after.
+class Bf16Setting {
+ public:
+  explicit Bf16Setting(const char* value) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~Bf16Setting() {
+    if (old_) ::setenv(name, old_->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  Bf16Setting(const Bf16Setting&) = delete;
+  Bf16Setting& operator=(const Bf16Setting&) = delete;
+
+ private:
+  static constexpr const char* name = "PTRAIN_CPU_BF16";
+  std::optional<std::string> old_;
+};
+
+boost::test_tools::assertion_result has_bf16_dot(ut::test_unit_id) {
+  boost::test_tools::assertion_result has(kernels::cpu_has_bf16_dot());
+  has.message() << "skipped: this CPU has no AVX512_BF16 (vdpbf16ps); its bfloat16 GEMMs take the float path, "
+                   "tested by the other cases";
+  return has;
+}
+
+// The paths this CPU can take: "off" always, "on" where it has vdpbf16ps (said when it has not).
+std::vector<const char*> paths() {
+  if (kernels::cpu_has_bf16_dot()) return {"on", "off"};
+  BOOST_TEST_MESSAGE("PTRAIN_CPU_BF16=on skipped: this CPU has no AVX512_BF16; only the float path runs");
+  return {"off"};
+}
+
+// A rows x cols bfloat16 matrix, rows ld apart; the padding between rows is NaN, so reading it
+// poisons the result.
+std::vector<bf16> matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed) {
+  std::vector<bf16> m(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * ld)),
+                          bf16(std::numeric_limits<float>::quiet_NaN()));
+  const Tensor<double> values = random_tensor({rows, cols}, seed);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) m[static_cast<std::size_t>(r * ld + c)] = bf16(float(values[r * cols + c]));
+  return m;
+}
+
+struct Product {
+  std::int64_t m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  std::string name() const {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (trans_a ? " A^T" : "") +
+           (trans_b ? " B^T" : "") + " alpha " + std::to_string(alpha) + " beta " + std::to_string(beta);
+  }
+};
+
+// Odd sizes around the kernel's tile (8 x 32), pair (K odd) and blocks (256 of K, 128 rows,
+// 1024 columns), in every transpose (Linear: A B^T, A B, A^T B; bmm: all four); beta 0 and not.
+std::vector<Product> products() {
+  std::vector<Product> all;
+  const std::int64_t sizes[][3] = {{1, 1, 1},    {7, 33, 5},     {8, 32, 2},      {9, 31, 257},
+                                   {37, 65, 513}, {130, 1030, 40}, {70, 40, 64}, {3, 5, 0}};
+  for (const auto& s : sizes)
+    for (int t = 0; t < 4; ++t) {
+      all.push_back({s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, 1.0f, 0.0f});
+      all.push_back({s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, 0.5f, 0.75f});
+    }
+  return all;
+}
+
+// The operands of one product, their leading dimensions padded by 3, and C's starting values.
+struct Operands {
+  std::int64_t lda, ldb, ldc;
+  std::vector<bf16> a, b;
+  std::vector<float> c0;
+  explicit Operands(const Product& p)
+      : lda((p.trans_a ? p.m : p.k) + 3),
+        ldb((p.trans_b ? p.k : p.n) + 3),
+        ldc(p.n + 3),
+        a(matrix(p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, lda, 11)),
+        b(matrix(p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, ldb, 12)) {
+    const std::vector<bf16> c = matrix(p.m, p.n, ldc, 13);
+    for (const bf16 v : c) c0.push_back(static_cast<float>(v));
+  }
+  double at_a(const Product& p, std::int64_t i, std::int64_t q) const {
+    return static_cast<double>(a[static_cast<std::size_t>(p.trans_a ? q * lda + i : i * lda + q)]);
+  }
+  double at_b(const Product& p, std::int64_t q, std::int64_t j) const {
+    return static_cast<double>(b[static_cast<std::size_t>(p.trans_b ? j * ldb + q : q * ldb + j)]);
+  }
+};
+
+// The worst |got - exact| / bound over C (the bound at the top of the file; rounded: a bf16
+// C).
+template <class C>
+double worst_error(const Product& p, const Operands& o, const std::vector<C>& got, bool rounded) {
+  double worst = 0;
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (std::int64_t q = 0; q < p.k; ++q) {
+        exact += o.at_a(p, i, q) * o.at_b(p, q, j);
+        magnitude += std::abs(o.at_a(p, i, q) * o.at_b(p, q, j));
+      }
+      const double c0 = p.beta == 0.0f ? 0.0 : o.c0[static_cast<std::size_t>(i * o.ldc + j)];
+      exact = p.alpha * exact + p.beta * c0;
+      double bound = double(p.k + 4) * std::ldexp(1.0, -24) * (std::abs(p.alpha) * magnitude + std::abs(p.beta * c0));
+      if (rounded) bound += std::ldexp(1.0, -8) * std::abs(exact);
+      const double error = std::abs(static_cast<double>(got[static_cast<std::size_t>(i * o.ldc + j)]) - exact);
+      worst = std::max(worst, bound == 0 ? (error == 0 ? 0.0 : std::numeric_limits<double>::infinity()) : error / bound);
+      if (std::isnan(error)) worst = std::numeric_limits<double>::infinity();
+    }
+  return worst;
+}
+
+// C's starting values in the type of C; its padding NaN, which a beta-0 product must not read.
+template <class C>
+std::vector<C> start(const Product& p, const Operands& o) {
+  std::vector<C> c(o.c0.size());
+  for (std::size_t e = 0; e < c.size(); ++e) c[e] = C(o.c0[e]);
+  if (p.beta == 0.0f)
+    for (auto& v : c) v = C(std::numeric_limits<float>::quiet_NaN());
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(gemm_kernels_test)
+
+BOOST_AUTO_TEST_CASE(vdpbf16ps_kernel_is_within_the_float_summation_bound, *ut::precondition(has_bf16_dot)) {
+#if defined(PTRAIN_HALF_X86)
+  for (const Product& p : products()) {
+    const Operands o(p);
+    std::vector<float> c = start<float>(p, o);
+    kernels::detail::gemm_bf16_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(),
+                                      o.ldb, p.beta, c.data(), o.ldc);
+    BOOST_TEST(worst_error(p, o, c, false) <= 1.0, p.name() << ": error / bound " << worst_error(p, o, c, false));
+  }
+#endif
+}
+
+BOOST_AUTO_TEST_CASE(bfloat16_products_into_float_are_within_the_bound_on_each_path) {
+  for (const char* path : paths()) {
+    const Bf16Setting setting(path);
+    BOOST_TEST(kernels::cpu_bf16_gemm_enabled() == (std::string(path) == "on"));
+    for (const Product& p : products()) {
+      const Operands o(p);
+      std::vector<float> c = start<float>(p, o);
+      kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(), o.ldb, p.beta,
+                    c.data(), o.ldc);
+      BOOST_TEST(worst_error(p, o, c, false) <= 1.0,
+                 "PTRAIN_CPU_BF16=" << path << ", " << p.name() << ": error / bound " << worst_error(p, o, c, false));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bfloat16_products_are_rounded_once_on_each_path) {
+  for (const char* path : paths()) {
+    const Bf16Setting setting(path);
+    for (const Product& p : products()) {
+      const Operands o(p);
+      std::vector<bf16> c = start<bf16>(p, o);
+      kernels::gemm<bf16>(p.trans_a, p.trans_b, p.m, p.n, p.k, bf16(p.alpha), o.a.data(), o.lda, o.b.data(),
+                              o.ldb, bf16(p.beta), c.data(), o.ldc);
+      BOOST_TEST(worst_error(p, o, c, true) <= 1.0,
+                 "PTRAIN_CPU_BF16=" << path << ", " << p.name() << ": error / bound " << worst_error(p, o, c, true));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_ptrain_cpu_bf16_is_an_error_on_every_cpu) {
+  const Bf16Setting bad("yes");
+  BOOST_CHECK_EXCEPTION(kernels::cpu_bf16_gemm_enabled(), Error, [](const Error& e) {
+    return std::string(e.what()).find("PTRAIN_CPU_BF16 must be 'on' or 'off', got 'yes'") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_path_follows_ptrain_cpu_bf16, *ut::precondition(has_bf16_dot)) {
+  // vdpbf16ps reads a bf16 denormal as zero; the float GEMM multiplies it: 2^-130 * 2^10.
+  const bf16 a(std::ldexp(1.0f, -130)), b(1024.0f);
+  const auto product = [&] {
+    float c = -1;
+    kernels::gemm(false, false, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+    return c;
+  };
+  {
+    const Bf16Setting unset(nullptr);
+    BOOST_TEST(kernels::cpu_bf16_gemm_enabled());
+    BOOST_TEST(product() == 0.0f);
+  }
+  {
+    const Bf16Setting on("on");
+    BOOST_TEST(product() == 0.0f);
+  }
+  {
+    const Bf16Setting off("off");
+    BOOST_TEST(!kernels::cpu_bf16_gemm_enabled());
+    BOOST_TEST(product() == std::ldexp(1.0f, -120));
+  }
+#if defined(PTRAIN_HALF_X86)
+  // A product large enough to be split over the threads: each slice is the serial kernel's.
+  const Bf16Setting on("on");
+  const int threads = num_threads();
+  set_num_threads(2);
+  for (const bool trans_a : {false, true}) {
+    const Product p{300, 200, 77, trans_a, false, 1.0f, 0.0f};
+    const Operands o(p);
+    std::vector<float> split = start<float>(p, o), serial = start<float>(p, o);
+    kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(), o.ldb, p.beta,
+                  split.data(), o.ldc);
+    kernels::detail::gemm_bf16_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(),
+                                      o.ldb, p.beta, serial.data(), o.ldc);
+    std::int64_t differ = 0;
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) differ += split[std::size_t(i * o.ldc + j)] != serial[std::size_t(i * o.ldc + j)];
+    BOOST_TEST(differ == 0, p.name() << ": " << differ << " elements differ from the serial kernel's");
+  }
+  set_num_threads(threads);
+#endif
+}
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  Shape x, w;
+  std::int64_t stride, pad, groups;
+};
+
+// The routes of conv.hpp: grad-input as a convolution (stride 1, >= 16 channels) or by col2im,
+// 1x1 reading the image, small images grouped into one GEMM, groups.
+const ConvCase conv_cases[] = {
+    {"3x3 pad 1, 16 channels", {3, 16, 9, 7}, {24, 16, 3, 3}, 1, 1, 1},
+    {"3x3 stride 2 pad 1, odd sizes", {3, 5, 9, 7}, {7, 5, 3, 3}, 2, 1, 1},
+    {"1x1 pointwise, groups 2", {2, 6, 5, 5}, {4, 3, 1, 1}, 1, 0, 2},
+    {"small images grouped", {9, 4, 3, 3}, {5, 4, 2, 2}, 1, 0, 1},
+};
+
+template <class T>
+Tensor<T> cast_abs(const Tensor<double>& t) {
+  Tensor<T> out(t.shape());
+  for (std::int64_t e = 0; e < t.numel(); ++e) out[e] = T(std::abs(t[e]));
+  return out;
+}
+
+// The worst |got - exact| / (2^-8 |exact| + (terms + 4) 2^-24 magnitude) over a tensor.
+double worst_conv_error(const Tensor<bf16>& got, const Tensor<double>& exact, const Tensor<double>& magnitude,
+                        std::int64_t terms) {
+  double worst = 0;
+  for (std::int64_t e = 0; e < got.numel(); ++e) {
+    const double bound = std::ldexp(1.0, -8) * std::abs(exact[e]) + double(terms + 4) * std::ldexp(1.0, -24) * magnitude[e];
+    const double error = std::abs(static_cast<double>(got[e]) - exact[e]);
+    worst = std::max(worst, std::isnan(error) ? std::numeric_limits<double>::infinity() : error / bound);
+  }
+  return worst;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bfloat16_convolution_is_within_the_bound_on_each_path) {
+  for (const char* path : paths()) {
+    const Bf16Setting setting(path);
+    for (const ConvCase& c : conv_cases) {
+      const kernels::Conv2dGeometry g =
+          kernels::make_conv2d_geometry(c.x, c.w, c.stride, c.stride, c.pad, c.pad, 1, 1, c.groups);
+      const Shape y_shape{g.batch, g.out_channels, g.out_h, g.out_w};
+      // bf16 values, and the same values in double for the exact result.
+      const Tensor<bf16> x = seeded<bf16>(c.x, 1), w = seeded<bf16>(c.w, 2),
+                             b = seeded<bf16>({g.out_channels}, 3), gy = seeded<bf16>(y_shape, 4);
+      const Tensor<double> xd = tensor_cast<double>(x), wd = tensor_cast<double>(w), bd = tensor_cast<double>(b),
+                           gyd = tensor_cast<double>(gy);
+      Tensor<bf16> y(y_shape), gx(c.x), gw(c.w), gb({g.out_channels});
+      kernels::conv2d_forward<bf16>(g, x.data(), w.data(), b.data(), y.data());
+      kernels::conv2d_backward<bf16>(g, x.data(), w.data(), gy.data(), gx.data(), gw.data(), gb.data());
+      Tensor<double> y_exact(y_shape), gx_exact(c.x), gw_exact(c.w), gb_exact({g.out_channels});
+      kernels::conv2d_forward<double>(g, xd.data(), wd.data(), bd.data(), y_exact.data());
+      kernels::conv2d_backward<double>(g, xd.data(), wd.data(), gyd.data(), gx_exact.data(), gw_exact.data(),
+                                       gb_exact.data());
+      // The sums of |terms|: the same convolutions of absolute values.
+      const Tensor<double> xa = cast_abs<double>(xd), wa = cast_abs<double>(wd), ba = cast_abs<double>(bd),
+                           gya = cast_abs<double>(gyd);
+      Tensor<double> y_mag(y_shape), gx_mag(c.x), gw_mag(c.w), gb_mag({g.out_channels});
+      kernels::conv2d_forward<double>(g, xa.data(), wa.data(), ba.data(), y_mag.data());
+      kernels::conv2d_backward<double>(g, xa.data(), wa.data(), gya.data(), gx_mag.data(), gw_mag.data(), gb_mag.data());
+      const std::string what = std::string("PTRAIN_CPU_BF16=") + path + ", " + c.name;
+      const std::int64_t reduction = g.col_rows() / g.groups, positions = g.batch * g.out_plane();
+      BOOST_TEST(worst_conv_error(y, y_exact, y_mag, reduction) <= 1.0, what << ": forward");
+      BOOST_TEST(worst_conv_error(gx, gx_exact, gx_mag, g.out_channels / g.groups * g.kernel_area()) <= 1.0,
+                 what << ": grad input");
+      BOOST_TEST(worst_conv_error(gw, gw_exact, gw_mag, positions) <= 1.0, what << ": grad weight");
+      BOOST_TEST(worst_conv_error(gb, gb_exact, gb_mag, positions) <= 1.0, what << ": grad bias");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
