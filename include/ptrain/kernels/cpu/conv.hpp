@@ -12,6 +12,8 @@
 // partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
 // scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
 // 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp).
+// conv2d_forward and conv2d_backward run a 3x3 stride-1 layer's passes by Winograd instead
+// (winograd.hpp) where conv_algorithm.hpp finds it faster.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -22,29 +24,16 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/conv_algorithm.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
+#include "ptrain/kernels/cpu/winograd.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
 namespace ptrain::kernels {
 
 namespace detail {
-
-inline int thread_index() {
-#if defined(_OPENMP)
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-inline int team_size() {
-#if defined(_OPENMP)
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
 
 // The outputs o in [lo, hi) of [0, out) whose input o * stride + offset lies in [0, in); the
 // others read padding.
@@ -228,10 +217,11 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
 
 }  // namespace detail
 
-// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null).
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null), by
+// im2col + GEMM.
 template <class T>
-void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
-                    const ConvBlocking& blocking = {}) {
+void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                         const ConvBlocking& blocking = {}) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -291,18 +281,6 @@ inline bool grad_input_is_convolution(const Conv2dGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.dilation_h * (g.kernel_h - 1) &&
          g.pad_w <= g.dilation_w * (g.kernel_w - 1) && g.in_channels / g.groups >= 16;
 }
-inline Conv2dGeometry transposed_geometry(const Conv2dGeometry& g) {
-  Conv2dGeometry t = g;
-  t.in_channels = g.out_channels;
-  t.out_channels = g.in_channels;
-  t.in_h = g.out_h;
-  t.in_w = g.out_w;
-  t.out_h = g.in_h;
-  t.out_w = g.in_w;
-  t.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
-  t.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
-  return t;
-}
 // wt[grp*Cg + c][k][i][j] = w[grp*Kg + k][c][kh-1-i][kw-1-j]: the weight of transposed_geometry(g).
 template <class T>
 void transpose_flip_weight(const Conv2dGeometry& g, const T* w, T* wt) {
@@ -335,11 +313,11 @@ void conv2d_grad_bias(const Conv2dGeometry& g, const T* gy, T* gb) {
   }
 }
 
-// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
-// null to skip it (gx for a network's first layer, gb without bias).
+// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db by im2col + GEMM;
+// any of them may be null to skip it (gx for a network's first layer, gb without bias).
 template <class T>
-void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
-                     const ConvBlocking& blocking = {}) {
+void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
+                          const ConvBlocking& blocking = {}) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -354,7 +332,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
   if (gx && detail::grad_input_is_convolution(g)) {
     T* wt = scratch<T>(3, static_cast<std::size_t>(wsize));
     detail::transpose_flip_weight(g, w, wt);
-    conv2d_forward<T>(detail::transposed_geometry(g), gy, wt, nullptr, gx, blocking);
+    conv2d_forward_gemm<T>(detail::transposed_geometry(g), gy, wt, nullptr, gx, blocking);
     gx = nullptr;
     if (!gw) return;
   }
@@ -430,6 +408,49 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
       gw[e] = s;
     }
   });
+}
+
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): Winograd
+// or im2col + GEMM where Winograd applies (conv_algorithm.hpp), im2col + GEMM elsewhere.
+template <class T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                    const ConvBlocking& blocking = {}) {
+  if (g.batch == 0 || g.out_channels == 0 || g.out_plane() == 0) return;
+  if (!winograd_applies(g)) {
+    conv2d_forward_gemm(g, x, w, b, y, blocking);
+    return;
+  }
+  run_conv_pass(g, ConvPass::forward, sizeof(T), [&](ConvAlgorithm a) {
+    if (a == ConvAlgorithm::winograd2) winograd_forward<2>(g, x, w, b, y);
+    else if (a == ConvAlgorithm::winograd4) winograd_forward<4>(g, x, w, b, y);
+    else conv2d_forward_gemm(g, x, w, b, y, blocking);
+  });
+}
+
+// Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
+// null to skip it (gx for a network's first layer, gb without bias). Each of gx and gw as
+// conv2d_forward chooses.
+template <class T>
+void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
+                     const ConvBlocking& blocking = {}) {
+  const bool has_work = g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0;
+  if (has_work && gx && winograd_grad_input_applies(g)) {
+    run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
+      if (a == ConvAlgorithm::winograd2) winograd_grad_input<2>(g, w, gy, gx);
+      else if (a == ConvAlgorithm::winograd4) winograd_grad_input<4>(g, w, gy, gx);
+      else conv2d_backward_gemm<T>(g, nullptr, w, gy, gx, nullptr, nullptr, blocking);
+    });
+    gx = nullptr;
+  }
+  if (has_work && gw && winograd_applies(g)) {
+    run_conv_pass(g, ConvPass::grad_weight, sizeof(T), [&](ConvAlgorithm a) {
+      if (a == ConvAlgorithm::winograd2) winograd_grad_weight<2>(g, x, gy, gw);
+      else if (a == ConvAlgorithm::winograd4) winograd_grad_weight<4>(g, x, gy, gw);
+      else conv2d_backward_gemm<T>(g, x, nullptr, gy, nullptr, gw, nullptr, blocking);
+    });
+    gw = nullptr;
+  }
+  conv2d_backward_gemm(g, x, w, gy, gx, gw, gb, blocking);
 }
 
 // The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
