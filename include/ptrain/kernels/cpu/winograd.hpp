@@ -13,7 +13,7 @@
 // - grad weight: by linearity dL/dg = G^T [sum over tiles (A dY A^T) (.) (B^T d B)] G, one
 //   (Cout x tiles) x (tiles x Cin) GEMM per position, summed over chunks and threads.
 // Each thread takes a contiguous run of chunks, its GEMMs single-threaded (kernels::gemm stays on
-// its thread inside a parallel region). The transforms run over L channels at once (the lanes
+// its thread inside a parallel region). The transforms run over `lanes` channels at once (the lanes
 // of one SIMD register for float), so that they vectorise and write V and M contiguously.
 // F(4x4) does 4x fewer multiplies than direct convolution where F(2x2) does 2.25x, at the price of
 // a larger float error (its transforms hold 1/6, 1/24 and 8; see test/kernels/winograd_test).
@@ -21,6 +21,7 @@
 // slot 3 holds U.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -83,51 +84,43 @@ struct Mat {
   static constexpr double at(int i, int k) { return Transposed ? Entries[k][i] : Entries[i][k]; }
 };
 
-// out[i][c][l] = sum_k Mx(i, k) in[k][c][l]: Mx on the left of a matrix of L-lane entries.
-template <class Mx, int C, int L, class T>
-inline void left(const T (&in)[Mx::cols][C][L], T (&out)[Mx::rows][C][L]) {
+// out[i][c] = sum_k Mx(i, k) in[k][c]: Mx on the left; V is T or a vector of T.
+template <class Mx, class T, int C, class V>
+inline void left(const V (&in)[Mx::cols][C], V (&out)[Mx::rows][C]) {
   unroll<Mx::rows>([&](auto i) {
     for (int c = 0; c < C; ++c) {
-      T acc[L] = {};
+      V acc{};
       unroll<Mx::cols>([&](auto k) {
         constexpr double e = Mx::at(decltype(i)::value, decltype(k)::value);
-        if constexpr (e == 1.0) {
-          for (int l = 0; l < L; ++l) acc[l] += in[k][c][l];
-        } else if constexpr (e == -1.0) {
-          for (int l = 0; l < L; ++l) acc[l] -= in[k][c][l];
-        } else if constexpr (e != 0.0) {
-          for (int l = 0; l < L; ++l) acc[l] += static_cast<T>(e) * in[k][c][l];
-        }
+        if constexpr (e == 1.0) acc += in[k][c];
+        else if constexpr (e == -1.0) acc -= in[k][c];
+        else if constexpr (e != 0.0) acc += static_cast<T>(e) * in[k][c];
       });
-      for (int l = 0; l < L; ++l) out[i][c][l] = acc[l];
+      out[i][c] = acc;
     }
   });
 }
-// out[r][i][l] = sum_k in[r][k][l] Mx(i, k): Mx^T on the right.
-template <class Mx, int R, int L, class T>
-inline void right(const T (&in)[R][Mx::cols][L], T (&out)[R][Mx::rows][L]) {
+// out[r][i] = sum_k in[r][k] Mx(i, k): Mx^T on the right.
+template <class Mx, class T, int R, class V>
+inline void right(const V (&in)[R][Mx::cols], V (&out)[R][Mx::rows]) {
   for (int r = 0; r < R; ++r)
     unroll<Mx::rows>([&](auto i) {
-      T acc[L] = {};
+      V acc{};
       unroll<Mx::cols>([&](auto k) {
         constexpr double e = Mx::at(decltype(i)::value, decltype(k)::value);
-        if constexpr (e == 1.0) {
-          for (int l = 0; l < L; ++l) acc[l] += in[r][k][l];
-        } else if constexpr (e == -1.0) {
-          for (int l = 0; l < L; ++l) acc[l] -= in[r][k][l];
-        } else if constexpr (e != 0.0) {
-          for (int l = 0; l < L; ++l) acc[l] += static_cast<T>(e) * in[r][k][l];
-        }
+        if constexpr (e == 1.0) acc += in[r][k];
+        else if constexpr (e == -1.0) acc -= in[r][k];
+        else if constexpr (e != 0.0) acc += static_cast<T>(e) * in[r][k];
       });
-      for (int l = 0; l < L; ++l) out[r][i][l] = acc[l];
+      out[r][i] = acc;
     });
 }
 // Mx X Mx^T.
-template <class Mx, int L, class T>
-inline void sandwich(const T (&in)[Mx::cols][Mx::cols][L], T (&out)[Mx::rows][Mx::rows][L]) {
-  T half_way[Mx::rows][Mx::cols][L];
-  left<Mx>(in, half_way);
-  right<Mx>(half_way, out);
+template <class Mx, class T, class V>
+inline void sandwich(const V (&in)[Mx::cols][Mx::cols], V (&out)[Mx::rows][Mx::rows]) {
+  V half_way[Mx::rows][Mx::cols];
+  left<Mx, T>(in, half_way);
+  right<Mx, T>(half_way, out);
 }
 
 template <int M>
@@ -141,8 +134,27 @@ struct Tiles {
   using A = Mat<M, alpha, W::AT, true>;
 };
 
-// Channels transformed at once: one AVX2 register of float.
-inline constexpr int lanes = 8;
+// Channels transformed at once: a SIMD register of T, as a GCC vector (the build turns GCC 12's
+// SLP vectoriser off, see docs/architecture.md, so the lanes are explicit).
+#if defined(__AVX512F__)
+inline constexpr int vector_bytes = 64;
+#else
+inline constexpr int vector_bytes = 32;
+#endif
+template <class T>
+inline constexpr int lanes = vector_bytes / static_cast<int>(sizeof(T));
+template <class T>
+struct LaneVector;
+template <>
+struct LaneVector<float> {
+  typedef float type __attribute__((vector_size(vector_bytes)));
+};
+template <>
+struct LaneVector<double> {
+  typedef double type __attribute__((vector_size(vector_bytes)));
+};
+template <class T>
+using Lanes = typename LaneVector<T>::type;
 
 // Where a geometry's tiles are and how they are cut into chunks (one GEMM per position each).
 struct TileGrid {
@@ -197,37 +209,51 @@ void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
     for (std::int64_t s = 0; s < cols; ++s) {
       const std::int64_t k = flip ? r : s, c = flip ? s : r;
       const T* f = w + (k * C + c) * 9;
-      T in[3][3][1], out[Tl::alpha][Tl::alpha][1];
+      T in[3][3], out[Tl::alpha][Tl::alpha];
       for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) in[i][j][0] = flip ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
-      sandwich<typename Tl::G, 1>(in, out);
-      for (int p = 0; p < Tl::positions; ++p) U[p * KC + r * cols + s] = out[p / Tl::alpha][p % Tl::alpha][0];
+        for (int j = 0; j < 3; ++j) in[i][j] = flip ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
+      sandwich<typename Tl::G, T>(in, out);
+      for (int p = 0; p < Tl::positions; ++p) U[p * KC + r * cols + s] = out[p / Tl::alpha][p % Tl::alpha];
     }
 }
 
-// The alpha x alpha tile at input row y0, column x0 of `channels` (< lanes: the rest zero) planes
-// of H x W, from `plane` on, planes `stride` apart, zero outside the image.
+// The N x N tile at row y0, column x0 of `channels` (<= lanes: the rest zero) planes of H x W,
+// from `plane` on, planes `stride` apart, zero outside the planes.
 template <int N, class T>
 inline void gather(const T* plane, std::int64_t stride, int channels, std::int64_t H, std::int64_t W, std::int64_t y0,
-                   std::int64_t x0, T (&d)[N][N][lanes]) {
-  const bool inside = y0 >= 0 && x0 >= 0 && y0 + N <= H && x0 + N <= W && channels == lanes;
-  if (inside) {
-    for (int l = 0; l < lanes; ++l) {
+                   std::int64_t x0, Lanes<T> (&d)[N][N]) {
+  constexpr int L = lanes<T>;
+  alignas(64) T buffer[N][N][L];
+  if (y0 >= 0 && x0 >= 0 && y0 + N <= H && x0 + N <= W && channels == L) {
+    for (int l = 0; l < L; ++l) {
       const T* src = plane + l * stride + y0 * W + x0;
       for (int i = 0; i < N; ++i)
-        for (int j = 0; j < N; ++j) d[i][j][l] = src[i * W + j];
+        for (int j = 0; j < N; ++j) buffer[i][j][l] = src[i * W + j];
     }
-    return;
+  } else {
+    std::fill(&buffer[0][0][0], &buffer[0][0][0] + N * N * L, T(0));
+    const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
+    const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
+    for (int l = 0; l < channels; ++l) {
+      const T* src = plane + l * stride + y0 * W + x0;
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) buffer[i][j][l] = src[i * W + j];
+    }
   }
-  for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int l = 0; l < lanes; ++l) d[i][j][l] = T(0);
-  const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
-  const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
-  for (int l = 0; l < channels; ++l) {
-    const T* src = plane + l * stride + y0 * W + x0;
-    for (std::int64_t i = i0; i < i1; ++i)
-      for (std::int64_t j = j0; j < j1; ++j) d[i][j][l] = src[i * W + j];
+  std::memcpy(&d[0][0], &buffer[0][0][0], sizeof(d));
+}
+
+// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile.
+template <int N, class T>
+inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, T* to) {
+  for (int p = 0; p < N * N; ++p) {
+    if (channels == lanes<T>) {
+      std::memcpy(to + p * stride, &from[p / N][p % N], sizeof(Lanes<T>));
+    } else {
+      alignas(64) T values[lanes<T>];
+      std::memcpy(values, &from[p / N][p % N], sizeof(values));
+      std::copy(values, values + channels, to + p * stride);
+    }
   }
 }
 
@@ -242,14 +268,12 @@ void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x,
     const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
     const std::int64_t y0 = in_image / grid.tiles_w * M - g.pad_h, x0 = in_image % grid.tiles_w * M - g.pad_w;
     const T* image = x + n * C * plane;
-    for (std::int64_t c0 = 0; c0 < C; c0 += lanes) {
-      const int channels = static_cast<int>(std::min<std::int64_t>(lanes, C - c0));
-      T d[Tl::alpha][Tl::alpha][lanes], v[Tl::alpha][Tl::alpha][lanes];
+    for (std::int64_t c0 = 0; c0 < C; c0 += lanes<T>) {
+      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, C - c0));
+      Lanes<T> d[Tl::alpha][Tl::alpha], v[Tl::alpha][Tl::alpha];
       gather(image + c0 * plane, plane, channels, H, W, y0, x0, d);
-      sandwich<typename Tl::BT, lanes>(d, v);
-      T* dst = V + t * C + c0;
-      for (int p = 0; p < Tl::positions; ++p)
-        for (int l = 0; l < channels; ++l) dst[p * stride + l] = v[p / Tl::alpha][p % Tl::alpha][l];
+      sandwich<typename Tl::BT, T>(d, v);
+      scatter(v, channels, stride, V + t * C + c0);
     }
   }
 }
@@ -264,20 +288,24 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
     const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
     const std::int64_t y0 = in_image / grid.tiles_w * M, x0 = in_image % grid.tiles_w * M;
     const int rows = static_cast<int>(std::min<std::int64_t>(M, OH - y0)), cols = static_cast<int>(std::min<std::int64_t>(M, OW - x0));
-    for (std::int64_t k0 = 0; k0 < K; k0 += lanes) {
-      const int channels = static_cast<int>(std::min<std::int64_t>(lanes, K - k0));
-      T m[Tl::alpha][Tl::alpha][lanes], out[M][M][lanes];
+    for (std::int64_t k0 = 0; k0 < K; k0 += lanes<T>) {
+      constexpr int L = lanes<T>;
+      const int channels = static_cast<int>(std::min<std::int64_t>(L, K - k0));
+      Lanes<T> m[Tl::alpha][Tl::alpha], out[M][M];
       const T* src = Mt + t * K + k0;
       for (int p = 0; p < Tl::positions; ++p) {
-        for (int l = 0; l < channels; ++l) m[p / Tl::alpha][p % Tl::alpha][l] = src[p * stride + l];
-        for (int l = channels; l < lanes; ++l) m[p / Tl::alpha][p % Tl::alpha][l] = T(0);
+        alignas(64) T values[L] = {};
+        std::copy(src + p * stride, src + p * stride + channels, values);
+        std::memcpy(&m[p / Tl::alpha][p % Tl::alpha], values, sizeof(values));
       }
-      sandwich<typename Tl::AT, lanes>(m, out);
+      sandwich<typename Tl::AT, T>(m, out);
+      alignas(64) T values[M][M][L];
+      std::memcpy(&values[0][0][0], &out[0][0], sizeof(values));
       for (int l = 0; l < channels; ++l) {
         const T bias = b ? b[k0 + l] : T(0);
         T* dst = y + (n * K + k0 + l) * plane + y0 * OW + x0;
         for (int i = 0; i < rows; ++i)
-          for (int j = 0; j < cols; ++j) dst[i * OW + j] = out[i][j][l] + bias;
+          for (int j = 0; j < cols; ++j) dst[i * OW + j] = values[i][j][l] + bias;
       }
     }
   }
@@ -292,14 +320,12 @@ void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, c
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
     const std::int64_t y0 = in_image / grid.tiles_w * M, x0 = in_image % grid.tiles_w * M;
-    for (std::int64_t k0 = 0; k0 < K; k0 += lanes) {
-      const int channels = static_cast<int>(std::min<std::int64_t>(lanes, K - k0));
-      T dy[M][M][lanes], dm[Tl::alpha][Tl::alpha][lanes];
+    for (std::int64_t k0 = 0; k0 < K; k0 += lanes<T>) {
+      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, K - k0));
+      Lanes<T> dy[M][M], dm[Tl::alpha][Tl::alpha];
       gather(gy + (n * K + k0) * plane, plane, channels, OH, OW, y0, x0, dy);
-      sandwich<typename Tl::A, lanes>(dy, dm);
-      T* dst = dM + t * K + k0;
-      for (int p = 0; p < Tl::positions; ++p)
-        for (int l = 0; l < channels; ++l) dst[p * stride + l] = dm[p / Tl::alpha][p % Tl::alpha][l];
+      sandwich<typename Tl::A, T>(dy, dm);
+      scatter(dm, channels, stride, dM + t * K + k0);
     }
   }
 }
@@ -383,17 +409,16 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
 #pragma omp parallel for num_threads(reduce_threads) schedule(static) if (reduce_threads > 1)
   for (std::int64_t k = 0; k < K; ++k)
     for (std::int64_t c = 0; c < C; ++c) {
-      T in[Tl::alpha][Tl::alpha][1], half_way[3][Tl::alpha][1], out[3][3][1];
+      T in[Tl::alpha][Tl::alpha], out[3][3];
       for (int p = 0; p < Tl::positions; ++p) {
         T s = total[p * KC + k * C + c];
         for (int u = 1; u < threads; ++u) s += partial[static_cast<std::size_t>(u)][p * KC + k * C + c];
-        in[p / Tl::alpha][p % Tl::alpha][0] = s;
+        in[p / Tl::alpha][p % Tl::alpha] = s;
       }
-      wd::left<typename Tl::GT>(in, half_way);
-      wd::right<typename Tl::GT>(half_way, out);
+      wd::sandwich<typename Tl::GT, T>(in, out);
       T* dst = gw + (k * C + c) * 9;
       for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) dst[i * 3 + j] = out[i][j][0];
+        for (int j = 0; j < 3; ++j) dst[i * 3 + j] = out[i][j];
     }
 }
 
