@@ -8,6 +8,7 @@
 // PTRAIN_CONV_ALGO=auto|gemm|winograd2|winograd4, or set_conv_algorithm(), forces one for every
 // layer it applies to (tests, benches); the others run im2col + GEMM.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -38,22 +39,26 @@ inline ConvAlgorithm parse_conv_algorithm(std::string_view text, const char* wha
 }
 
 namespace detail {
-inline std::optional<ConvAlgorithm>& forced_conv_algorithm() {
-  static std::optional<ConvAlgorithm> forced;
+// set_conv_algorithm's choice, -1 before any; atomic, as pipeline stages may run on threads.
+inline std::atomic<int>& forced_conv_algorithm() {
+  static std::atomic<int> forced{-1};
   return forced;
 }
 }  // namespace detail
 
 // The algorithm asked for: set_conv_algorithm's, else PTRAIN_CONV_ALGO's (read once), else auto.
 inline ConvAlgorithm conv_algorithm() {
-  auto& forced = detail::forced_conv_algorithm();
-  if (!forced) {
+  if (const int forced = detail::forced_conv_algorithm().load(std::memory_order_relaxed); forced >= 0)
+    return static_cast<ConvAlgorithm>(forced);
+  static const ConvAlgorithm from_environment = [] {
     const char* env = std::getenv("PTRAIN_CONV_ALGO");
-    forced = env && *env ? parse_conv_algorithm(env) : ConvAlgorithm::automatic;
-  }
-  return *forced;
+    return env && *env ? parse_conv_algorithm(env) : ConvAlgorithm::automatic;
+  }();
+  return from_environment;
 }
-inline void set_conv_algorithm(ConvAlgorithm algorithm) { detail::forced_conv_algorithm() = algorithm; }
+inline void set_conv_algorithm(ConvAlgorithm algorithm) {
+  detail::forced_conv_algorithm().store(static_cast<int>(algorithm), std::memory_order_relaxed);
+}
 
 // Below this many flops a pass runs im2col + GEMM without measuring.
 inline constexpr double measured_flops = 2e7;
