@@ -58,13 +58,14 @@ struct WinogradTransforms<4> {
 };
 
 // Which layers it computes: 3x3, stride 1, dilation 1, one group (the gradient of the input
-// also needs pad <= 2, so that the transposed convolution's padding 2 - pad is not negative).
+// also needs pad <= 2, so that the transposed convolution's padding 2 - pad is not negative, and
+// an output channel to run on).
 inline bool winograd_applies(const Conv2dGeometry& g) {
   return g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 &&
          g.dilation_w == 1 && g.groups == 1 && g.in_channels > 0;
 }
 inline bool winograd_grad_input_applies(const Conv2dGeometry& g) {
-  return winograd_applies(g) && g.pad_h <= 2 && g.pad_w <= 2;
+  return winograd_applies(g) && g.out_channels > 0 && g.pad_h <= 2 && g.pad_w <= 2;
 }
 
 namespace detail::winograd {
@@ -349,31 +350,29 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const 
   });
 }
 
+// y = conv(x, w) + b in the geometry `run`, w being the weight of `of_weight` (flipped: of its
+// input gradient, run = transposed_geometry(of_weight)).
+template <int M, class T>
+void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const T* x,
+                        const T* b, T* y) {
+  if (run.batch == 0 || run.out_channels == 0 || run.out_plane() == 0) return;
+  T* U = scratch<T>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
+  transform_filters<M>(of_weight, w, flip, U);
+  forward_transformed<M, T>(run, x, U, b, y);
+}
+
 }  // namespace detail::winograd
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C, 3, 3]) + b[K] (b may be null); winograd_applies(g).
 template <int M, class T>
 void winograd_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y) {
-  namespace wd = detail::winograd;
-  if (g.batch == 0 || g.out_channels == 0 || g.out_plane() == 0) return;
-  T* U = scratch<T>(3, static_cast<std::size_t>(wd::Tiles<M>::positions * g.in_channels * g.out_channels));
-  wd::transform_filters<M>(g, w, false, U);
-  wd::forward_transformed<M, T>(g, x, U, b, y);
+  detail::winograd::filter_and_forward<M, T>(g, g, w, false, x, b, y);
 }
 
 // gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g).
 template <int M, class T>
 void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, T* gx) {
-  namespace wd = detail::winograd;
-  const Conv2dGeometry t = detail::transposed_geometry(g);
-  if (t.batch == 0 || t.out_channels == 0 || t.out_plane() == 0) return;
-  if (t.in_channels == 0 || t.in_plane() == 0) {
-    std::fill(gx, gx + t.batch * t.out_channels * t.out_plane(), T(0));
-    return;
-  }
-  T* U = scratch<T>(3, static_cast<std::size_t>(wd::Tiles<M>::positions * g.in_channels * g.out_channels));
-  wd::transform_filters<M>(g, w, true, U);
-  wd::forward_transformed<M, T>(t, gy, U, nullptr, gx);
+  detail::winograd::filter_and_forward<M, T>(detail::transposed_geometry(g), g, w, true, gy, nullptr, gx);
 }
 
 // gw = dL/dw given x and gy = dL/dy; winograd_applies(g).
