@@ -131,15 +131,17 @@ BOOST_AUTO_TEST_CASE(in_double_every_pass_matches_im2col_gemm) {
   }
 }
 
-// F(2x2): the transforms hold only 0, +-1 and +-1/2, so a result is the GEMM's sum plus a few
-// additions of similar terms: its error stays within a few times im2col + GEMM's (~1e-7 here).
-BOOST_AUTO_TEST_CASE(f2_in_float_stays_within_1e_6_of_the_result) { check_float<2>(1e-6); }
+// Errors are against the double result, relative to its largest magnitude; im2col + GEMM in float
+// shows ~5e-7 on these cases (sums of up to 9 * 33 products).
+// F(2x2): the transforms hold only 0, +-1 and +-1/2 (exact in binary), so a result is the GEMM's
+// sum plus a few additions of terms of the same size: measured 2e-7 to 5e-7, bounded at 2e-6.
+BOOST_AUTO_TEST_CASE(f2_in_float_stays_within_2e_6_of_the_result) { check_float<2>(2e-6); }
 
-// F(4x4): the input transform multiplies by up to 5 and sums 6 terms each way, the output
-// transform by up to 8^2 = 64, and G's 1/6 and 1/24 are not exact in binary, so the rounding
-// of the transformed values grows by ~100x over F(2x2)'s: bounded at 1e-4 of the result
-// (measured below ~2e-5), as inference libraries expect of it.
-BOOST_AUTO_TEST_CASE(f4_in_float_stays_within_1e_4_of_the_result) { check_float<4>(1e-4); }
+// F(4x4): the input transform multiplies by up to 5 and adds 6 terms each way, the output
+// transform by up to 8 each way, and G's 1/6 and 1/24 are not exact in binary, so the
+// transformed values carry larger rounding than the result they cancel down to: measured 3e-6 to
+// 6e-6 (about 10x F(2x2)'s), bounded at 3e-5.
+BOOST_AUTO_TEST_CASE(f4_in_float_stays_within_3e_5_of_the_result) { check_float<4>(3e-5); }
 
 BOOST_AUTO_TEST_CASE(auto_measures_a_pass_once_per_shape_then_runs_its_choice) {
   AutoAfterwards restore;

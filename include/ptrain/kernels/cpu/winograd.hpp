@@ -411,7 +411,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
       T in[Tl::alpha][Tl::alpha], out[3][3];
       for (int p = 0; p < Tl::positions; ++p) {
         T s = total[p * KC + k * C + c];
-        for (int u = 1; u < threads; ++u) s += partial[static_cast<std::size_t>(u)][p * KC + k * C + c];
+        for (int u = 1; u < threads; ++u)  // OpenMP may have given a smaller team
+          if (const T* part = partial[static_cast<std::size_t>(u)]) s += part[p * KC + k * C + c];
         in[p / Tl::alpha][p % Tl::alpha] = s;
       }
       wd::sandwich<typename Tl::GT, T>(in, out);
