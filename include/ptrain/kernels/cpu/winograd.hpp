@@ -71,7 +71,7 @@ inline bool winograd_grad_input_applies(const Conv2dGeometry& g) {
 namespace detail::winograd {
 
 // Calls f(std::integral_constant<int, 0>) ... f(<N - 1>): the transforms' loops unrolled with
-// their matrix entries as constants, so zeros cost nothing and +-1 are adds.
+// their matrix entries as constants.
 template <int N, class F>
 inline void unroll(F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
@@ -85,18 +85,21 @@ struct Mat {
   static constexpr double at(int i, int k) { return Transposed ? Entries[k][i] : Entries[i][k]; }
 };
 
+// acc += E * x, E a matrix entry known at compile time: zeros cost nothing and +-1 are adds.
+template <double E, class T, class V>
+inline void multiply_add(V& acc, const V& x) {
+  if constexpr (E == 1.0) acc += x;
+  else if constexpr (E == -1.0) acc -= x;
+  else if constexpr (E != 0.0) acc += static_cast<T>(E) * x;
+}
+
 // out[i][c] = sum_k Mx(i, k) in[k][c]: Mx on the left; V is T or a vector of T.
 template <class Mx, class T, int C, class V>
 inline void left(const V (&in)[Mx::cols][C], V (&out)[Mx::rows][C]) {
   unroll<Mx::rows>([&](auto i) {
     for (int c = 0; c < C; ++c) {
       V acc{};
-      unroll<Mx::cols>([&](auto k) {
-        constexpr double e = Mx::at(decltype(i)::value, decltype(k)::value);
-        if constexpr (e == 1.0) acc += in[k][c];
-        else if constexpr (e == -1.0) acc -= in[k][c];
-        else if constexpr (e != 0.0) acc += static_cast<T>(e) * in[k][c];
-      });
+      unroll<Mx::cols>([&](auto k) { multiply_add<Mx::at(decltype(i)::value, decltype(k)::value), T>(acc, in[k][c]); });
       out[i][c] = acc;
     }
   });
@@ -107,12 +110,7 @@ inline void right(const V (&in)[R][Mx::cols], V (&out)[R][Mx::rows]) {
   for (int r = 0; r < R; ++r)
     unroll<Mx::rows>([&](auto i) {
       V acc{};
-      unroll<Mx::cols>([&](auto k) {
-        constexpr double e = Mx::at(decltype(i)::value, decltype(k)::value);
-        if constexpr (e == 1.0) acc += in[r][k];
-        else if constexpr (e == -1.0) acc -= in[r][k];
-        else if constexpr (e != 0.0) acc += static_cast<T>(e) * in[r][k];
-      });
+      unroll<Mx::cols>([&](auto k) { multiply_add<Mx::at(decltype(i)::value, decltype(k)::value), T>(acc, in[r][k]); });
       out[r][i] = acc;
     });
 }
