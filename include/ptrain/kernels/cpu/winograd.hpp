@@ -256,25 +256,33 @@ inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t str
   }
 }
 
-// V[pos][tile - first][c] = (B^T d B)[pos] for tiles [first, first + count) of x [N, C, H, W],
-// with the tile grid of g (output tiles of m, input tiles shifted by the padding).
+// out[pos][tile - first][c] = (Mx d Mx^T)[pos] for tiles [first, first + count) of the grid,
+// d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output tile's
+// shifted back by the padding (zero outside the planes).
+template <int M, class Mx, class T>
+void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std::int64_t H, std::int64_t W,
+                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, T* out) {
+  constexpr int N = Mx::cols, P = Mx::rows;
+  const std::int64_t plane = H * W, stride = count * C;
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
+    const std::int64_t y0 = in_image / grid.tiles_w * M - pad_h, x0 = in_image % grid.tiles_w * M - pad_w;
+    for (std::int64_t c0 = 0; c0 < C; c0 += lanes<T>) {
+      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, C - c0));
+      Lanes<T> d[N][N], v[P][P];
+      gather(planes + (n * C + c0) * plane, plane, channels, H, W, y0, x0, d);
+      sandwich<Mx, T>(d, v);
+      scatter(v, channels, stride, out + t * C + c0);
+    }
+  }
+}
+
+// V[pos][tile - first][c] = (B^T d B)[pos], d the alpha x alpha input tile of x [N, C, H, W].
 template <int M, class T>
 void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x, std::int64_t first,
                       std::int64_t count, T* V) {
-  using Tl = Tiles<M>;
-  const std::int64_t C = g.in_channels, H = g.in_h, W = g.in_w, plane = H * W, stride = count * C;
-  for (std::int64_t t = 0; t < count; ++t) {
-    const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
-    const std::int64_t y0 = in_image / grid.tiles_w * M - g.pad_h, x0 = in_image % grid.tiles_w * M - g.pad_w;
-    const T* image = x + n * C * plane;
-    for (std::int64_t c0 = 0; c0 < C; c0 += lanes<T>) {
-      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, C - c0));
-      Lanes<T> d[Tl::alpha][Tl::alpha], v[Tl::alpha][Tl::alpha];
-      gather(image + c0 * plane, plane, channels, H, W, y0, x0, d);
-      sandwich<typename Tl::BT, T>(d, v);
-      scatter(v, channels, stride, V + t * C + c0);
-    }
-  }
+  transform_tiles<M, typename Tiles<M>::BT>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
+                                            V);
 }
 
 // y[n][k] tile = A^T M[.][tile][k] A (+ b[k]) for the chunk's tiles, only its part inside the output.
@@ -314,19 +322,7 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
 template <int M, class T>
 void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
                                 std::int64_t count, T* dM) {
-  using Tl = Tiles<M>;
-  const std::int64_t K = g.out_channels, OH = g.out_h, OW = g.out_w, plane = OH * OW, stride = count * K;
-  for (std::int64_t t = 0; t < count; ++t) {
-    const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
-    const std::int64_t y0 = in_image / grid.tiles_w * M, x0 = in_image % grid.tiles_w * M;
-    for (std::int64_t k0 = 0; k0 < K; k0 += lanes<T>) {
-      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, K - k0));
-      Lanes<T> dy[M][M], dm[Tl::alpha][Tl::alpha];
-      gather(gy + (n * K + k0) * plane, plane, channels, OH, OW, y0, x0, dy);
-      sandwich<typename Tl::A, T>(dy, dm);
-      scatter(dm, channels, stride, dM + t * K + k0);
-    }
-  }
+  transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM);
 }
 
 // y = conv(x, w) + b given U (transform_filters).
