@@ -1,8 +1,13 @@
 // Forward and backward GFLOP/s of conv2d on the convolutions of ResNet-18 on CIFAR-10 (batch 64),
 // float, through the autograd op. Best of `reps` runs; wall time and process CPU time, the latter
 // for a machine shared with other work.
+// Then, per 3x3 stride-1 layer of ResNet-18 on CIFAR-10 (batch 64) and VGG-16 at 128x128 (batch
+// 16), each pass's median ms by each algorithm of kernels/cpu/conv_algorithm.hpp (forced), and
+// the ratio of im2col + GEMM's time to each Winograd's, one line per layer and pass:
+//   bench=conv_algorithms net=... layer=... pass=forward|grad_input|grad_weight gemm_ms=...
+//     winograd2_ms=... winograd4_ms=... speedup_winograd2=... speedup_winograd4=... fastest=...
 //
-//   conv_bench [threads=2] [reps=10]
+//   conv_bench [threads=2] [reps=10] [algorithm reps=3]
 //
 // The PyTorch figures to compare with (oneDNN), same layers and thread count:
 //   /usr/bin/python3 -c "import torch,time; torch.set_num_threads(2); c=torch.nn.Conv2d(64,64,3,padding=1,bias=False);
@@ -12,10 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include <ptrain/autograd/backward.hpp>
 #include <ptrain/autograd/ops/conv.hpp>
 #include <ptrain/core/rng.hpp>
+#include <ptrain/kernels/cpu/conv.hpp>
 
 namespace {
 
@@ -62,6 +70,58 @@ void bench(const char* name, std::int64_t c, std::int64_t k, std::int64_t hw, st
               (flops + backward_flops) / (fwd + bwd) * 1e-9, (flops + backward_flops) / (fwd_cpu + bwd_cpu) * 1e-9);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One 3x3 stride-1 layer: each pass timed with each algorithm forced, median of `reps` after a
+// warm-up run.
+void compare_algorithms(const char* net, std::int64_t batch, std::int64_t c, std::int64_t k, std::int64_t hw,
+                        bool input_grad, int reps) {
+  using namespace ptrain;
+  namespace kn = ptrain::kernels;
+  Rng rng(2);
+  const Tensor<float> x = random({batch, c, hw, hw}, rng), w = random({k, c, 3, 3}, rng),
+                      gy = random({batch, k, hw, hw}, rng);
+  Tensor<float> y({batch, k, hw, hw}), gx(x.shape()), gw(w.shape());
+  const kn::Conv2dGeometry g = kn::make_conv2d_geometry(x.shape(), w.shape(), 1, 1, 1, 1, 1, 1, 1);
+  struct Pass {
+    const char* name;
+    kn::ConvPass pass;
+  };
+  std::vector<Pass> passes{{"forward", kn::ConvPass::forward}, {"grad_weight", kn::ConvPass::grad_weight}};
+  if (input_grad) passes.push_back({"grad_input", kn::ConvPass::grad_input});
+  const std::string layer = std::to_string(c) + "->" + std::to_string(k) + "_" + std::to_string(hw) + "x" +
+                            std::to_string(hw);
+  for (const Pass& pass : passes) {
+    double ms[3] = {};
+    for (std::size_t a = 0; a < kn::conv_algorithm_candidates.size(); ++a) {
+      kn::set_conv_algorithm(kn::conv_algorithm_candidates[a]);
+      std::vector<double> times;
+      for (int r = 0; r < reps + 1; ++r) {
+        const double t0 = wall_seconds();
+        if (pass.pass == kn::ConvPass::forward)
+          kn::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y.data());
+        else if (pass.pass == kn::ConvPass::grad_weight)
+          kn::conv2d_backward<float>(g, x.data(), nullptr, gy.data(), nullptr, gw.data(), nullptr);
+        else
+          kn::conv2d_backward<float>(g, nullptr, w.data(), gy.data(), gx.data(), nullptr, nullptr);
+        if (r > 0) times.push_back(wall_seconds() - t0);
+      }
+      ms[a] = median(times) * 1e3;
+    }
+    const char* names[3] = {"gemm", "winograd2", "winograd4"};
+    const std::size_t fastest = static_cast<std::size_t>(std::min_element(ms, ms + 3) - ms);
+    std::printf("bench=conv_algorithms net=%s layer=%s batch=%lld pass=%s gemm_ms=%.2f winograd2_ms=%.2f "
+                "winograd4_ms=%.2f speedup_winograd2=%.2f speedup_winograd4=%.2f fastest=%s\n",
+                net, layer.c_str(), static_cast<long long>(batch), pass.name, ms[0], ms[1], ms[2], ms[0] / ms[1],
+                ms[0] / ms[2], names[fastest]);
+    std::fflush(stdout);
+  }
+  kn::set_conv_algorithm(kn::ConvAlgorithm::automatic);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,4 +135,19 @@ int main(int argc, char** argv) {
   bench("128->128 16x16 3x3", 128, 128, 16, 3, 1, 1, true, reps);
   bench("256->256 8x8 3x3", 256, 256, 8, 3, 1, 1, true, reps);
   bench("512->512 4x4 3x3", 512, 512, 4, 3, 1, 1, true, reps);
+
+  const int algorithm_reps = argc > 3 ? std::atoi(argv[3]) : 3;
+  std::printf("bench=conv_algorithms threads=%d reps=%d scalar=float\n", ptrain::num_threads(), algorithm_reps);
+  // ResNet-18 on CIFAR-10: the stem and each stage's stride-1 3x3 convolutions.
+  compare_algorithms("resnet18_cifar", 64, 3, 64, 32, false, algorithm_reps);
+  for (const std::int64_t width : {64, 128, 256, 512})
+    compare_algorithms("resnet18_cifar", 64, width, width, 32 * 64 / width, true, algorithm_reps);
+  // VGG-16 at 128x128: every convolution (all 3x3 stride 1, pad 1), each shape once.
+  struct Layer {
+    std::int64_t c, k, hw;
+  };
+  for (const Layer& l : {Layer{3, 64, 128}, Layer{64, 64, 128}, Layer{64, 128, 64}, Layer{128, 128, 64},
+                         Layer{128, 256, 32}, Layer{256, 256, 32}, Layer{256, 512, 16}, Layer{512, 512, 16},
+                         Layer{512, 512, 8}})
+    compare_algorithms("vgg16_128", 16, l.c, l.k, l.hw, l.c > 3, algorithm_reps);
 }

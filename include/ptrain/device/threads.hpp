@@ -57,5 +57,20 @@ inline int num_threads() {
   return detail::thread_count();
 }
 
+// The calling thread's place in its OpenMP team, and the team's size (0 and 1 outside one).
+inline int thread_index() {
+#if defined(_OPENMP)
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+inline int team_size() {
+#if defined(_OPENMP)
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
 
 }  // namespace ptrain

@@ -13,6 +13,8 @@
 // scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
 // 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp), or for bfloat16 on
 // vdpbf16ps where the CPU has it: im2col in bfloat16, each GEMM's result and every sum in float.
+// conv2d_forward and conv2d_backward run a 3x3 stride-1 layer's passes by Winograd instead
+// (winograd.hpp) where conv_algorithm.hpp finds it faster.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -23,29 +25,16 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/conv_algorithm.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
+#include "ptrain/kernels/cpu/winograd.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
 namespace ptrain::kernels {
 
 namespace detail {
-
-inline int thread_index() {
-#if defined(_OPENMP)
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-inline int team_size() {
-#if defined(_OPENMP)
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
 
 // The outputs o in [lo, hi) of [0, out) whose input o * stride + offset lies in [0, in); the
 // others read padding.
@@ -232,10 +221,10 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
 namespace detail {
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): the
-// operands in T, the GEMMs' results and y in Acc (T, or float for bfloat16 operands).
+// operands in T, the GEMMs' results and y in Acc (T, or float for bfloat16 operands), by im2col + GEMM.
 template <class T, class Acc>
 void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const Acc* b, Acc* y,
-                         const ConvBlocking& blocking) {
+                         const ConvBlocking& blocking = {}) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -286,13 +275,6 @@ void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const 
 
 }  // namespace detail
 
-// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null).
-template <class T>
-void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
-                    const ConvBlocking& blocking = {}) {
-  detail::conv2d_forward_gemm<T, T>(g, x, w, b, y, blocking);
-}
-
 namespace detail {
 
 // With stride 1 the input gradient is itself a convolution: of gy, by the kernel flipped in space
@@ -303,18 +285,6 @@ namespace detail {
 inline bool grad_input_is_convolution(const Conv2dGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.pad_h <= g.dilation_h * (g.kernel_h - 1) &&
          g.pad_w <= g.dilation_w * (g.kernel_w - 1) && g.in_channels / g.groups >= 16;
-}
-inline Conv2dGeometry transposed_geometry(const Conv2dGeometry& g) {
-  Conv2dGeometry t = g;
-  t.in_channels = g.out_channels;
-  t.out_channels = g.in_channels;
-  t.in_h = g.out_h;
-  t.in_w = g.out_w;
-  t.out_h = g.in_h;
-  t.out_w = g.in_w;
-  t.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
-  t.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
-  return t;
 }
 // wt[grp*Cg + c][k][i][j] = w[grp*Kg + k][c][kh-1-i][kw-1-j]: the weight of transposed_geometry(g).
 template <class T>
@@ -353,7 +323,7 @@ namespace detail {
 // conv2d_backward (below) with the operands in T and the gradients in Acc, as conv2d_forward_gemm.
 template <class T, class Acc>
 void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, Acc* gx, Acc* gw, Acc* gb,
-                          const ConvBlocking& blocking) {
+                          const ConvBlocking& blocking = {}) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -450,11 +420,46 @@ void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const
 
 }  // namespace detail
 
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): Winograd
+// or im2col + GEMM where Winograd applies (conv_algorithm.hpp), im2col + GEMM elsewhere.
+template <class T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
+                    const ConvBlocking& blocking = {}) {
+  if (g.batch == 0 || g.out_channels == 0 || g.out_plane() == 0) return;
+  if (!winograd_applies(g)) {
+    detail::conv2d_forward_gemm<T, T>(g, x, w, b, y, blocking);
+    return;
+  }
+  run_conv_pass(g, ConvPass::forward, sizeof(T), [&](ConvAlgorithm a) {
+    if (a == ConvAlgorithm::winograd2) winograd_forward<2>(g, x, w, b, y);
+    else if (a == ConvAlgorithm::winograd4) winograd_forward<4>(g, x, w, b, y);
+    else detail::conv2d_forward_gemm<T, T>(g, x, w, b, y, blocking);
+  });
+}
+
 // Given gy = dL/dy, writes (not adds) gx = dL/dx, gw = dL/dw and gb = dL/db; any of them may be
-// null to skip it (gx for a network's first layer, gb without bias).
+// null to skip it (gx for a network's first layer, gb without bias). Each of gx and gw as
+// conv2d_forward chooses.
 template <class T>
 void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
                      const ConvBlocking& blocking = {}) {
+  const bool has_work = g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0;
+  if (has_work && gx && winograd_grad_input_applies(g)) {
+    run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
+      if (a == ConvAlgorithm::winograd2) winograd_grad_input<2>(g, w, gy, gx);
+      else if (a == ConvAlgorithm::winograd4) winograd_grad_input<4>(g, w, gy, gx);
+      else detail::conv2d_backward_gemm<T, T>(g, nullptr, w, gy, gx, nullptr, nullptr, blocking);
+    });
+    gx = nullptr;
+  }
+  if (has_work && gw && winograd_applies(g)) {
+    run_conv_pass(g, ConvPass::grad_weight, sizeof(T), [&](ConvAlgorithm a) {
+      if (a == ConvAlgorithm::winograd2) winograd_grad_weight<2>(g, x, gy, gw);
+      else if (a == ConvAlgorithm::winograd4) winograd_grad_weight<4>(g, x, gy, gw);
+      else detail::conv2d_backward_gemm<T, T>(g, x, nullptr, gy, nullptr, gw, nullptr, blocking);
+    });
+    gw = nullptr;
+  }
   detail::conv2d_backward_gemm<T, T>(g, x, w, gy, gx, gw, gb, blocking);
 }
 

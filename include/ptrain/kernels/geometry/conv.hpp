@@ -74,6 +74,23 @@ inline Conv2dGeometry make_conv2d_geometry(const Shape& x, const Shape& w, std::
   return g;
 }
 
+namespace detail {
+// With stride 1, the input gradient of g as a convolution of the output gradient (by the kernel
+// flipped in space, input and output channels swapped, padded by dilation * (k - 1) - pad).
+inline Conv2dGeometry transposed_geometry(const Conv2dGeometry& g) {
+  Conv2dGeometry t = g;
+  t.in_channels = g.out_channels;
+  t.out_channels = g.in_channels;
+  t.in_h = g.out_h;
+  t.in_w = g.out_w;
+  t.out_h = g.in_h;
+  t.out_w = g.in_w;
+  t.pad_h = g.dilation_h * (g.kernel_h - 1) - g.pad_h;
+  t.pad_w = g.dilation_w * (g.kernel_w - 1) - g.pad_w;
+  return t;
+}
+}  // namespace detail
+
 // The convolution this transposes: from the transposed output [N, out, OH, OW] back to the
 // transposed input x [N, in, H, W], with the transposed weight [in, out/groups, kh, kw] as its
 // own weight [K, C/groups, kh, kw]. So g.in_* describe the output and g.out_* the input.

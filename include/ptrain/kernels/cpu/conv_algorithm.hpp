@@ -1,0 +1,143 @@
+#pragma once
+// Which algorithm computes a pass of a CPU convolution where Winograd applies (conv.hpp asks):
+// im2col + GEMM, Winograd F(2x2, 3x3) or F(4x4, 3x3) (winograd.hpp). Under `auto`, the default,
+// the first call of a pass for a layer shape runs every candidate (each once to warm its scratch
+// buffers, once timed) and keeps the fastest for that shape, scalar size and thread count, as
+// cuDNN's benchmark mode does; Winograd is never kept where it was slower. Convolutions under
+// `measured_flops` are not worth the measuring and run im2col + GEMM.
+// PTRAIN_CONV_ALGO=auto|gemm|winograd2|winograd4, or set_conv_algorithm(), forces one for every
+// layer it applies to (tests, benches); the others run im2col + GEMM.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/geometry/conv.hpp"
+
+namespace ptrain::kernels {
+
+enum class ConvAlgorithm { automatic, gemm, winograd2, winograd4 };
+enum class ConvPass { forward, grad_input, grad_weight };
+
+inline constexpr std::array<ConvAlgorithm, 3> conv_algorithm_candidates{ConvAlgorithm::gemm, ConvAlgorithm::winograd2,
+                                                                        ConvAlgorithm::winograd4};
+
+// `what` names where the text came from, for the error.
+inline ConvAlgorithm parse_conv_algorithm(std::string_view text, const char* what = "PTRAIN_CONV_ALGO") {
+  if (text == "auto") return ConvAlgorithm::automatic;
+  if (text == "gemm") return ConvAlgorithm::gemm;
+  if (text == "winograd2") return ConvAlgorithm::winograd2;
+  if (text == "winograd4") return ConvAlgorithm::winograd4;
+  fail(what, "='", text, "': expected auto, gemm, winograd2 (F(2x2, 3x3)) or winograd4 (F(4x4, 3x3))");
+}
+
+namespace detail {
+// set_conv_algorithm's choice, -1 before any; atomic, as pipeline stages may run on threads.
+inline std::atomic<int>& forced_conv_algorithm() {
+  static std::atomic<int> forced{-1};
+  return forced;
+}
+}  // namespace detail
+
+// The algorithm asked for: set_conv_algorithm's, else PTRAIN_CONV_ALGO's (read once), else auto.
+inline ConvAlgorithm conv_algorithm() {
+  if (const int forced = detail::forced_conv_algorithm().load(std::memory_order_relaxed); forced >= 0)
+    return static_cast<ConvAlgorithm>(forced);
+  static const ConvAlgorithm from_environment = [] {
+    const char* env = std::getenv("PTRAIN_CONV_ALGO");
+    return env && *env ? parse_conv_algorithm(env) : ConvAlgorithm::automatic;
+  }();
+  return from_environment;
+}
+inline void set_conv_algorithm(ConvAlgorithm algorithm) {
+  detail::forced_conv_algorithm().store(static_cast<int>(algorithm), std::memory_order_relaxed);
+}
+
+// Below this many flops a pass runs im2col + GEMM without measuring.
+inline constexpr double measured_flops = 2e7;
+
+// The choices `auto` made, per layer shape, pass, scalar size and thread count.
+class ConvAlgorithmCache {
+ public:
+  using Key = std::array<std::int64_t, 19>;
+  static Key key(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_size, int threads) {
+    return {g.batch,      g.in_channels, g.in_h,         g.in_w,       g.out_channels,
+            g.kernel_h,   g.kernel_w,    g.stride_h,     g.stride_w,   g.pad_h,
+            g.pad_w,      g.dilation_h,  g.dilation_w,   g.groups,     g.out_h,
+            g.out_w,      static_cast<std::int64_t>(pass), static_cast<std::int64_t>(scalar_size), threads};
+  }
+  std::optional<ConvAlgorithm> find(const Key& k) const {
+    std::lock_guard lock(mutex_);
+    const auto it = choices_.find(k);
+    return it == choices_.end() ? std::nullopt : std::optional(it->second);
+  }
+  void store(const Key& k, ConvAlgorithm a) {
+    std::lock_guard lock(mutex_);
+    choices_[k] = a;
+    ++measurements_;
+  }
+  // How many passes were measured since the start (or clear()).
+  std::int64_t measurements() const {
+    std::lock_guard lock(mutex_);
+    return measurements_;
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    choices_.clear();
+    measurements_ = 0;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Key, ConvAlgorithm> choices_;
+  std::int64_t measurements_ = 0;
+};
+
+inline ConvAlgorithmCache& conv_algorithm_cache() {
+  static ConvAlgorithmCache cache;
+  return cache;
+}
+
+// Runs one pass of g where Winograd applies: run(algorithm) computes it with that algorithm
+// (any of them writes the same outputs), chosen as the top of the file says.
+template <class Run>
+void run_conv_pass(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_size, Run&& run) {
+  const ConvAlgorithm asked = conv_algorithm();
+  if (asked != ConvAlgorithm::automatic) {
+    run(asked);
+    return;
+  }
+  if (g.flops() < measured_flops) {
+    run(ConvAlgorithm::gemm);
+    return;
+  }
+  ConvAlgorithmCache& cache = conv_algorithm_cache();
+  const ConvAlgorithmCache::Key key = ConvAlgorithmCache::key(g, pass, scalar_size, num_threads());
+  if (const auto known = cache.find(key)) {
+    run(*known);
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  ConvAlgorithm best = ConvAlgorithm::gemm;
+  double best_seconds = 0;
+  for (const ConvAlgorithm a : conv_algorithm_candidates) {
+    run(a);
+    const auto start = Clock::now();
+    run(a);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (a == ConvAlgorithm::gemm || seconds < best_seconds) {
+      best = a;
+      best_seconds = seconds;
+    }
+  }
+  cache.store(key, best);
+}
+
+}  // namespace ptrain::kernels

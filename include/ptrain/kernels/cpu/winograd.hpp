@@ -1,0 +1,419 @@
+#pragma once
+// Winograd convolution F(m x m, 3 x 3) on the CPU (Lavin & Gray, 2015) for 3x3, stride-1,
+// undilated, ungrouped layers, any padding; m = 2 or 4 (alpha = m + 2 input rows per tile).
+//
+// Per output tile of m x m and per channel pair: Y = A^T [(G g G^T) (.) (B^T d B)] A, where d is
+// the alpha x alpha input tile. Summed over input channels, the (.) at each of the alpha^2
+// transform positions is one GEMM: (tiles x Cin) x (Cin x Cout). So a chunk of tiles is
+// transformed into V[pos][tile][c], multiplied by the transformed filters U[pos][c][k] into
+// M[pos][tile][k], and M transformed back into the output. Tiles that overhang the output
+// (H, W not multiples of m) read zeros past the input and write only their valid part.
+// - grad input: the same algorithm on the gradient, with the filter flipped in space and its
+//   channels swapped, padded by 2 - pad (the stride-1 transposed convolution, conv.hpp).
+// - grad weight: by linearity dL/dg = G^T [sum over tiles (A dY A^T) (.) (B^T d B)] G, one
+//   (Cout x tiles) x (tiles x Cin) GEMM per position, summed over chunks and threads.
+// Each thread takes a contiguous run of chunks, its GEMMs single-threaded (kernels::gemm stays on
+// its thread inside a parallel region). The transforms run over `lanes` channels at once (the lanes
+// of one SIMD register for float), so that they vectorise and write V and M contiguously.
+// F(4x4) does 4x fewer multiplies than direct convolution where F(2x2) does 2.25x, at the price of
+// a larger float error (its transforms hold 1/6, 1/24 and 8; see test/kernels/winograd_test).
+// Per-thread scratch: slot 0 V, slot 1 M, slot 2 grad-weight partial sums; the calling thread's
+// slot 3 holds U.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "ptrain/device/threads.hpp"
+#include "ptrain/kernels/cpu/gemm.hpp"
+#include "ptrain/kernels/cpu/scratch.hpp"
+#include "ptrain/kernels/geometry/conv.hpp"
+
+namespace ptrain::kernels {
+
+// The transform matrices of F(m x m, 3 x 3) for cross-correlation (Lavin & Gray's, points
+// 0, +-1 for m = 2 and 0, +-1, +-2 for m = 4).
+template <int M>
+struct WinogradTransforms;
+template <>
+struct WinogradTransforms<2> {
+  static constexpr int alpha = 4;
+  static constexpr double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static constexpr double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+template <>
+struct WinogradTransforms<4> {
+  static constexpr int alpha = 6;
+  static constexpr double BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                      {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  static constexpr double AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+// Which layers it computes: 3x3, stride 1, dilation 1, one group (the gradient of the input
+// also needs pad <= 2, so that the transposed convolution's padding 2 - pad is not negative, and
+// an output channel to run on).
+inline bool winograd_applies(const Conv2dGeometry& g) {
+  return g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 &&
+         g.dilation_w == 1 && g.groups == 1 && g.in_channels > 0;
+}
+inline bool winograd_grad_input_applies(const Conv2dGeometry& g) {
+  return winograd_applies(g) && g.out_channels > 0 && g.pad_h <= 2 && g.pad_w <= 2;
+}
+
+namespace detail::winograd {
+
+// Calls f(std::integral_constant<int, 0>) ... f(<N - 1>): the transforms' loops unrolled with
+// their matrix entries as constants.
+template <int N, class F>
+inline void unroll(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+  (std::make_integer_sequence<int, N>{});
+}
+
+// A matrix's entries as a function of constant indices: Mat<&T::BT> or its transpose.
+template <int R, int K, const double (*Entries)[K], bool Transposed = false>
+struct Mat {
+  static constexpr int rows = Transposed ? K : R, cols = Transposed ? R : K;
+  static constexpr double at(int i, int k) { return Transposed ? Entries[k][i] : Entries[i][k]; }
+};
+
+// acc += E * x, E a matrix entry known at compile time: zeros cost nothing and +-1 are adds.
+template <double E, class T, class V>
+inline void multiply_add(V& acc, const V& x) {
+  if constexpr (E == 1.0) acc += x;
+  else if constexpr (E == -1.0) acc -= x;
+  else if constexpr (E != 0.0) acc += static_cast<T>(E) * x;
+}
+
+// out[i][c] = sum_k Mx(i, k) in[k][c]: Mx on the left; V is T or a vector of T.
+template <class Mx, class T, int C, class V>
+inline void left(const V (&in)[Mx::cols][C], V (&out)[Mx::rows][C]) {
+  unroll<Mx::rows>([&](auto i) {
+    for (int c = 0; c < C; ++c) {
+      V acc{};
+      unroll<Mx::cols>([&](auto k) { multiply_add<Mx::at(decltype(i)::value, decltype(k)::value), T>(acc, in[k][c]); });
+      out[i][c] = acc;
+    }
+  });
+}
+// out[r][i] = sum_k in[r][k] Mx(i, k): Mx^T on the right.
+template <class Mx, class T, int R, class V>
+inline void right(const V (&in)[R][Mx::cols], V (&out)[R][Mx::rows]) {
+  for (int r = 0; r < R; ++r)
+    unroll<Mx::rows>([&](auto i) {
+      V acc{};
+      unroll<Mx::cols>([&](auto k) { multiply_add<Mx::at(decltype(i)::value, decltype(k)::value), T>(acc, in[r][k]); });
+      out[r][i] = acc;
+    });
+}
+// Mx X Mx^T.
+template <class Mx, class T, class V>
+inline void sandwich(const V (&in)[Mx::cols][Mx::cols], V (&out)[Mx::rows][Mx::rows]) {
+  V half_way[Mx::rows][Mx::cols];
+  left<Mx, T>(in, half_way);
+  right<Mx, T>(half_way, out);
+}
+
+template <int M>
+struct Tiles {
+  using W = WinogradTransforms<M>;
+  static constexpr int alpha = W::alpha, positions = alpha * alpha;
+  using BT = Mat<alpha, alpha, W::BT>;
+  using G = Mat<alpha, 3, W::G>;
+  using GT = Mat<alpha, 3, W::G, true>;
+  using AT = Mat<M, alpha, W::AT>;
+  using A = Mat<M, alpha, W::AT, true>;
+};
+
+// Channels transformed at once: a SIMD register of T, as a GCC vector (the build turns GCC 12's
+// SLP vectoriser off, see docs/architecture.md, so the lanes are explicit).
+#if defined(__AVX512F__)
+inline constexpr int vector_bytes = 64;
+#else
+inline constexpr int vector_bytes = 32;
+#endif
+template <class T>
+inline constexpr int lanes = vector_bytes / static_cast<int>(sizeof(T));
+template <class T>
+struct LaneVector;
+template <>
+struct LaneVector<float> {
+  typedef float type __attribute__((vector_size(vector_bytes)));
+};
+template <>
+struct LaneVector<double> {
+  typedef double type __attribute__((vector_size(vector_bytes)));
+};
+template <class T>
+using Lanes = typename LaneVector<T>::type;
+
+// Where a geometry's tiles are and how they are cut into chunks (one GEMM per position each).
+struct TileGrid {
+  std::int64_t tiles_h, tiles_w, per_image, total, chunk, chunks;
+};
+// elements_per_tile: of the per-chunk buffers per tile (alpha^2 (Cin + Cout)); a chunk's buffers
+// stay within about 1 MB (one core's L2 here) and its GEMMs get at least 32 rows where the batch
+// allows, and every thread gets a chunk.
+inline TileGrid tile_grid(const Conv2dGeometry& g, int m, std::int64_t elements_per_tile, int threads) {
+  TileGrid t{};
+  t.tiles_h = (g.out_h + m - 1) / m;
+  t.tiles_w = (g.out_w + m - 1) / m;
+  t.per_image = t.tiles_h * t.tiles_w;
+  t.total = g.batch * t.per_image;
+  constexpr std::int64_t budget = std::int64_t{1} << 18;
+  const std::int64_t fair = (t.total + threads - 1) / threads;
+  t.chunk = std::clamp<std::int64_t>(budget / std::max<std::int64_t>(1, elements_per_tile), 32, 512);
+  t.chunk = std::max<std::int64_t>(1, std::min(t.chunk, fair));
+  t.chunks = (t.total + t.chunk - 1) / t.chunk;
+  return t;
+}
+
+inline int threads_for(std::int64_t chunks) {
+  return static_cast<int>(std::clamp<std::int64_t>(chunks, 1, num_threads()));
+}
+
+// Runs body(first_chunk, last_chunk, thread) on a team splitting [0, chunks).
+template <class Body>
+void over_chunks(std::int64_t chunks, int threads, Body&& body) {
+  if (threads <= 1) {
+    body(std::int64_t{0}, chunks, 0);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t t = thread_index(), team = team_size();
+    body(chunks * t / team, chunks * (t + 1) / team, static_cast<int>(t));
+  }
+}
+
+// U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
+// (channels swapped, the kernel turned by 180 degrees: the filter of the input's gradient).
+// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C].
+template <int M, class T>
+void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
+  using Tl = Tiles<M>;
+  const std::int64_t K = g.out_channels, C = g.in_channels, KC = K * C;
+  const std::int64_t rows = flip ? K : C, cols = flip ? C : K;  // U[pos] is rows x cols
+  const int threads = threads_for(rows * cols >= 4096 ? rows : 1);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t s = 0; s < cols; ++s) {
+      const std::int64_t k = flip ? r : s, c = flip ? s : r;
+      const T* f = w + (k * C + c) * 9;
+      T in[3][3], out[Tl::alpha][Tl::alpha];
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) in[i][j] = flip ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
+      sandwich<typename Tl::G, T>(in, out);
+      for (int p = 0; p < Tl::positions; ++p) U[p * KC + r * cols + s] = out[p / Tl::alpha][p % Tl::alpha];
+    }
+}
+
+// The N x N tile at row y0, column x0 of `channels` (<= lanes: the rest zero) planes of H x W,
+// from `plane` on, planes `stride` apart, zero outside the planes.
+template <int N, class T>
+inline void gather(const T* plane, std::int64_t stride, int channels, std::int64_t H, std::int64_t W, std::int64_t y0,
+                   std::int64_t x0, Lanes<T> (&d)[N][N]) {
+  constexpr int L = lanes<T>;
+  alignas(64) T buffer[N][N][L];
+  if (y0 >= 0 && x0 >= 0 && y0 + N <= H && x0 + N <= W && channels == L) {
+    for (int l = 0; l < L; ++l) {
+      const T* src = plane + l * stride + y0 * W + x0;
+      for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j) buffer[i][j][l] = src[i * W + j];
+    }
+  } else {
+    std::fill(&buffer[0][0][0], &buffer[0][0][0] + N * N * L, T(0));
+    const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
+    const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
+    for (int l = 0; l < channels; ++l) {
+      const T* src = plane + l * stride + y0 * W + x0;
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) buffer[i][j][l] = src[i * W + j];
+    }
+  }
+  std::memcpy(&d[0][0], &buffer[0][0][0], sizeof(d));
+}
+
+// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile.
+template <int N, class T>
+inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, T* to) {
+  for (int p = 0; p < N * N; ++p) {
+    if (channels == lanes<T>) {
+      std::memcpy(to + p * stride, &from[p / N][p % N], sizeof(Lanes<T>));
+    } else {
+      alignas(64) T values[lanes<T>];
+      std::memcpy(values, &from[p / N][p % N], sizeof(values));
+      std::copy(values, values + channels, to + p * stride);
+    }
+  }
+}
+
+// out[pos][tile - first][c] = (Mx d Mx^T)[pos] for tiles [first, first + count) of the grid,
+// d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output tile's
+// shifted back by the padding (zero outside the planes).
+template <int M, class Mx, class T>
+void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std::int64_t H, std::int64_t W,
+                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, T* out) {
+  constexpr int N = Mx::cols, P = Mx::rows;
+  const std::int64_t plane = H * W, stride = count * C;
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
+    const std::int64_t y0 = in_image / grid.tiles_w * M - pad_h, x0 = in_image % grid.tiles_w * M - pad_w;
+    for (std::int64_t c0 = 0; c0 < C; c0 += lanes<T>) {
+      const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, C - c0));
+      Lanes<T> d[N][N], v[P][P];
+      gather(planes + (n * C + c0) * plane, plane, channels, H, W, y0, x0, d);
+      sandwich<Mx, T>(d, v);
+      scatter(v, channels, stride, out + t * C + c0);
+    }
+  }
+}
+
+// V[pos][tile - first][c] = (B^T d B)[pos], d the alpha x alpha input tile of x [N, C, H, W].
+template <int M, class T>
+void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x, std::int64_t first,
+                      std::int64_t count, T* V) {
+  transform_tiles<M, typename Tiles<M>::BT>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
+                                            V);
+}
+
+// y[n][k] tile = A^T M[.][tile][k] A (+ b[k]) for the chunk's tiles, only its part inside the output.
+template <int M, class T>
+void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* Mt, std::int64_t first,
+                       std::int64_t count, const T* b, T* y) {
+  using Tl = Tiles<M>;
+  const std::int64_t K = g.out_channels, OH = g.out_h, OW = g.out_w, plane = OH * OW, stride = count * K;
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
+    const std::int64_t y0 = in_image / grid.tiles_w * M, x0 = in_image % grid.tiles_w * M;
+    const int rows = static_cast<int>(std::min<std::int64_t>(M, OH - y0)), cols = static_cast<int>(std::min<std::int64_t>(M, OW - x0));
+    for (std::int64_t k0 = 0; k0 < K; k0 += lanes<T>) {
+      constexpr int L = lanes<T>;
+      const int channels = static_cast<int>(std::min<std::int64_t>(L, K - k0));
+      Lanes<T> m[Tl::alpha][Tl::alpha], out[M][M];
+      const T* src = Mt + t * K + k0;
+      for (int p = 0; p < Tl::positions; ++p) {
+        alignas(64) T values[L] = {};
+        std::copy(src + p * stride, src + p * stride + channels, values);
+        std::memcpy(&m[p / Tl::alpha][p % Tl::alpha], values, sizeof(values));
+      }
+      sandwich<typename Tl::AT, T>(m, out);
+      alignas(64) T values[M][M][L];
+      std::memcpy(&values[0][0][0], &out[0][0], sizeof(values));
+      for (int l = 0; l < channels; ++l) {
+        const T bias = b ? b[k0 + l] : T(0);
+        T* dst = y + (n * K + k0 + l) * plane + y0 * OW + x0;
+        for (int i = 0; i < rows; ++i)
+          for (int j = 0; j < cols; ++j) dst[i * OW + j] = values[i][j][l] + bias;
+      }
+    }
+  }
+}
+
+// dM[pos][tile - first][k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past the output).
+template <int M, class T>
+void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
+                                std::int64_t count, T* dM) {
+  transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM);
+}
+
+// y = conv(x, w) + b given U (transform_filters).
+template <int M, class T>
+void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const T* b, T* y) {
+  using Tl = Tiles<M>;
+  const std::int64_t C = g.in_channels, K = g.out_channels;
+  const TileGrid grid = tile_grid(g, M, Tl::positions * (C + K), num_threads());
+  over_chunks(grid.chunks, threads_for(grid.chunks), [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
+    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+    T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
+    for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
+      const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
+      transform_inputs<M>(g, grid, x, first, count, V);
+      for (int p = 0; p < Tl::positions; ++p)
+        gemm<T>(false, false, count, K, C, T(1), V + p * count * C, C, U + p * C * K, K, T(0), Mt + p * count * K, K);
+      transform_outputs<M>(g, grid, Mt, first, count, b, y);
+    }
+  });
+}
+
+// y = conv(x, w) + b in the geometry `run`, w being the weight of `of_weight` (flipped: of its
+// input gradient, run = transposed_geometry(of_weight)).
+template <int M, class T>
+void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const T* x,
+                        const T* b, T* y) {
+  if (run.batch == 0 || run.out_channels == 0 || run.out_plane() == 0) return;
+  T* U = scratch<T>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
+  transform_filters<M>(of_weight, w, flip, U);
+  forward_transformed<M, T>(run, x, U, b, y);
+}
+
+}  // namespace detail::winograd
+
+// y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C, 3, 3]) + b[K] (b may be null); winograd_applies(g).
+template <int M, class T>
+void winograd_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y) {
+  detail::winograd::filter_and_forward<M, T>(g, g, w, false, x, b, y);
+}
+
+// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g).
+template <int M, class T>
+void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, T* gx) {
+  detail::winograd::filter_and_forward<M, T>(detail::transposed_geometry(g), g, w, true, gy, nullptr, gx);
+}
+
+// gw = dL/dw given x and gy = dL/dy; winograd_applies(g).
+template <int M, class T>
+void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
+  namespace wd = detail::winograd;
+  using Tl = wd::Tiles<M>;
+  const std::int64_t C = g.in_channels, K = g.out_channels, KC = K * C, partial_size = Tl::positions * KC;
+  if (g.batch == 0 || g.out_plane() == 0) {
+    std::fill(gw, gw + g.weight_numel(), T(0));
+    return;
+  }
+  const wd::TileGrid grid = wd::tile_grid(g, M, Tl::positions * (C + K), num_threads());
+  const int threads = wd::threads_for(grid.chunks);
+  std::vector<T*> partial(static_cast<std::size_t>(threads), nullptr);
+  wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int t) {
+    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+    T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
+    T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));  // dU[pos] is K x C
+    std::fill(dU, dU + partial_size, T(0));
+    partial[static_cast<std::size_t>(t)] = dU;
+    for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
+      const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
+      wd::transform_inputs<M>(g, grid, x, first, count, V);
+      wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
+      for (int p = 0; p < Tl::positions; ++p)
+        gemm<T>(true, false, K, C, count, T(1), dM + p * count * K, K, V + p * count * C, C, T(1), dU + p * KC, C);
+    }
+  });
+  // gw[k][c] = G^T (sum over threads of dU[.][k][c]) G.
+  T* const total = partial[0];
+  const int reduce_threads = wd::threads_for(KC >= 4096 ? K : 1);
+#pragma omp parallel for num_threads(reduce_threads) schedule(static) if (reduce_threads > 1)
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t c = 0; c < C; ++c) {
+      T in[Tl::alpha][Tl::alpha], out[3][3];
+      for (int p = 0; p < Tl::positions; ++p) {
+        T s = total[p * KC + k * C + c];
+        for (int u = 1; u < threads; ++u)  // OpenMP may have given a smaller team
+          if (const T* part = partial[static_cast<std::size_t>(u)]) s += part[p * KC + k * C + c];
+        in[p / Tl::alpha][p % Tl::alpha] = s;
+      }
+      wd::sandwich<typename Tl::GT, T>(in, out);
+      T* dst = gw + (k * C + c) * 9;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) dst[i * 3 + j] = out[i][j];
+    }
+}
+
+}  // namespace ptrain::kernels
