@@ -347,6 +347,25 @@ MasterBytes master_bytes(const std::vector<Var<float>>& masters) {
   return {values.total(), gradients.total()};
 }
 
+// 12 linear layers of one size (a bf16 MLP) and a global batch for it.
+struct EqualLayers {
+  std::shared_ptr<Sequential<ptrain::bfloat16>> net;
+  Tensor<ptrain::bfloat16> x;
+  std::vector<std::int64_t> y;
+};
+EqualLayers equal_layers() {
+  manual_seed(3);
+  EqualLayers d{std::make_shared<Sequential<ptrain::bfloat16>>(), Tensor<ptrain::bfloat16>({global_batch, 16}), {}};
+  for (int layer = 0; layer < 12; ++layer) {
+    d.net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
+    d.net->push_back(make<ReLU<ptrain::bfloat16>>());
+  }
+  Rng rng(5);
+  for (std::int64_t i = 0; i < d.x.numel(); ++i) d.x[i] = static_cast<ptrain::bfloat16>(rng.normal());
+  for (std::int64_t i = 0; i < global_batch; ++i) d.y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  return d;
+}
+
 // 12 linear layers of one size (a bf16 MLP), so that every rank owns 1/N of the masters (N = 2, 3, 4);
 // SGD + momentum on the masters. Trains `steps` steps of this rank's rows; returns the weights, and through
 // `during` and `after` this rank's master bytes just after the last step and after the Trainer's
@@ -354,17 +373,8 @@ MasterBytes master_bytes(const std::vector<Var<float>>& masters) {
 template <class... Policies>
 Outcome equal_layers_run(MpiComm& comm, MasterBytes& during, MasterBytes& gathered, MasterBytes& after,
                          std::int64_t& whole, Policies... policies) {
-  manual_seed(3);
-  auto net = std::make_shared<Sequential<ptrain::bfloat16>>();
-  for (int layer = 0; layer < 12; ++layer) {
-    net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
-    net->push_back(make<ReLU<ptrain::bfloat16>>());
-  }
-  Rng rng(5);
-  Tensor<ptrain::bfloat16> x({global_batch, 16});
-  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<ptrain::bfloat16>(rng.normal());
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  const EqualLayers data = equal_layers();
+  const auto& [net, x, y] = data;
   MixedPrecision<ptrain::Bf16> mixed(*net);
   whole = master_bytes(mixed.master_parameters()).values;
   auto sgd = make_optimizer(mixed.master_parameters(), static_cast<std::shared_ptr<Sgd<float>>*>(nullptr));
@@ -459,17 +469,8 @@ Outcome grid_mixed_precision_run(MpiComm& world, std::int64_t& held, std::int64_
   using P = Pipeline<4>;
   P pipeline(world, {.stages = world.size() == 3 ? 3 : 2, .print_plan = false});
   replicas = pipeline.replicas();
-  manual_seed(3);
-  auto net = std::make_shared<Sequential<ptrain::bfloat16>>();
-  for (int layer = 0; layer < 12; ++layer) {
-    net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
-    net->push_back(make<ReLU<ptrain::bfloat16>>());
-  }
-  Rng rng(5);
-  Tensor<ptrain::bfloat16> x({global_batch, 16});
-  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<ptrain::bfloat16>(rng.normal());
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  const EqualLayers data = equal_layers();
+  const auto& [net, x, y] = data;
   using Amp = MixedPrecision<ptrain::Bf16>;
   Amp mixed(*net);
   whole = master_bytes(mixed.master_parameters()).values;
