@@ -134,7 +134,15 @@ struct Tiles {
 };
 
 // Channels transformed at once: a SIMD register of T, as a GCC vector (the build turns GCC 12's
-// SLP vectoriser off, see docs/architecture.md, so the lanes are explicit).
+// SLP vectoriser off, see docs/architecture.md, so the lanes are explicit). nvcc's host front end
+// stops with an internal error on GCC vectors, so a CUDA translation unit (whose CPU convolutions
+// are the --device cpu fallback) transforms one channel at a time.
+#if defined(__CUDACC__)
+template <class T>
+inline constexpr int lanes = 1;
+template <class T>
+using Lanes = T;
+#else
 #if defined(__AVX512F__)
 inline constexpr int vector_bytes = 64;
 #else
@@ -154,6 +162,7 @@ struct LaneVector<double> {
 };
 template <class T>
 using Lanes = typename LaneVector<T>::type;
+#endif
 
 // Where a geometry's tiles are and how they are cut into chunks (one GEMM per position each).
 struct TileGrid {
