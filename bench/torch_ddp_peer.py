@@ -3,8 +3,10 @@
 data at --batch images per process, SGD with momentum, 1 thread per process. First one process
 alone (no DDP), then --world processes under DistributedDataParallel over gloo on loopback
 (MASTER_ADDR=127.0.0.1, a free port). Each figure is the median over --steps timed steps (after
---warmup) of the slowest process's step time. Prints one JSON line per figure:
-  {"impl": "pytorch" | "pytorch_ddp_gloo", "ranks": N, "batch_per_rank": B, "median_s": ..., "images_per_sec": ...}
+--warmup) of the slowest process's step time. Prints one JSON line per figure (--name: the peer's
+name, e.g. pytorch_pip; default pytorch):
+  {"impl": NAME | NAME + "_ddp_gloo", "ranks": N, "batch_per_rank": B, "median_s": ..., "images_per_sec": ...,
+   "torch": version}
 """
 import argparse
 import json
@@ -77,18 +79,19 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--name", default="pytorch")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    report("pytorch", 1, args.batch, step_times(resnet.resnet18_cifar(10).train(), args.batch, args.warmup,
+    report(args.name, 1, args.batch, step_times(resnet.resnet18_cifar(10).train(), args.batch, args.warmup,
                                                 args.steps, seed=99))
 
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     mp.start_processes(ddp_worker, args=(args.world, free_port(), args, results), nprocs=args.world,
                        start_method="spawn")
-    report("pytorch_ddp_gloo", args.world, args.batch, results.get())
+    report(args.name + "_ddp_gloo", args.world, args.batch, results.get())
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 // counts are as before, and the cache keeps to its bound and empties on request.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
+
+#include <unistd.h>
 
 #include <ptrain/device/cpu.hpp>
 
@@ -19,6 +22,13 @@ struct CacheLimitGuard {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cpu_test)
+
+BOOST_AUTO_TEST_CASE(the_cache_holds_a_quarter_of_physical_memory_and_at_least_1_gib) {
+  if (ptrain::detail::under_address_sanitizer) return;  // nothing cached (the next case checks it)
+  const std::size_t physical = static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) *
+                               static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  BOOST_TEST(Cpu::cache_limit_bytes() == std::max(std::size_t(1) << 30, physical / 4));
+}
 
 BOOST_AUTO_TEST_CASE(a_freed_large_block_serves_the_next_request_of_its_size) {
   if (ptrain::detail::under_address_sanitizer) {

@@ -31,6 +31,8 @@ const std::vector<PoolCase>& pool_cases() {
   static const std::vector<PoolCase> all{
       {"2x2 stride 2, even", {2, 3, 8, 6}, 2, 2, 0, 0, 0, 0, false, true},
       {"2x2 stride 2, odd sizes", {2, 3, 7, 9}, 2, 2, 0, 0, 0, 0, false, true},
+      {"2x2 stride 2, rows of 19 outputs (whole vectors and a tail)", {2, 3, 6, 39}, 2, 2, 0, 0, 0, 0, false, true},
+      {"2x2 stride 2, the small CNN's 28x28", {2, 4, 28, 28}, 2, 2, 0, 0, 0, 0, false, true},
       {"3x3 stride 2 pad 1 (ResNet's stem)", {2, 2, 11, 9}, 3, 3, 2, 2, 1, 1, false, true},
       {"3x3 stride 2 pad 1, padding not counted", {2, 2, 11, 9}, 3, 3, 2, 2, 1, 1, false, false},
       {"3x3 stride 2 ceil_mode (SqueezeNet)", {1, 3, 10, 13}, 3, 3, 2, 2, 0, 0, true, true},
@@ -134,18 +136,33 @@ BOOST_AUTO_TEST_CASE(adaptive_avg_pooling_matches_the_cpu_kernels) {
   check_all_adaptive<ptrain::bfloat16>();
 }
 
-BOOST_AUTO_TEST_CASE(max_pooling_keeps_the_last_nan_as_the_cpu_kernel_does) {
-  const kernels::Pool2dGeometry g = kernels::make_pool2d_geometry({1, 1, 3, 4}, 2, 2, 1, 1, 0, 0, false, true, "nan");
-  Tensor<double> x = seeded<double>({1, 1, 3, 4}, 7);
-  x[1] = x[6] = std::numeric_limits<double>::quiet_NaN();
-  const Shape y_shape{1, 1, g.out_h, g.out_w};
-  Tensor<double> y(y_shape), got_y = poisoned<double>(y_shape);
+template <class T>
+void check_last_nan_kept(const Shape& shape, std::int64_t stride, const std::vector<std::int64_t>& nans) {
+  const kernels::Pool2dGeometry g = kernels::make_pool2d_geometry(shape, 2, 2, stride, stride, 0, 0, false, true, "nan");
+  Tensor<T> x = seeded<T>(shape, 7);
+  for (const std::int64_t at : nans) x[at] = std::numeric_limits<T>::quiet_NaN();
+  const Shape y_shape{shape[0], shape[1], g.out_h, g.out_w};
+  Tensor<T> y(y_shape), got_y = poisoned<T>(y_shape);
   Tensor<std::int32_t> index(y_shape), got_index = Tensor<std::int32_t>::full(y_shape, -1);
   kernels::max_pool2d_forward(g, x.data(), y.data(), index.data());
   ix::max_pool2d_forward(kernels::HostExecutor{}, g, x.data(), got_y.data(), got_index.data());
-  BOOST_TEST(got_index.to_vector() == index.to_vector());
-  BOOST_TEST(scaled_error(got_y, y) == 0.0);  // NaN where the CPU has NaN, the same values elsewhere
-  BOOST_TEST(std::isnan(got_y[0]));
+  const std::string what = std::string(scalar_name<T>) + ", stride " + std::to_string(stride);
+  BOOST_TEST(got_index.to_vector() == index.to_vector(), what);
+  BOOST_TEST(scaled_error(got_y, y) == 0.0, what);  // NaN where the CPU has NaN, the same values elsewhere
+  BOOST_TEST(std::isnan(got_y[0]), what);
+}
+
+BOOST_AUTO_TEST_CASE(max_pooling_keeps_the_last_nan_as_the_cpu_kernel_does) {
+  check_last_nan_kept<double>({1, 1, 3, 4}, 1, {1, 6});
+  // 2x2 at stride 2 (the CPU's vector path): one NaN per window in each position, two NaNs in one
+  // window (the later is kept), and NaNs in a row's tail after two whole vectors of 8.
+  for (const bool single : {false, true}) {
+    const std::vector<std::int64_t> nans{0, 3, 40, 44, 45, 85, 38, 76, 77, 34, 151};
+    if (single)
+      check_last_nan_kept<float>({1, 1, 4, 38}, 2, nans);
+    else
+      check_last_nan_kept<double>({1, 1, 4, 38}, 2, nans);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(windows_holding_a_pixel_are_the_windows_that_read_it) {

@@ -299,7 +299,11 @@ class Pipeline {
       if (p.is_first_stage())
         check(inputs.rank() >= 1 && inputs.size(0) == batch, "Pipeline: the batch has targets for ", batch,
               " rows but inputs of shape ", inputs.shape());
-      for (int i = 0; i <= pieces; ++i) bounds.push_back(batch * i / pieces);
+      // The rows that do not divide evenly go one each to the first micro-batches (20 in 8: 3, 3, 3, 3,
+      // 2, 2, 2, 2): interleaved sizes (2, 3, 2, 3, ...) would pair a stage's larger micro-batches with
+      // its neighbour's smaller ones at every 1F1B step, and each would wait on the other.
+      const std::int64_t rows = batch / pieces, extra = batch % pieces;
+      for (std::int64_t i = 0; i <= pieces; ++i) bounds.push_back(i * rows + std::min(i, extra));
       for (int i = 0; i < pieces; ++i) pieces_targets.push_back(task.slice(targets, bounds[i], bounds[i + 1]));
       batch_weight = task.loss_weight(targets);
     }

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -22,13 +24,105 @@ namespace ptrain::kernels {
 
 namespace detail {
 inline bool parallel_pool(std::int64_t work) { return work >= 32768; }
+
+// One output row of a 2x2 stride-2 max pool: the general loop's scan order and test (a later
+// value wins if greater or NaN) as selects, not branches, since after a ReLU the winner is a coin
+// toss that a branch predictor loses. r0, r1: the window's two input rows; row: r0's offset in
+// its plane, below: the plane's width.
+template <class T, class Index>
+void max_pool2x2_row(const T* r0, const T* r1, std::int64_t OW, Index row, Index below, T* y, Index* index) {
+  for (std::int64_t ow = 0; ow < OW; ++ow) {
+    T best = r0[2 * ow];
+    Index at = 0;
+    const T b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+    const bool take_b = (b > best) | (b != b);
+    best = take_b ? b : best;
+    at = take_b ? Index(1) : at;
+    const bool take_c = (c > best) | (c != c);
+    best = take_c ? c : best;
+    at = take_c ? below : at;
+    const bool take_d = (d > best) | (d != d);
+    best = take_d ? d : best;
+    at = take_d ? Index(below + 1) : at;
+    y[ow] = best;
+    index[ow] = row + static_cast<Index>(2 * ow) + at;
+  }
+}
+
+#if !defined(__CUDACC__)
+// The float rows eight outputs at a time in GCC vectors: the pooled rows are short (14 or 7
+// outputs), too short for the compiler's own vector loop, which left them to scalar branches.
+typedef float PoolFloats __attribute__((vector_size(32)));
+typedef std::int32_t PoolInts __attribute__((vector_size(32)));
+
+inline void max_pool2x2_row(const float* r0, const float* r1, std::int64_t OW, std::int32_t row,
+                            std::int32_t below, float* y, std::int32_t* index) {
+  const PoolInts even_columns = {0, 2, 4, 6, 8, 10, 12, 14};
+  for (std::int64_t ow = 0; ow < OW; ow += 8) {
+    const std::int64_t n = std::min<std::int64_t>(8, OW - ow);
+    const float *upper = r0 + 2 * ow, *lower = r1 + 2 * ow;
+    float upper_tail[16] = {}, lower_tail[16] = {};
+    if (n < 8) {
+      std::copy_n(upper, 2 * n, upper_tail);
+      std::copy_n(lower, 2 * n, lower_tail);
+      upper = upper_tail;
+      lower = lower_tail;
+    }
+    PoolFloats u0, u1, l0, l1;
+    std::memcpy(&u0, upper, 32);
+    std::memcpy(&u1, upper + 8, 32);
+    std::memcpy(&l0, lower, 32);
+    std::memcpy(&l1, lower + 8, 32);
+    const PoolFloats a = __builtin_shufflevector(u0, u1, 0, 2, 4, 6, 8, 10, 12, 14);
+    const PoolFloats b = __builtin_shufflevector(u0, u1, 1, 3, 5, 7, 9, 11, 13, 15);
+    const PoolFloats c = __builtin_shufflevector(l0, l1, 0, 2, 4, 6, 8, 10, 12, 14);
+    const PoolFloats d = __builtin_shufflevector(l0, l1, 1, 3, 5, 7, 9, 11, 13, 15);
+    PoolFloats best = a;
+    PoolInts at = {};
+    PoolInts take = (b > best) | (b != b);
+    best = take ? b : best;
+    at = take ? at + 1 : at;
+    take = (c > best) | (c != c);
+    best = take ? c : best;
+    at = take ? PoolInts{} + below : at;
+    take = (d > best) | (d != d);
+    best = take ? d : best;
+    at = take ? PoolInts{} + (below + 1) : at;
+    const PoolInts where = row + 2 * static_cast<std::int32_t>(ow) + even_columns + at;
+    if (n == 8) {
+      std::memcpy(y + ow, &best, 32);
+      std::memcpy(index + ow, &where, 32);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) y[ow + i] = best[i], index[ow + i] = where[i];
+    }
+  }
+}
+#endif
 }  // namespace detail
+
+// max_pool2d_forward for the common 2x2 window at stride 2 without padding, whole windows only.
+template <class T, class Index>
+void max_pool2x2_forward(const Pool2dGeometry& g, const T* x, T* y, Index* index) {
+  const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+#pragma omp parallel for if (detail::parallel_pool(g.planes() * g.out_plane() * 4)) schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane)
+    for (std::int64_t oh = 0; oh < OH; ++oh) {
+      const T* r0 = x + plane * H * W + 2 * oh * W;
+      detail::max_pool2x2_row(r0, r0 + W, OW, static_cast<Index>(2 * oh * W), static_cast<Index>(W),
+                              y + (plane * OH + oh) * OW, index + (plane * OH + oh) * OW);
+    }
+}
 
 // y = max over each window (padding is -inf); index = ih * W + iw of the maximum within its
 // plane (the first one on ties, the last NaN if any, as in PyTorch).
 template <class T, class Index>
 void max_pool2d_forward(const Pool2dGeometry& g, const T* x, T* y, Index* index) {
   const std::int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
+        2 * OH <= H && 2 * OW <= W)
+      return max_pool2x2_forward(g, x, y, index);
+  }
 #pragma omp parallel for if (detail::parallel_pool(g.planes() * g.out_plane() * g.kernel_h * g.kernel_w)) schedule(static)
   for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
     const T* xp = x + plane * H * W;
