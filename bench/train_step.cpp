@@ -27,6 +27,10 @@
 
 #include "torch_peer.hpp"
 
+// Which kernels OpenBLAS runs (it picks them for the CPU when it loads, unless OPENBLAS_CORETYPE
+// names some): weak, as the build may use Eigen instead.
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -256,7 +260,9 @@ int main(int argc, char** argv) {
   if (precision == "bf16") return run_bf16(threads, only);
 
   const double peak = gemm_gflops(2048, 5);
-  std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f\n", threads, peak);
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f openblas_core=%s OPENBLAS_CORETYPE=%s\n", threads,
+              peak, openblas_get_corename ? openblas_get_corename() : "none", coretype ? coretype : "unset");
 
   std::map<std::string, double> ours;
   const auto wanted = [&](const char* name) { return only.find(name) != std::string::npos; };

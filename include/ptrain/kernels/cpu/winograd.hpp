@@ -203,25 +203,59 @@ void over_chunks(std::int64_t chunks, int threads, Body&& body) {
   }
 }
 
+// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile.
+template <int N, class T>
+inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, T* to) {
+  for (int p = 0; p < N * N; ++p) {
+    if (channels == lanes<T>) {
+      std::memcpy(to + p * stride, &from[p / N][p % N], sizeof(Lanes<T>));
+    } else {
+      alignas(64) T values[lanes<T>];
+      std::memcpy(values, &from[p / N][p % N], sizeof(values));
+      std::copy(values, values + channels, to + p * stride);
+    }
+  }
+}
+
+// from[0, channels) as a vector, the lanes past them zero.
+template <class T>
+inline Lanes<T> load_lanes(const T* from, int channels) {
+  Lanes<T> v;
+  if (channels == lanes<T>) {
+    std::memcpy(&v, from, sizeof(v));
+  } else {
+    alignas(64) T values[lanes<T>] = {};
+    std::copy(from, from + channels, values);
+    std::memcpy(&v, values, sizeof(v));
+  }
+  return v;
+}
+
 // U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
 // (channels swapped, the kernel turned by 180 degrees: the filter of the input's gradient).
-// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C].
+// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C]. Lanes run along U's columns.
 template <int M, class T>
 void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
   using Tl = Tiles<M>;
+  constexpr int L = lanes<T>;
   const std::int64_t K = g.out_channels, C = g.in_channels, KC = K * C;
   const std::int64_t rows = flip ? K : C, cols = flip ? C : K;  // U[pos] is rows x cols
+  const std::int64_t column_step = flip ? 9 : C * 9;             // between the filters of adjacent columns
   const int threads = threads_for(rows * cols >= 4096 ? rows : 1);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t s = 0; s < cols; ++s) {
-      const std::int64_t k = flip ? r : s, c = flip ? s : r;
-      const T* f = w + (k * C + c) * 9;
-      T in[3][3], out[Tl::alpha][Tl::alpha];
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) in[i][j] = flip ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
+    for (std::int64_t s0 = 0; s0 < cols; s0 += L) {
+      const int columns = static_cast<int>(std::min<std::int64_t>(L, cols - s0));
+      const T* f = w + (flip ? r * C + s0 : s0 * C + r) * 9;
+      alignas(64) T taps[3][3][L] = {};
+      for (int l = 0; l < columns; ++l)
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j)
+            taps[i][j][l] = flip ? f[l * column_step + (2 - i) * 3 + (2 - j)] : f[l * column_step + i * 3 + j];
+      Lanes<T> in[3][3], out[Tl::alpha][Tl::alpha];
+      std::memcpy(&in[0][0], &taps[0][0][0], sizeof(in));
       sandwich<typename Tl::G, T>(in, out);
-      for (int p = 0; p < Tl::positions; ++p) U[p * KC + r * cols + s] = out[p / Tl::alpha][p % Tl::alpha];
+      scatter(out, columns, KC, U + r * cols + s0);
     }
 }
 
@@ -249,20 +283,6 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
     }
   }
   std::memcpy(&d[0][0], &buffer[0][0][0], sizeof(d));
-}
-
-// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile.
-template <int N, class T>
-inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, T* to) {
-  for (int p = 0; p < N * N; ++p) {
-    if (channels == lanes<T>) {
-      std::memcpy(to + p * stride, &from[p / N][p % N], sizeof(Lanes<T>));
-    } else {
-      alignas(64) T values[lanes<T>];
-      std::memcpy(values, &from[p / N][p % N], sizeof(values));
-      std::copy(values, values + channels, to + p * stride);
-    }
-  }
 }
 
 // out[pos][tile - first][c] = (Mx d Mx^T)[pos] for tiles [first, first + count) of the grid,
@@ -309,11 +329,7 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
       const int channels = static_cast<int>(std::min<std::int64_t>(L, K - k0));
       Lanes<T> m[Tl::alpha][Tl::alpha], out[M][M];
       const T* src = Mt + t * K + k0;
-      for (int p = 0; p < Tl::positions; ++p) {
-        alignas(64) T values[L] = {};
-        std::copy(src + p * stride, src + p * stride + channels, values);
-        std::memcpy(&m[p / Tl::alpha][p % Tl::alpha], values, sizeof(values));
-      }
+      for (int p = 0; p < Tl::positions; ++p) m[p / Tl::alpha][p % Tl::alpha] = load_lanes(src + p * stride, channels);
       sandwich<typename Tl::AT, T>(m, out);
       alignas(64) T values[M][M][L];
       std::memcpy(&values[0][0][0], &out[0][0], sizeof(values));
@@ -405,23 +421,29 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
         gemm<T>(true, false, K, C, count, T(1), dM + p * count * K, K, V + p * count * C, C, T(1), dU + p * KC, C);
     }
   });
-  // gw[k][c] = G^T (sum over threads of dU[.][k][c]) G.
-  T* const total = partial[0];
+  // gw[k][c] = G^T (sum over threads of dU[.][k][c]) G, lanes along c.
+  constexpr int L = wd::lanes<T>;
   const int reduce_threads = wd::threads_for(KC >= 4096 ? K : 1);
 #pragma omp parallel for num_threads(reduce_threads) schedule(static) if (reduce_threads > 1)
   for (std::int64_t k = 0; k < K; ++k)
-    for (std::int64_t c = 0; c < C; ++c) {
-      T in[Tl::alpha][Tl::alpha], out[3][3];
+    for (std::int64_t c0 = 0; c0 < C; c0 += L) {
+      const int channels = static_cast<int>(std::min<std::int64_t>(L, C - c0));
+      wd::Lanes<T> in[Tl::alpha][Tl::alpha], out[3][3];
       for (int p = 0; p < Tl::positions; ++p) {
-        T s = total[p * KC + k * C + c];
+        const std::int64_t at = p * KC + k * C + c0;
+        wd::Lanes<T> sum = wd::load_lanes(partial[0] + at, channels);
         for (int u = 1; u < threads; ++u)  // OpenMP may have given a smaller team
-          if (const T* part = partial[static_cast<std::size_t>(u)]) s += part[p * KC + k * C + c];
-        in[p / Tl::alpha][p % Tl::alpha] = s;
+          if (const T* part = partial[static_cast<std::size_t>(u)]) sum += wd::load_lanes(part + at, channels);
+        in[p / Tl::alpha][p % Tl::alpha] = sum;
       }
       wd::sandwich<typename Tl::GT, T>(in, out);
-      T* dst = gw + (k * C + c) * 9;
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) dst[i * 3 + j] = out[i][j];
+      alignas(64) T values[3][3][L];
+      std::memcpy(&values[0][0][0], &out[0][0], sizeof(values));
+      for (int l = 0; l < channels; ++l) {
+        T* dst = gw + (k * C + c0 + l) * 9;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) dst[i * 3 + j] = values[i][j][l];
+      }
     }
 }
 
