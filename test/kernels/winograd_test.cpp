@@ -27,13 +27,16 @@ struct Case {
 };
 
 // Odd sizes (partial tiles in both directions), padding 0, 1 and 2, channel counts that are not
-// multiples of the 8 lanes, batch > 1, and one with several chunks of tiles per thread.
+// multiples of the 8 lanes, batch > 1, one with several chunks of tiles per thread and one whose
+// grad weight splits the positions over the threads.
 const std::vector<Case>& cases() {
   static const std::vector<Case> all{
       {"3->4 7x5 pad 1", 2, 3, 7, 5, 4, 1},       {"5->7 9x11 pad 0", 3, 5, 9, 11, 7, 0},
       {"17->13 16x16 pad 1", 2, 17, 16, 16, 13, 1}, {"8->9 4x4 pad 1", 1, 8, 4, 4, 9, 1},
       {"6->5 10x3 pad 2", 2, 6, 10, 3, 5, 2},     {"33->19 13x12 pad 1", 4, 33, 13, 12, 19, 1},
       {"8->8 40x40 pad 1, three chunks", 3, 8, 40, 40, 8, 1},
+      // few tiles, many channels: grad weight splits positions, not tiles, over 2 threads
+      {"40->36 3x3 pad 1, positions split", 2, 40, 3, 3, 36, 1},
   };
   return all;
 }

@@ -169,15 +169,16 @@ struct TileGrid {
   std::int64_t tiles_h, tiles_w, per_image, total, chunk, chunks;
 };
 // elements_per_tile: of the per-chunk buffers per tile (alpha^2 (Cin + Cout)); a chunk's buffers
-// stay within about 1 MB (one core's L2 here) and its GEMMs get at least 32 rows where the batch
-// allows, and every thread gets a chunk.
+// stay within 2^19 elements (2 MB of float: the 1 MB L2 of a core here and its part of L3; 2^18
+// and 2^20 ran the 64- and 128-channel layers of ResNet-18 and VGG-16 3-5% slower) and its GEMMs
+// get at least 32 rows where the batch allows, and every thread gets a chunk.
 inline TileGrid tile_grid(const Conv2dGeometry& g, int m, std::int64_t elements_per_tile, int threads) {
   TileGrid t{};
   t.tiles_h = (g.out_h + m - 1) / m;
   t.tiles_w = (g.out_w + m - 1) / m;
   t.per_image = t.tiles_h * t.tiles_w;
   t.total = g.batch * t.per_image;
-  constexpr std::int64_t budget = std::int64_t{1} << 18;
+  constexpr std::int64_t budget = std::int64_t{1} << 19;
   const std::int64_t fair = (t.total + threads - 1) / threads;
   t.chunk = std::clamp<std::int64_t>(budget / std::max<std::int64_t>(1, elements_per_tile), 32, 512);
   t.chunk = std::max<std::int64_t>(1, std::min(t.chunk, fair));
@@ -273,26 +274,28 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
         for (int j = 0; j < N; ++j) buffer[i][j][l] = src[i * W + j];
     }
   } else {
-    std::fill(&buffer[0][0][0], &buffer[0][0][0] + N * N * L, T(0));
+    // Every element written once (a fill first, then the values, costs more than these tests).
     const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
     const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
-    for (int l = 0; l < channels; ++l) {
+    for (int l = 0; l < L; ++l) {
       const T* src = plane + l * stride + y0 * W + x0;
-      for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t j = j0; j < j1; ++j) buffer[i][j][l] = src[i * W + j];
+      for (std::int64_t i = 0; i < N; ++i)
+        for (std::int64_t j = 0; j < N; ++j)
+          buffer[i][j][l] = l < channels && i >= i0 && i < i1 && j >= j0 && j < j1 ? src[i * W + j] : T(0);
     }
   }
   std::memcpy(&d[0][0], &buffer[0][0][0], sizeof(d));
 }
 
-// out[pos][tile - first][c] = (Mx d Mx^T)[pos] for tiles [first, first + count) of the grid,
-// d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output tile's
-// shifted back by the padding (zero outside the planes).
+// out[pos * stride + (tile - first) * C + c] = (Mx d Mx^T)[pos] for tiles [first, first + count)
+// of the grid, d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output
+// tile's shifted back by the padding (zero outside the planes).
 template <int M, class Mx, class T>
 void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std::int64_t H, std::int64_t W,
-                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, T* out) {
+                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, T* out,
+                     std::int64_t stride) {
   constexpr int N = Mx::cols, P = Mx::rows;
-  const std::int64_t plane = H * W, stride = count * C;
+  const std::int64_t plane = H * W;
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
     const std::int64_t y0 = in_image / grid.tiles_w * M - pad_h, x0 = in_image % grid.tiles_w * M - pad_w;
@@ -306,20 +309,24 @@ void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std:
   }
 }
 
-// V[pos][tile - first][c] = (B^T d B)[pos], d the alpha x alpha input tile of x [N, C, H, W].
+// V[pos * stride + (tile - first) * C + c] = (B^T d B)[pos], d the alpha x alpha input tile of
+// x [N, C, H, W]; stride count * C (the default) packs the chunk's positions one after another.
 template <int M, class T>
 void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x, std::int64_t first,
-                      std::int64_t count, T* V) {
+                      std::int64_t count, T* V, std::int64_t stride = 0) {
   transform_tiles<M, typename Tiles<M>::BT>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
-                                            V);
+                                            V, stride ? stride : count * g.in_channels);
 }
 
-// y[n][k] tile = A^T M[.][tile][k] A (+ b[k]) for the chunk's tiles, only its part inside the output.
+// y[n][k] tile = A^T M[.][tile][k] A (+ b[k]) for the chunk's tiles, only its part inside the
+// output; M[pos][tile - first][k] at Mt[pos * stride + (tile - first) * K + k] (stride as
+// transform_inputs').
 template <int M, class T>
 void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* Mt, std::int64_t first,
-                       std::int64_t count, const T* b, T* y) {
+                       std::int64_t count, const T* b, T* y, std::int64_t stride = 0) {
   using Tl = Tiles<M>;
-  const std::int64_t K = g.out_channels, OH = g.out_h, OW = g.out_w, plane = OH * OW, stride = count * K;
+  const std::int64_t K = g.out_channels, OH = g.out_h, OW = g.out_w, plane = OH * OW;
+  if (!stride) stride = count * K;
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t tile = first + t, n = tile / grid.per_image, in_image = tile % grid.per_image;
     const std::int64_t y0 = in_image / grid.tiles_w * M, x0 = in_image % grid.tiles_w * M;
@@ -343,20 +350,50 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
   }
 }
 
-// dM[pos][tile - first][k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past the output).
+// dM[pos * stride + (tile - first) * K + k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past
+// the output); stride as transform_inputs'.
 template <int M, class T>
 void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
-                                std::int64_t count, T* dM) {
-  transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM);
+                                std::int64_t count, T* dM, std::int64_t stride = 0) {
+  transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM,
+                                           stride ? stride : count * g.out_channels);
 }
 
-// y = conv(x, w) + b given U (transform_filters).
+// Whether the threads should split the positions rather than the tiles: where the batch's
+// transformed tiles take no more room than a transformed filter per thread (few tiles, many
+// channels: ResNet's last layers), every chunk of tiles would go through all of U (or, for the
+// weight's gradient, add into a partial sum of its size) for little work.
+inline bool split_positions(const TileGrid& grid, std::int64_t C, std::int64_t K, int threads) {
+  return threads > 1 && grid.total * (C + K) <= threads * C * K;
+}
+
+// y = conv(x, w) + b given U (transform_filters): chunks of tiles over the threads, each chunk's
+// positions one GEMM each; or, where split_positions, the whole batch transformed by the threads
+// and then the positions, each one GEMM over every tile, split over them.
 template <int M, class T>
 void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const T* b, T* y) {
   using Tl = Tiles<M>;
   const std::int64_t C = g.in_channels, K = g.out_channels;
   const TileGrid grid = tile_grid(g, M, Tl::positions * (C + K), num_threads());
-  over_chunks(grid.chunks, threads_for(grid.chunks), [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
+  const int threads = threads_for(grid.chunks);
+  if (split_positions(grid, C, K, threads)) {
+    const std::int64_t total = grid.total;
+    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * total * C));
+    T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * total * K));
+    over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
+      const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
+      transform_inputs<M>(g, grid, x, first, last - first, V + first * C, total * C);
+    });
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int p = 0; p < Tl::positions; ++p)
+      gemm<T>(false, false, total, K, C, T(1), V + p * total * C, C, U + p * C * K, K, T(0), Mt + p * total * K, K);
+    over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
+      const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
+      transform_outputs<M>(g, grid, Mt + first * K, first, last - first, b, y, total * K);
+    });
+    return;
+  }
+  over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
     T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
     T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
     for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
@@ -394,7 +431,9 @@ void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, T* gx
   detail::winograd::filter_and_forward<M, T>(detail::transposed_geometry(g), g, w, true, gy, nullptr, gx);
 }
 
-// gw = dL/dw given x and gy = dL/dy; winograd_applies(g).
+// gw = dL/dw given x and gy = dL/dy; winograd_applies(g). Chunks of tiles over the threads, each
+// adding into its partial sums dU, added up at the end; or, where split_positions, the whole batch
+// transformed and the positions split over the threads, each one GEMM over every tile.
 template <int M, class T>
 void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
   namespace wd = detail::winograd;
@@ -405,22 +444,39 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
     return;
   }
   const wd::TileGrid grid = wd::tile_grid(g, M, Tl::positions * (C + K), num_threads());
-  const int threads = wd::threads_for(grid.chunks);
+  int threads = wd::threads_for(grid.chunks);
   std::vector<T*> partial(static_cast<std::size_t>(threads), nullptr);
-  wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int t) {
-    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
-    T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
-    T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));  // dU[pos] is K x C
-    std::fill(dU, dU + partial_size, T(0));
-    partial[static_cast<std::size_t>(t)] = dU;
-    for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
-      const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
-      wd::transform_inputs<M>(g, grid, x, first, count, V);
-      wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
-      for (int p = 0; p < Tl::positions; ++p)
-        gemm<T>(true, false, K, C, count, T(1), dM + p * count * K, K, V + p * count * C, C, T(1), dU + p * KC, C);
-    }
-  });
+  if (wd::split_positions(grid, C, K, threads)) {
+    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.total * C));
+    T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.total * K));
+    T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));
+    wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
+      const std::int64_t first = first_chunk * grid.chunk, last = std::min(grid.total, last_chunk * grid.chunk);
+      wd::transform_inputs<M>(g, grid, x, first, last - first, V + first * C, grid.total * C);
+      wd::transform_output_gradients<M>(g, grid, gy, first, last - first, dM + first * K, grid.total * K);
+    });
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int p = 0; p < Tl::positions; ++p)
+      gemm<T>(true, false, K, C, grid.total, T(1), dM + p * grid.total * K, K, V + p * grid.total * C, C, T(0),
+              dU + p * KC, C);
+    partial.assign(1, dU);
+    threads = 1;
+  } else {
+    wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int t) {
+      T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+      T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
+      T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));  // dU[pos] is K x C
+      std::fill(dU, dU + partial_size, T(0));
+      partial[static_cast<std::size_t>(t)] = dU;
+      for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
+        const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
+        wd::transform_inputs<M>(g, grid, x, first, count, V);
+        wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
+        for (int p = 0; p < Tl::positions; ++p)
+          gemm<T>(true, false, K, C, count, T(1), dM + p * count * K, K, V + p * count * C, C, T(1), dU + p * KC, C);
+      }
+    });
+  }
   // gw[k][c] = G^T (sum over threads of dU[.][k][c]) G, lanes along c.
   constexpr int L = wd::lanes<T>;
   const int reduce_threads = wd::threads_for(KC >= 4096 ? K : 1);
