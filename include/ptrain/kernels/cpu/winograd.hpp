@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -260,6 +261,54 @@ void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
     }
 }
 
+#if !defined(__CUDACC__)
+typedef float Floats8 __attribute__((vector_size(32)));
+
+// columns[j][r] = rows[r][j] for 8 x 8 floats, in three rounds of shuffles.
+__attribute__((always_inline)) inline void transpose8(const Floats8 (&rows)[8], Floats8 (&columns)[8]) {
+  Floats8 t[8], u[8];
+  for (int a = 0; a < 8; a += 2) {  // t[a], t[a + 1]: rows a and a + 1 interleaved
+    t[a] = __builtin_shufflevector(rows[a], rows[a + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[a + 1] = __builtin_shufflevector(rows[a], rows[a + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int a = 0; a < 8; a += 4)  // u: four rows of a column in each half
+    for (int h = 0; h < 2; ++h) {
+      u[a + 2 * h] = __builtin_shufflevector(t[a + h], t[a + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[a + 2 * h + 1] = __builtin_shufflevector(t[a + h], t[a + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int j = 0; j < 4; ++j) {  // the halves of rows 0-3 and 4-7 joined
+    columns[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    columns[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// gather() of a whole tile of lanes<float> channels whose rows can be read 8 floats at a time
+// (x0 + 8 <= W): 8 channels' rows at once turned into the tile's columns by transpose8.
+template <int N>
+__attribute__((always_inline)) inline void gather_rows_transposed(const float* plane, std::int64_t stride,
+                                                                  std::int64_t W, std::int64_t y0, std::int64_t x0,
+                                                                  Lanes<float> (&d)[N][N]) {
+  constexpr int blocks = lanes<float> / 8;
+  static_assert(N <= 8 && blocks * 8 == lanes<float> && (blocks == 1 || blocks == 2));
+  const float* corner = plane + y0 * W + x0;
+  for (int i = 0; i < N; ++i) {
+    Floats8 columns[blocks][8];
+    for (int b = 0; b < blocks; ++b) {
+      Floats8 rows[8];
+      for (int r = 0; r < 8; ++r) std::memcpy(&rows[r], corner + (b * 8 + r) * stride + i * W, sizeof(Floats8));
+      transpose8(rows, columns[b]);
+    }
+    for (int j = 0; j < N; ++j) {
+      if constexpr (blocks == 1)
+        d[i][j] = columns[0][j];
+      else
+        d[i][j] = __builtin_shufflevector(columns[0][j], columns[1][j], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                          14, 15);
+    }
+  }
+}
+#endif
+
 // The N x N tile at row y0, column x0 of `channels` (<= lanes: the rest zero) planes of H x W,
 // from `plane` on, planes `stride` apart, zero outside the planes.
 template <int N, class T>
@@ -268,6 +317,13 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
   constexpr int L = lanes<T>;
   alignas(64) T buffer[N][N][L];
   if (y0 >= 0 && x0 >= 0 && y0 + N <= H && x0 + N <= W && channels == L) {
+#if !defined(__CUDACC__)
+    if constexpr (std::is_same_v<T, float>)
+      if (x0 + 8 <= W) {
+        gather_rows_transposed<N>(plane, stride, W, y0, x0, d);
+        return;
+      }
+#endif
     for (int l = 0; l < L; ++l) {
       const T* src = plane + l * stride + y0 * W + x0;
       for (int i = 0; i < N; ++i)
