@@ -1,13 +1,13 @@
 // Forward and backward GFLOP/s of conv2d on the convolutions of ResNet-18 on CIFAR-10 (batch 64),
 // float, through the autograd op. Best of `reps` runs; wall time and process CPU time, the latter
 // for a machine shared with other work.
-// Then, per 3x3 stride-1 layer of ResNet-18 on CIFAR-10 (batch 64) and VGG-16 at 128x128 (batch
-// 16), each pass's median ms by each algorithm of kernels/cpu/conv_algorithm.hpp (forced), and
+// Then, per 3x3 stride-1 layer of ResNet-18 on CIFAR-10 (batch 64), VGG-16 at 128x128 (batch 16)
+// and bench_train_step's UNet (widths 16..256, 128x128, batch 16), each pass's median ms by each algorithm of kernels/cpu/conv_algorithm.hpp (forced), and
 // the ratio of im2col + GEMM's time to each Winograd's, one line per layer and pass:
 //   bench=conv_algorithms net=... layer=... pass=forward|grad_input|grad_weight gemm_ms=...
 //     winograd2_ms=... winograd4_ms=... speedup_winograd2=... speedup_winograd4=... fastest=...
 //
-//   conv_bench [threads=2] [reps=10] [algorithm reps=3]
+//   conv_bench [threads=2] [reps=10] [algorithm reps=3] [nets=resnet18_cifar,vgg16_128,unet_128]
 //
 // The PyTorch figures to compare with (oneDNN), same layers and thread count:
 //   /usr/bin/python3 -c "import torch,time; torch.set_num_threads(2); c=torch.nn.Conv2d(64,64,3,padding=1,bias=False);
@@ -137,17 +137,30 @@ int main(int argc, char** argv) {
   bench("512->512 4x4 3x3", 512, 512, 4, 3, 1, 1, true, reps);
 
   const int algorithm_reps = argc > 3 ? std::atoi(argv[3]) : 3;
+  const std::string nets = argc > 4 ? argv[4] : "resnet18_cifar,vgg16_128,unet_128";
+  const auto wanted = [&](const char* net) { return nets.find(net) != std::string::npos; };
   std::printf("bench=conv_algorithms threads=%d reps=%d scalar=float\n", ptrain::num_threads(), algorithm_reps);
   // ResNet-18 on CIFAR-10: the stem and each stage's stride-1 3x3 convolutions.
-  compare_algorithms("resnet18_cifar", 64, 3, 64, 32, false, algorithm_reps);
-  for (const std::int64_t width : {64, 128, 256, 512})
-    compare_algorithms("resnet18_cifar", 64, width, width, 32 * 64 / width, true, algorithm_reps);
+  if (wanted("resnet18_cifar")) {
+    compare_algorithms("resnet18_cifar", 64, 3, 64, 32, false, algorithm_reps);
+    for (const std::int64_t width : {64, 128, 256, 512})
+      compare_algorithms("resnet18_cifar", 64, width, width, 32 * 64 / width, true, algorithm_reps);
+  }
   // VGG-16 at 128x128: every convolution (all 3x3 stride 1, pad 1), each shape once.
   struct Layer {
     std::int64_t c, k, hw;
   };
-  for (const Layer& l : {Layer{3, 64, 128}, Layer{64, 64, 128}, Layer{64, 128, 64}, Layer{128, 128, 64},
-                         Layer{128, 256, 32}, Layer{256, 256, 32}, Layer{256, 512, 16}, Layer{512, 512, 16},
-                         Layer{512, 512, 8}})
-    compare_algorithms("vgg16_128", 16, l.c, l.k, l.hw, l.c > 3, algorithm_reps);
+  if (wanted("vgg16_128"))
+    for (const Layer& l : {Layer{3, 64, 128}, Layer{64, 64, 128}, Layer{64, 128, 64}, Layer{128, 128, 64},
+                           Layer{128, 256, 32}, Layer{256, 256, 32}, Layer{256, 512, 16}, Layer{512, 512, 16},
+                           Layer{512, 512, 8}})
+      compare_algorithms("vgg16_128", 16, l.c, l.k, l.hw, l.c > 3, algorithm_reps);
+  // The UNet: its double convolutions' layers, encoder then decoder (whose first layer takes the
+  // skip connection and the up-sampled map concatenated), each shape once.
+  if (wanted("unet_128"))
+    for (const Layer& l : {Layer{3, 16, 128}, Layer{16, 16, 128}, Layer{16, 32, 64}, Layer{32, 32, 64},
+                           Layer{32, 64, 32}, Layer{64, 64, 32}, Layer{64, 128, 16}, Layer{128, 128, 16},
+                           Layer{128, 256, 8}, Layer{256, 256, 8}, Layer{256, 128, 16}, Layer{128, 64, 32},
+                           Layer{64, 32, 64}, Layer{32, 16, 128}})
+      compare_algorithms("unet_128", 16, l.c, l.k, l.hw, l.c > 3, algorithm_reps);
 }

@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(nlayers), static_cast<long long>(nhead), static_cast<long long>(bptt),
               static_cast<long long>(batch), 1e3 * median(total), ours, 1e3 * median(forward),
               1e3 * median(backward_pass), 1e3 * median(step));
-  std::printf("bench=transformer_lm blas_core=%s\n", openblas_get_corename ? openblas_get_corename() : "not_openblas");
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("bench=transformer_lm blas_core=%s OPENBLAS_CORETYPE=%s\n",
+              openblas_get_corename ? openblas_get_corename() : "not_openblas", coretype ? coretype : "unset");
   bench::print_op_breakdown("transformer_lm", profile, total);
   std::fflush(stdout);
 

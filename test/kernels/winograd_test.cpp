@@ -27,16 +27,21 @@ struct Case {
 };
 
 // Odd sizes (partial tiles in both directions), padding 0, 1 and 2, channel counts that are not
-// multiples of the 8 lanes, batch > 1, one with several chunks of tiles per thread and one whose
-// grad weight splits the positions over the threads.
+// multiples of the 8 lanes, batch > 1, one with several chunks of tiles per thread, ones whose
+// threads split the positions, and channel counts in multiples of 16 (gemm_avx512.hpp's products).
 const std::vector<Case>& cases() {
   static const std::vector<Case> all{
       {"3->4 7x5 pad 1", 2, 3, 7, 5, 4, 1},       {"5->7 9x11 pad 0", 3, 5, 9, 11, 7, 0},
       {"17->13 16x16 pad 1", 2, 17, 16, 16, 13, 1}, {"8->9 4x4 pad 1", 1, 8, 4, 4, 9, 1},
       {"6->5 10x3 pad 2", 2, 6, 10, 3, 5, 2},     {"33->19 13x12 pad 1", 4, 33, 13, 12, 19, 1},
       {"8->8 40x40 pad 1, three chunks", 3, 8, 40, 40, 8, 1},
-      // few tiles, many channels: grad weight splits positions, not tiles, over 2 threads
+      // few tiles, many channels: the threads split positions, not tiles
       {"40->36 3x3 pad 1, positions split", 2, 40, 3, 3, 36, 1},
+      // channels in multiples of 16: products on AVX-512 register tiles where the build has them
+      // (widths of 1, 3, 4 and 4 + 1 vectors; tile counts not multiples of the tiles' rows)
+      {"16->48 10x10 pad 1", 2, 16, 10, 10, 48, 1},
+      {"80->64 9x7 pad 1", 3, 80, 9, 7, 64, 1},
+      {"64->32 3x3 pad 1, positions split", 2, 64, 3, 3, 32, 1},
   };
   return all;
 }

@@ -28,6 +28,7 @@
 
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
+#include "ptrain/kernels/cpu/gemm_avx512.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
@@ -71,12 +72,17 @@ inline bool winograd_grad_input_applies(const Conv2dGeometry& g) {
 
 namespace detail::winograd {
 
-// Calls f(std::integral_constant<int, 0>) ... f(<N - 1>): the transforms' loops unrolled with
-// their matrix entries as constants.
-template <int N, class F>
-inline void unroll(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
-  (std::make_integer_sequence<int, N>{});
+// C = op(A) B, or C += op(A) B with `accumulate` (row-major, n columns): a position's product, on
+// AVX-512 register tiles where the build has them and n fits them (gemm_avx512.hpp), else on
+// kernels::gemm (OpenBLAS).
+template <class T>
+void product(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+             std::int64_t ldb, T* c, std::int64_t ldc, bool accumulate) {
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, float>)
+    if (n % detail::avx512::width == 0) return gemm_avx512(trans_a, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+#endif
+  gemm<T>(trans_a, false, m, n, k, T(1), a, lda, b, ldb, accumulate ? T(1) : T(0), c, ldc);
 }
 
 // A matrix's entries as a function of constant indices: Mat<&T::BT> or its transpose.
@@ -442,7 +448,7 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const 
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
-      gemm<T>(false, false, total, K, C, T(1), V + p * total * C, C, U + p * C * K, K, T(0), Mt + p * total * K, K);
+      product<T>(false, total, K, C, V + p * total * C, C, U + p * C * K, K, Mt + p * total * K, K, false);
     over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
       transform_outputs<M>(g, grid, Mt + first * K, first, last - first, b, y, total * K);
@@ -456,7 +462,7 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const 
       const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
       transform_inputs<M>(g, grid, x, first, count, V);
       for (int p = 0; p < Tl::positions; ++p)
-        gemm<T>(false, false, count, K, C, T(1), V + p * count * C, C, U + p * C * K, K, T(0), Mt + p * count * K, K);
+        product<T>(false, count, K, C, V + p * count * C, C, U + p * C * K, K, Mt + p * count * K, K, false);
       transform_outputs<M>(g, grid, Mt, first, count, b, y);
     }
   });
@@ -513,8 +519,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
-      gemm<T>(true, false, K, C, grid.total, T(1), dM + p * grid.total * K, K, V + p * grid.total * C, C, T(0),
-              dU + p * KC, C);
+      wd::product<T>(true, K, C, grid.total, dM + p * grid.total * K, K, V + p * grid.total * C, C, dU + p * KC, C,
+                     false);
     partial.assign(1, dU);
     threads = 1;
   } else {
@@ -529,7 +535,7 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
         wd::transform_inputs<M>(g, grid, x, first, count, V);
         wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
         for (int p = 0; p < Tl::positions; ++p)
-          gemm<T>(true, false, K, C, count, T(1), dM + p * count * K, K, V + p * count * C, C, T(1), dU + p * KC, C);
+          wd::product<T>(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
       }
     });
   }
