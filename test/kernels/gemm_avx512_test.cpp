@@ -29,7 +29,7 @@ boost::test_tools::assertion_result built_for_avx512(ut::test_unit_id) {
 }
 
 // rows x cols, rows ld apart, NaN between them.
-std::vector<float> matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed) {
+[[maybe_unused]] std::vector<float> matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed) {
   std::vector<float> m(static_cast<std::size_t>(rows * ld), std::numeric_limits<float>::quiet_NaN());
   const Tensor<double> values = random_tensor({rows, cols}, seed);
   for (std::int64_t r = 0; r < rows; ++r)

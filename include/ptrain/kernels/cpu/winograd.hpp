@@ -13,12 +13,15 @@
 // - grad weight: by linearity dL/dg = G^T [sum over tiles (A dY A^T) (.) (B^T d B)] G, one
 //   (Cout x tiles) x (tiles x Cin) GEMM per position, summed over chunks and threads.
 // Each thread takes a contiguous run of chunks, its GEMMs single-threaded (kernels::gemm stays on
-// its thread inside a parallel region). The transforms run over `lanes` channels at once (the lanes
-// of one SIMD register for float), so that they vectorise and write V and M contiguously.
+// its thread inside a parallel region); where the batch has few tiles and the layer many channels
+// (split_positions), the whole batch is transformed and the threads split the positions instead.
+// The products run on gemm_avx512.hpp's register tiles in AVX-512 builds (float), on kernels::gemm
+// otherwise. The transforms run over `lanes` channels at once (the lanes of one SIMD register for
+// float), so that they vectorise and write V and M contiguously.
 // F(4x4) does 4x fewer multiplies than direct convolution where F(2x2) does 2.25x, at the price of
 // a larger float error (its transforms hold 1/6, 1/24 and 8; see test/kernels/winograd_test).
-// Per-thread scratch: slot 0 V, slot 1 M, slot 2 grad-weight partial sums; the calling thread's
-// slot 3 holds U.
+// Per-thread scratch: slot 0 V, slot 1 M, slot 2 grad-weight partial sums (split_positions: the
+// calling thread's hold the whole batch's); the calling thread's slot 3 holds U.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
