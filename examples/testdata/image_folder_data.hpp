@@ -55,7 +55,7 @@ inline void coil100(const std::filesystem::path& dir, ptrain::Rng& rng) {
 // validation images sorted into class folders: train/n01440764/n01440764_10000.JPEG,
 // val/n01440764/ILSVRC2012_val_00000001.JPEG.
 inline void imagenet(const std::filesystem::path& dir, ptrain::Rng& rng) {
-  image_folder_tree(dir, {{"train", 8}, {"val", 4}}, {"n01440764", "n01443537", "n01484850"}, 80, rng,
+  image_folder_tree(dir, {{"train", 16}, {"val", 8}}, {"n01440764", "n01443537", "n01484850"}, 80, rng,
                     [](const std::string& split, const std::string& wnid, int n) {
                       if (split == "train") return wnid + "_" + std::to_string(10000 + n) + ".JPEG";
                       const std::string number = std::to_string(n + 1);
