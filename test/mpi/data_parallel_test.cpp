@@ -1,6 +1,7 @@
 // DataParallel under mpiexec -n 2 and -n 3: N ranks each training on B/N of every batch end with
 // the weights of one process training on all B, whatever the bucket size, with gradient
 // accumulation, with fp16/bf16 on the wire (within a stated tolerance); fp16 moves half the bytes;
+// fp32 gradients are averaged in place;
 // a parameter unused on some ranks does not hang the step; a mismatched model is reported on
 // every rank; ranks whose loaders give different numbers of batches agree on one count; a half
 // model's float batch norm weights under MixedPrecision are averaged as the rest.
@@ -165,6 +166,32 @@ BOOST_AUTO_TEST_CASE(fp16_and_bf16_on_the_wire_stay_within_their_precision) {
   std::uint64_t elements = 0;
   for (auto& p : make_net<float>(1)->parameters()) elements += static_cast<std::uint64_t>(p.numel());
   BOOST_TEST(fp32_bytes == elements * sizeof(float) * steps);
+}
+
+// Fp32 in host memory: each gradient is averaged in the tensor backward left it in (no copy into a
+// bucket and back), and equals the whole batch's gradient.
+BOOST_AUTO_TEST_CASE(fp32_gradients_are_averaged_where_backward_left_them) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<double>();
+  auto serial = make_net<double>(1);
+  backward(cross_entropy(serial->forward(Var<double>(data.inputs[0])), data.targets[0]));
+
+  auto net = make_net<double>(1);
+  DataParallel<MpiAllreduce, Fp32> dp(comm, {.bucket_bytes = 512});
+  dp.setup(*net);
+  const std::int64_t local = global_batch / comm.size(), begin = comm.rank() * local;
+  const std::vector<std::int64_t> y(data.targets[0].begin() + begin, data.targets[0].begin() + begin + local);
+  dp.before_backward(*net, true);
+  backward(cross_entropy(net->forward(Var<double>(data.inputs[0].slice(begin, begin + local).clone())), y));
+  auto params = net->parameters();
+  std::vector<const double*> left_at;
+  for (auto& p : params) left_at.push_back(p.grad().data());
+  dp.before_optimizer_step(*net);
+  const auto expected = serial->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    BOOST_TEST(params[i].grad().data() == left_at[i], "parameter " << i);
+    BOOST_TEST((params[i].grad().array() - expected[i].grad().array()).abs().maxCoeff() < 1e-14, "parameter " << i);
+  }
 }
 
 namespace {
