@@ -6,10 +6,10 @@
 //
 // In host memory with gradients sent in their own type, a bucket is no buffer of its own: each
 // gradient is scaled in place and reduced where it lies, one non-blocking allreduce per gradient,
-// started together when the bucket's last gradient arrives. Packing ResNet-18's 44 MB of float
-// gradients into buckets cost about as much CPU time as the reductions themselves
-// (bench/data_parallel.cpp); MPI's per-message cost over shared memory is a microsecond or so. On a
-// GPU, where each reduction is a kernel launch and a cast may be needed, a bucket is one buffer.
+// started together when the bucket's last gradient arrives. Packing the CIFAR ResNet-18's 44 MB of
+// float gradients into buckets took about 19 ms of each 1.4 s step at 2 ranks, two fifths of the
+// hooks' time (bench/data_parallel.cpp); MPI's per-message cost over shared memory is a
+// microsecond or so. On a GPU, where each reduction is a kernel launch, a bucket is one buffer.
 //
 // Given an owner per parameter (Sharded<Zero2>), a bucket is reduce-scattered instead: it is laid
 // out as one block per rank holding that rank's parameters (each block as long as the longest,
