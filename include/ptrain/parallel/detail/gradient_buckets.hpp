@@ -223,11 +223,13 @@ class GradientBuckets final : public GradientSync {
     poke(0, next_);
   }
 
+  // Tests the reductions in flight in the order they started, up to the first unfinished one: one
+  // MPI call moves every one on, and they end about in that order.
   void poke(std::size_t begin, std::size_t end) {
     for (std::size_t b = begin; b < end; ++b) {
-      bool done = true;
-      for (auto& request : buckets_[b].requests) done = request.test() && done;  // each test moves it on
-      if (done) completed(b);
+      for (auto& request : buckets_[b].requests)
+        if (!request.test()) return;
+      completed(b);
     }
   }
 
