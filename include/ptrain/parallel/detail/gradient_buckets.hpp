@@ -198,20 +198,17 @@ class GradientBuckets final : public GradientSync {
     Slot& slot = slots_[s];
     if (!sync_ || slot.ready || !node.grad.defined()) return;
     Bucket& bucket = buckets_[slot.bucket];
-    // Backward hands over a gradient of the leaf's own (autograd/backward.hpp): scaled by
-    // 1/world where it lies, so that its sum is the average.
-    Wire* dst = in_place_ ? nullptr : buffer_of(bucket) + slot.offset;
-    if (in_place_)
-      kernels::cast_scaled(kernels::executor_for<D>{}, node.grad.data(), node.grad.data(), slot.numel,
-                           T(1) / static_cast<T>(comm_.size()));
-    // Same type: scaled by 1/world here, so the reduced bucket is already the average. The
-    // gradient may itself be last step's view of this very range (accumulation without
-    // zero_grad): in place.
-    else if constexpr (std::is_same_v<Wire, T>)
+    // Same type: scaled by 1/world on the way, so that the sum is the average; in place where the
+    // gradient is reduced where it lies (backward hands over a gradient of the leaf's own,
+    // autograd/backward.hpp), else into the bucket. The gradient may itself be last step's view
+    // of that very range of the bucket (accumulation without zero_grad): in place too.
+    if constexpr (std::is_same_v<Wire, T>) {
+      Wire* dst = in_place_ ? node.grad.data() : buffer_of(bucket) + slot.offset;
       kernels::cast_scaled(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel,
                            T(1) / static_cast<T>(comm_.size()));
-    else
-      kernels::cast(kernels::executor_for<D>{}, node.grad.data(), dst, slot.numel);
+    } else {
+      kernels::cast(kernels::executor_for<D>{}, node.grad.data(), buffer_of(bucket) + slot.offset, slot.numel);
+    }
     slot.ready = true;
     if (scatter_) {  // its bucket holds it now; the rank that owns it gets the average
       node.grad = Tensor<T, D>();
