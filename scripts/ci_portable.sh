@@ -17,4 +17,7 @@ cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRA
   -DPTRAIN_BUILD_EXAMPLES=OFF -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v2
 cmake --build build-portable -j "$jobs" --target "${areas[@]/#/test_}"
 regex="^($(IFS='|'; echo "${areas[*]}"))/"
-OPENBLAS_CORETYPE=Nehalem ctest --test-dir build-portable -R "$regex" --output-on-failure -j "$jobs"
+status=0
+OPENBLAS_CORETYPE=Nehalem ctest --test-dir build-portable -R "$regex" --output-on-failure -j "$jobs" || status=$?
+ccache_summary
+exit $status

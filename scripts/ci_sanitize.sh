@@ -32,4 +32,7 @@ cmake --build build-sanitize -j "$jobs" --target "${areas[@]/#/test_}"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 regex="^($(IFS='|'; echo "${areas[*]}"))/"
-ctest --test-dir build-sanitize -R "$regex" --output-on-failure -j "$jobs"
+status=0
+ctest --test-dir build-sanitize -R "$regex" --output-on-failure -j "$jobs" || status=$?
+ccache_summary
+exit $status

@@ -1,6 +1,49 @@
-# Sourced by demo.sh and test.sh. nvcc on PATH when the CUDA toolkit sits in /usr/local/cuda;
-# the build's job count (PTRAIN_JOBS overrides the core count).
+# Sourced by the build scripts (test.sh, demo.sh, ci_portable.sh, ci_sanitize.sh). nvcc on PATH
+# when the CUDA toolkit sits in /usr/local/cuda; the build's job count (PTRAIN_JOBS overrides the
+# core count); ccache as the compilers' launcher where it is installed (PTRAIN_CCACHE=0 declines).
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
 jobs=${PTRAIN_JOBS:-$(nproc)}
+
+# The compiler cache. CMake (3.17+) takes CMAKE_<LANG>_COMPILER_LAUNCHER from the environment at
+# the first configure of a build folder, so every build these scripts start uses it.
+# - The cache lives outside the clone (~/.cache/ccache unless CCACHE_DIR says otherwise), so a new
+#   clone starts with what the last build compiled.
+# - base_dir is this checkout: paths under it are hashed relative to the compiler's folder, so a
+#   clone elsewhere (CI's) hits what the working copy compiled. hash_dir off: -g (the sanitizer
+#   job's -g1) would otherwise put the absolute build folder into every key.
+# - -march=native is hashed as written, not as the CPU it resolves to, so an object built on an
+#   AVX-512 host could be handed to an AVX2-only one. The compiler's resolved target options
+#   (-Q --help=target: -march=znver4, each -m flag on or off) go into a file named after their
+#   hash, and CCACHE_EXTRAFILES adds that file's contents to every key: another CPU, another key.
+ccache_stats_before=""
+if [ "${PTRAIN_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-25G}
+  mkdir -p "$CCACHE_DIR"
+  host_target=$("${CXX:-c++}" -march=native -Q --help=target 2>/dev/null || true)
+  host_target_file="$CCACHE_DIR/host-target-$(printf '%s' "$host_target" | md5sum | cut -c1-16).txt"
+  [ -f "$host_target_file" ] || printf '%s\n' "$host_target" >"$host_target_file"
+  export CCACHE_EXTRAFILES=$host_target_file
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  ccache_stats_before=$(ccache --print-stats 2>/dev/null || true)
+fi
+
+# "ccache: N of M compilations from the cache (P%)" since this script sourced env.sh; empty
+# without ccache.
+ccache_summary() {
+  [ -n "$ccache_stats_before" ] || return 0
+  local after
+  after=$(ccache --print-stats 2>/dev/null) || return 0
+  awk -v before="$ccache_stats_before" '
+    BEGIN { n = split(before, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, "\t"); old[f[1]] = f[2] } }
+    { now[$1] = $2 }
+    END {
+      hits = (now["direct_cache_hit"] - old["direct_cache_hit"]) + (now["preprocessed_cache_hit"] - old["preprocessed_cache_hit"])
+      misses = now["cache_miss"] - old["cache_miss"]
+      total = hits + misses
+      printf "ccache: %d of %d compilations from the cache (%s) in %s\n", hits, total,
+             total ? sprintf("%.0f%%", 100 * hits / total) : "no compilations", ENVIRON["CCACHE_DIR"]
+    }' FS='\t' <<<"$after"
+}

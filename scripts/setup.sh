@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make               # the build
+  ccache                       # the compiler cache (scripts/env.sh); the scripts build without it too
   libeigen3-dev                # CPU tensor math
   libopenblas-dev              # fast GEMM (about 1.6x Eigen's own on 2 cores)
   zlib1g-dev                   # gzip'd IDX datasets

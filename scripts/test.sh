@@ -63,6 +63,7 @@ run_job ci_sanitize "unit tests under ASan + UBSan"
 echo
 echo "==== summary ===="
 printf '%s\n' "${job_results[@]}"
+ccache_summary
 if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep -q could end ctest by SIGPIPE (pipefail)
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
   for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks $(cd build && ls -d examples/*_cuda 2>/dev/null); do
