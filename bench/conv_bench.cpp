@@ -5,7 +5,8 @@
 // and bench_train_step's UNet (widths 16..256, 128x128, batch 16), each pass's median ms by each algorithm of kernels/cpu/conv_algorithm.hpp (forced), and
 // the ratio of im2col + GEMM's time to each Winograd's, one line per layer and pass:
 //   bench=conv_algorithms net=... layer=... pass=forward|grad_input|grad_weight gemm_ms=...
-//     winograd2_ms=... winograd4_ms=... speedup_winograd2=... speedup_winograd4=... fastest=...
+//     winograd2_ms=... winograd4_ms=... speedup_winograd2=... speedup_winograd4=... fastest=... auto=...
+//   (auto=: what the default, PTRAIN_CONV_ALGO=auto, runs for that pass)
 //
 //   conv_bench [threads=2] [reps=10] [algorithm reps=3] [nets=resnet18_cifar,vgg16_128,unet_128]
 //
@@ -114,9 +115,9 @@ void compare_algorithms(const char* net, std::int64_t batch, std::int64_t c, std
     const char* names[3] = {"gemm", "winograd2", "winograd4"};
     const std::size_t fastest = static_cast<std::size_t>(std::min_element(ms, ms + 3) - ms);
     std::printf("bench=conv_algorithms net=%s layer=%s batch=%lld pass=%s gemm_ms=%.2f winograd2_ms=%.2f "
-                "winograd4_ms=%.2f speedup_winograd2=%.2f speedup_winograd4=%.2f fastest=%s\n",
+                "winograd4_ms=%.2f speedup_winograd2=%.2f speedup_winograd4=%.2f fastest=%s auto=%s\n",
                 net, layer.c_str(), static_cast<long long>(batch), pass.name, ms[0], ms[1], ms[2], ms[0] / ms[1],
-                ms[0] / ms[2], names[fastest]);
+                ms[0] / ms[2], names[fastest], names[static_cast<int>(kn::default_conv_algorithm(g, pass.pass)) - 1]);
     std::fflush(stdout);
   }
   kn::set_conv_algorithm(kn::ConvAlgorithm::automatic);

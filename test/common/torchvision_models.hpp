@@ -4,6 +4,7 @@
 // test/nn/data/make_zoo_references.py fills the same way, so outputs can be compared with PyTorch.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -62,6 +63,47 @@ void fill_deterministic(const Module<T>& model) {
       v[j] = static_cast<T>(matrix ? scale * s : (weight ? 1.0 : 0.0) + scale * s);
     }
     ++k;
+  }
+}
+
+// n uniforms in [0, 1): splitmix64 of stream * 2^32 + j, its top 53 bits (make_conv_accuracy_reference.py's
+// uniform).
+inline std::vector<double> seeded_uniform(std::uint64_t stream, std::int64_t n) {
+  std::vector<double> u(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::uint64_t z = (stream << 32) + static_cast<std::uint64_t>(j);
+    z *= 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    u[static_cast<std::size_t>(j)] = static_cast<double>(z >> 11) * 0x1p-53;
+  }
+  return u;
+}
+
+// Parameters and batch-norm statistics as a trained network could have them, drawn as
+// make_conv_accuracy_reference.py draws them: parameter k (named order) from seeded_uniform(k): rank >= 2
+// weights (2u - 1) sqrt(6 / fan_in), other weights 1 + 0.2 (2u - 1), biases 0.1 (2u - 1); the k-th
+// running mean 0.3 (2u - 1) from stream 1000 + k, the k-th running variance 0.5 + u from 2000 + k;
+// each rounded to float (PyTorch fills a float model), so a double model holds the same numbers.
+template <class T>
+void fill_seeded(Module<T>& model) {
+  const auto fill = [](Tensor<T>& v, std::uint64_t stream, auto&& value) {
+    const std::vector<double> u = seeded_uniform(stream, v.numel());
+    for (std::int64_t j = 0; j < v.numel(); ++j)
+      v[j] = static_cast<T>(static_cast<float>(value(u[static_cast<std::size_t>(j)])));
+  };
+  std::uint64_t k = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    Tensor<T>& v = p.value();
+    const double bound = std::sqrt(6.0 / static_cast<double>(v.numel() / v.size(0)));
+    const bool weight = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;
+    fill(v, k++, [&](double u) { return v.rank() >= 2 ? (2 * u - 1) * bound : weight ? 1 + 0.2 * (2 * u - 1) : 0.1 * (2 * u - 1); });
+  }
+  std::uint64_t means = 0, variances = 0;
+  for (auto& [name, buffer] : model.named_buffers()) {
+    if (name.ends_with("running_mean")) fill(*buffer, 1000 + means++, [](double u) { return 0.3 * (2 * u - 1); });
+    if (name.ends_with("running_var")) fill(*buffer, 2000 + variances++, [](double u) { return 0.5 + u; });
   }
 }
 

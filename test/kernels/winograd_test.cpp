@@ -151,14 +151,50 @@ BOOST_AUTO_TEST_CASE(f2_in_float_stays_within_2e_6_of_the_result) { check_float<
 // 6e-6 (about 10x F(2x2)'s), bounded at 3e-5.
 BOOST_AUTO_TEST_CASE(f4_in_float_stays_within_3e_5_of_the_result) { check_float<4>(3e-5); }
 
-BOOST_AUTO_TEST_CASE(auto_measures_a_pass_once_per_shape_then_runs_its_choice) {
+// auto: each pass runs default_conv_algorithm's choice for the shape, bit for bit, and nothing is
+// measured; RGB input layers and small convolutions run im2col + GEMM.
+BOOST_AUTO_TEST_CASE(auto_runs_the_choice_of_the_shape_and_measures_nothing) {
   AutoAfterwards restore;
-  k::set_conv_algorithm(k::ConvAlgorithm::automatic);
+  k::conv_algorithm_cache().clear();
+  const Case c{"32->32 20x20", 4, 32, 20, 20, 32, 1};
+  const k::Conv2dGeometry g = geometry(c);
+  BOOST_TEST_REQUIRE(g.flops() >= k::winograd_flops);
+  for (const auto pass : {k::ConvPass::forward, k::ConvPass::grad_input, k::ConvPass::grad_weight})
+    BOOST_TEST((k::default_conv_algorithm(g, pass) == k::ConvAlgorithm::winograd2));
+  const Tensor<float> x = seeded<float>({4, 32, 20, 20}, 1), w = seeded<float>({32, 32, 3, 3}, 2),
+                      gy = seeded<float>({4, 32, 20, 20}, 3);
+  const auto passes = [&](k::ConvAlgorithm a) {
+    k::set_conv_algorithm(a);
+    Passes<float> p{Tensor<float>({4, 32, 20, 20}), Tensor<float>(x.shape()), Tensor<float>(w.shape())};
+    k::conv2d_forward<float>(g, x.data(), w.data(), nullptr, p.y.data());
+    k::conv2d_backward<float>(g, x.data(), w.data(), gy.data(), p.gx.data(), p.gw.data(), nullptr);
+    return p;
+  };
+  const Passes<float> automatic = passes(k::ConvAlgorithm::automatic), f2 = passes(k::ConvAlgorithm::winograd2),
+                      gemm = passes(k::ConvAlgorithm::gemm);
+  BOOST_TEST(bitwise_equal(automatic.y, f2.y));
+  BOOST_TEST(bitwise_equal(automatic.gx, f2.gx));
+  BOOST_TEST(bitwise_equal(automatic.gw, f2.gw));
+  BOOST_TEST(!bitwise_equal(f2.y, gemm.y));  // so the comparisons above can tell them apart
+  BOOST_TEST(k::conv_algorithm_cache().measurements() == 0);
+
+  const k::Conv2dGeometry rgb = k::make_conv2d_geometry({4, 3, 64, 64}, {32, 3, 3, 3}, 1, 1, 1, 1, 1, 1, 1);
+  BOOST_TEST_REQUIRE(rgb.flops() >= k::winograd_flops);
+  BOOST_TEST((k::default_conv_algorithm(rgb, k::ConvPass::forward) == k::ConvAlgorithm::gemm));
+  const k::Conv2dGeometry small = geometry(Case{"16->16 6x6", 1, 16, 6, 6, 16, 1});
+  BOOST_TEST_REQUIRE(small.flops() < k::winograd_flops);
+  BOOST_TEST((k::default_conv_algorithm(small, k::ConvPass::forward) == k::ConvAlgorithm::gemm));
+}
+
+// benchmark (opt-in): the first call of a pass per shape times the candidates and keeps one.
+BOOST_AUTO_TEST_CASE(benchmark_measures_a_pass_once_per_shape_then_runs_its_choice) {
+  AutoAfterwards restore;
+  k::set_conv_algorithm(k::ConvAlgorithm::benchmark);
   k::ConvAlgorithmCache& cache = k::conv_algorithm_cache();
   cache.clear();
   const Case c{"32->32 20x20", 4, 32, 20, 20, 32, 1};
   const k::Conv2dGeometry g = geometry(c);
-  BOOST_TEST_REQUIRE(g.flops() >= k::measured_flops);
+  BOOST_TEST_REQUIRE(g.flops() >= k::winograd_flops);
   const Tensor<float> x = seeded<float>({4, 32, 20, 20}, 1), w = seeded<float>({32, 32, 3, 3}, 2),
                       gy = seeded<float>({4, 32, 20, 20}, 3);
   Tensor<float> y({4, 32, 20, 20}), gx(x.shape()), gw(w.shape());
@@ -174,7 +210,7 @@ BOOST_AUTO_TEST_CASE(auto_measures_a_pass_once_per_shape_then_runs_its_choice) {
   Tensor<float> y_chosen({4, 32, 20, 20});
   k::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y_chosen.data());
   BOOST_TEST(bitwise_equal(y, y_chosen));
-  k::set_conv_algorithm(k::ConvAlgorithm::automatic);
+  k::set_conv_algorithm(k::ConvAlgorithm::benchmark);
   // Backward: grad input and grad weight are measured once each.
   k::conv2d_backward<float>(g, x.data(), w.data(), gy.data(), gx.data(), gw.data(), nullptr);
   BOOST_TEST(cache.measurements() == 3);
@@ -248,6 +284,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_algorithm_name_is_an_error_naming_the_choices) {
   BOOST_TEST((k::parse_conv_algorithm("winograd2") == k::ConvAlgorithm::winograd2));
   BOOST_TEST((k::parse_conv_algorithm("gemm") == k::ConvAlgorithm::gemm));
   BOOST_TEST((k::parse_conv_algorithm("auto") == k::ConvAlgorithm::automatic));
+  BOOST_TEST((k::parse_conv_algorithm("benchmark") == k::ConvAlgorithm::benchmark));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

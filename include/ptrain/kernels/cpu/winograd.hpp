@@ -19,7 +19,8 @@
 // otherwise. The transforms run over `lanes` channels at once (the lanes of one SIMD register for
 // float), so that they vectorise and write V and M contiguously.
 // F(4x4) does 4x fewer multiplies than direct convolution where F(2x2) does 2.25x, at the price of
-// a larger float error (its transforms hold 1/6, 1/24 and 8; see test/kernels/winograd_test).
+// a larger float error (its transforms hold 1/6, 1/24 and 8; see test/kernels/winograd_test), too
+// large on a real network's gradients for the default (conv_algorithm.hpp): it runs only on request.
 // Per-thread scratch: slot 0 V, slot 1 M, slot 2 grad-weight partial sums (split_positions: the
 // calling thread's hold the whole batch's); the calling thread's slot 3 holds U.
 #include <algorithm>
