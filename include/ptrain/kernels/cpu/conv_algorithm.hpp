@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/log.hpp"
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
@@ -142,6 +143,13 @@ void run_conv_pass(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_si
     run(ConvAlgorithm::gemm);
     return;
   }
+  static std::once_flag said;
+  std::call_once(said, [] {
+    log_line("ptrain: PTRAIN_CONV_ALGO=benchmark: each convolution's algorithm is the fastest of a timing at its "
+             "first call, so runs may round differently and F(4x4, 3x3) may be chosen; auto (the default) is "
+             "reproducible",
+             stderr);
+  });
   ConvAlgorithmCache& cache = conv_algorithm_cache();
   const ConvAlgorithmCache::Key key = ConvAlgorithmCache::key(g, pass, scalar_size, num_threads());
   if (const auto known = cache.find(key)) {
