@@ -1,6 +1,6 @@
 // Training checkpoints (train/checkpoint.hpp, Trainer::save_checkpoints / load_checkpoint): a run
-// of 2 epochs and a run stopped by SIGUSR1 after 1.5 epochs and resumed in a fresh Trainer end
-// with bit-identical weights, epoch losses and learning rate, in float and under
+// of 2 epochs and a run stopped by SIGUSR1 after 1.5 epochs and resumed in a fresh Trainer (the
+// global generator's and the model's own generator's states restored) end with bit-identical weights, epoch losses and learning rate, in float and under
 // MixedPrecision<Fp16>; a save killed half-way leaves the previous checkpoint loadable; the last N
 // and the best are kept; a checkpoint of another model or a corrupt manifest is refused with the
 // file and the mismatch named, and nothing on disk changes.
@@ -43,12 +43,25 @@ constexpr std::int64_t batch = 8, batches_per_epoch = 6;
 // Two blobs, shuffled each epoch by the loader (so resuming mid-epoch must find the same order).
 TensorDataset blobs() { return test::class_blobs(batch * batches_per_epoch, 2); }
 
-// With dropout, so the RNG's state is part of what must resume.
+// With two dropouts, so the RNGs' states are part of what must resume: one draws from the global
+// generator, the other from a generator the model owns (as TransformerLM's and ALBERT's layers do),
+// seeded from the model's seed.
+template <class T>
+struct DropoutNet : Sequential<T> {
+  explicit DropoutNet(std::uint64_t seed) : own(std::make_unique<Rng>(seed + 7)) {
+    this->push_back("0", make<Linear<T>>(4, 16));
+    this->push_back("1", make<ReLU<T>>());
+    this->push_back("2", make<Dropout<T>>(0.2));
+    this->push_back("3", make<Dropout<T>>(0.3, own.get()));
+    this->push_back("4", make<Linear<T>>(16, 2));
+    this->register_generator("own_rng", own.get());
+  }
+  std::unique_ptr<Rng> own;
+};
 template <class T>
 std::shared_ptr<Sequential<T>> make_net(std::uint64_t seed) {
   manual_seed(seed);
-  return std::make_shared<Sequential<T>>(std::initializer_list<std::shared_ptr<Module<T>>>{
-      make<Linear<T>>(4, 16), make<ReLU<T>>(), make<Dropout<T>>(0.2), make<Linear<T>>(16, 2)});
+  return std::make_shared<DropoutNet<T>>(seed);
 }
 
 template <class T>

@@ -418,6 +418,7 @@ class AlbertForPreTraining : public Module<T, D> {
   // rng (global_rng() when null) gives one draw, the seed of the dropout generator the model keeps.
   explicit AlbertForPreTraining(const AlbertConfig& c, Rng* rng = nullptr)
       : dropout_rng_(std::make_unique<Rng>((rng ? *rng : global_rng()).engine()())) {
+    this->register_generator("dropout_rng", dropout_rng_.get());
     albert = this->register_module("albert", std::make_shared<AlbertModel<T, D>>(c, dropout_rng_.get()));
     predictions = this->register_module(
         "predictions", std::make_shared<AlbertMLMHead<T, D>>(c, albert->embeddings->word_embeddings->weight));
@@ -573,6 +574,7 @@ class AlbertForPreTrainingSequential : public Sequential<T, D> {
  public:
   explicit AlbertForPreTrainingSequential(const AlbertConfig& c, Rng* rng = nullptr)
       : config_(c), dropout_rng_(std::make_unique<Rng>((rng ? *rng : global_rng()).engine()())) {
+    this->register_generator("dropout_rng", dropout_rng_.get());
     detail::check_albert_sizes<T>(c, "AlbertForPreTrainingSequential");
     check(c.num_hidden_layers >= 1, "AlbertForPreTrainingSequential: ", c.num_hidden_layers,
           " hidden layers (expected at least one)");

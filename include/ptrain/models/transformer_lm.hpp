@@ -62,6 +62,7 @@ class TransformerLM : public Sequential<T, D> {
     const std::uint64_t dropout_seed = (rng ? *rng : global_rng()).engine()();
     const auto dropout_of = [&](std::size_t layer) {
       dropout_rngs_.push_back(std::make_unique<Rng>(detail::mix_seed(dropout_seed, layer)));
+      this->register_generator("dropout_rng." + std::to_string(layer), dropout_rngs_.back().get());
       return dropout_rngs_.back().get();
     };
     encoder = std::make_shared<ScaledEmbedding<T, D>>(o.ntoken, o.ninp, std::sqrt(static_cast<double>(o.ninp)));

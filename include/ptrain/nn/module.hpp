@@ -21,6 +21,7 @@
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/rng.hpp"
 #include "ptrain/device/cpu.hpp"
 
 namespace ptrain {
@@ -100,6 +101,16 @@ class Module {
     std::vector<std::pair<std::string, Tensor<float, D>*>> out;
     visit([&](const std::string& prefix, const Module& m) {
       for (auto& [name, b] : const_cast<Module&>(m).float_buffers_) out.emplace_back(prefix + name, &b);
+    });
+    return out;
+  }
+  // Random generators the module draws from itself (a model's dropout generators): a checkpoint
+  // saves their states beside the global generator's, so that a resumed run draws what the straight
+  // run would have drawn.
+  std::vector<std::pair<std::string, Rng*>> named_generators() const {
+    std::vector<std::pair<std::string, Rng*>> out;
+    visit([&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, rng] : m.generators_) out.emplace_back(prefix + name, rng);
     });
     return out;
   }
@@ -188,6 +199,8 @@ class Module {
       return float_buffers_.back().second;
     }
   }
+  // A generator this module owns (it outlives the module's use): listed by named_generators().
+  void register_generator(std::string name, Rng* rng) { generators_.emplace_back(std::move(name), rng); }
   // `alias` (a dotted name below this module) names the parameter registered as `of` (also
   // relative to this module) a second time.
   void register_tied_parameter(std::string alias, std::string of) {
@@ -246,6 +259,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor<float, D>>> float_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, std::string>> tied_;
+  std::vector<std::pair<std::string, Rng*>> generators_;
   ForwardHook forward_hook_;
   bool training_ = true;
 };

@@ -273,10 +273,13 @@ OptimizerState<T> read_state(const std::filesystem::path& path) {
 struct RankState {
   std::mt19937_64 rng;
   EpochTotals totals;
+  std::vector<std::pair<std::string, std::mt19937_64>> generators;  // the model's own (Module::named_generators)
 };
 inline void save_rank_state(const std::filesystem::path& path, const RankState& s) {
   io::write_atomically(path, [&](std::ostream& out) {
-    out << "rng " << s.rng << "\ntotals";
+    out << "rng " << s.rng << '\n';
+    for (const auto& [name, engine] : s.generators) out << "generator " << name << ' ' << engine << '\n';
+    out << "totals";
     for (double v : s.totals.flat()) out << ' ' << exact(v);
     out << '\n';
   });
@@ -288,8 +291,14 @@ inline RankState read_rank_state(const std::filesystem::path& path) {
   std::string word;
   in >> word >> s.rng;
   check(in.good() && word == "rng", path.string(), ": expected 'rng <engine state>' first");
-  in >> word;
-  check(word == "totals", path.string(), ": expected 'totals <sums>' after the RNG state");
+  for (in >> word; in.good() && word == "generator"; in >> word) {
+    std::string name;
+    std::mt19937_64 engine;
+    in >> name >> engine;
+    check(in.good(), path.string(), ": expected 'generator <name> <engine state>'");
+    s.generators.emplace_back(std::move(name), engine);
+  }
+  check(word == "totals", path.string(), ": expected 'totals <sums>' after the RNG states");
   std::vector<double> sums;
   while (in >> word) {
     const auto v = parse_exact(word);

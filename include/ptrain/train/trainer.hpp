@@ -444,6 +444,7 @@ class Trainer {
     const checkpoint::RankState own =
         checkpoint::read_rank_state(directory / checkpoint::rank_file(rank % m.world_size));
     global_rng().engine() = own.rng;
+    restore_generators(own, directory / checkpoint::rank_file(rank % m.world_size));
     step_ = m.step;
     best_ = m.best;
     resume_ = {m.epoch, m.batch_in_epoch, world == m.world_size ? own.totals : EpochTotals{}};
@@ -696,6 +697,20 @@ class Trainer {
     save_checkpoint_at(r.epoch, 0, EpochTotals{}, detail::track_best_metric(*checkpoints_, r, best_));
   }
 
+  // The model's own generators (its dropout's) as the checkpoint's rank state has them: the same
+  // names, or none in a checkpoint written before they were saved (they then start afresh).
+  void restore_generators(const checkpoint::RankState& own, const std::filesystem::path& file) {
+    const auto generators = model_->named_generators();
+    if (own.generators.empty()) return;
+    check(own.generators.size() == generators.size(), file.string(), ": the checkpoint holds ", own.generators.size(),
+          " generator state(s) of the model, this model has ", generators.size());
+    for (std::size_t i = 0; i < generators.size(); ++i) {
+      check(own.generators[i].first == generators[i].first, file.string(), ": generator ", i, " is '",
+            own.generators[i].first, "', this model's is '", generators[i].first, "'");
+      generators[i].second->engine() = own.generators[i].second;
+    }
+  }
+
   std::filesystem::path save_checkpoint_at(std::int64_t epoch, std::int64_t batch, const EpochTotals& totals,
                                            double metric) {
     check(checkpoints_.has_value(), "Trainer::save_checkpoint: call save_checkpoints(options) first");
@@ -731,8 +746,9 @@ class Trainer {
         });
         if (policies) checkpoint::save_state(staging / checkpoint::part_file("policies", part), state);
       }
-      checkpoint::save_rank_state(staging / checkpoint::rank_file(part.rank()),
-                                  {global_rng().engine(), totals});
+      checkpoint::RankState own{global_rng().engine(), totals, {}};
+      for (const auto& [name, rng] : model_->named_generators()) own.generators.emplace_back(name, rng->engine());
+      checkpoint::save_rank_state(staging / checkpoint::rank_file(part.rank()), own);
     });
     for_each_parameter_policy([](auto& p) { p.shard_parameters(); });
     check(!any_rank(!error.empty()), "Trainer: checkpoint at step ", step_, ": ",
