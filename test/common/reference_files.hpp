@@ -12,10 +12,12 @@
 
 #include "device_mlp.hpp"  // relative_difference
 
+#include "source_dir.hpp"
+
 namespace ptrain::test {
 
 inline std::filesystem::path reference_file(const std::string& file) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path() / "nn" / "data" / file;
+  return test_source("nn/data") / file;
 }
 
 inline void expect_close(const Tensor<float>& got, const Tensor<float>& want, const std::string& what) {

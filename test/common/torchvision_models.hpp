@@ -15,11 +15,13 @@
 
 #include <ptrain/nn/module.hpp>
 
+#include "source_dir.hpp"
+
 namespace ptrain::test {
 
 // test/nn/data/<file>, found from this header's own path.
 inline std::filesystem::path zoo_data(const std::string& file) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path() / "nn" / "data" / file;
+  return test_source("nn/data") / file;
 }
 
 // Every parameter's name and shape, in order, equals the list's line `name d0,d1,...`.

@@ -24,6 +24,7 @@
 #include <ptrain/train/grad_cam.hpp>
 
 #include "../common/files.hpp"
+#include "../common/source_dir.hpp"
 
 using namespace ptrain;
 using test::contains;
@@ -32,7 +33,7 @@ using test::error_of;
 namespace {
 
 std::filesystem::path data(const std::string& file) {
-  return std::filesystem::path(__FILE__).parent_path() / "data" / file;
+  return test::test_source("train/data") / file;
 }
 
 using Layers = std::initializer_list<std::pair<std::string, std::shared_ptr<Module<float>>>>;

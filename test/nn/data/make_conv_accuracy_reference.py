@@ -12,16 +12,16 @@ spaced flat indices (the whole tensor where it is smaller):
   <name>.largest               F64 [1], the largest |value| of the whole float64 tensor
   <name>.torch_float32_error   F64 [1], max |float32 - float64| over the indices / largest, the
                                error PyTorch's own float32 run makes (oneDNN's direct convolution)
-Run with pip's torch and torchvision (bench/torch_venv.sh makes such a venv), from this directory:
+Run with pip's torch, torchvision and safetensors (bench/torch_venv.sh makes a venv with torch), from
+this directory:
     "$(sh ../../../bench/torch_venv.sh)" make_conv_accuracy_reference.py
 """
-import json
 import math
-import struct
 
 import numpy as np
 import torch
 import torchvision.models as models
+from safetensors.torch import save_file
 
 SAMPLES = 2048
 INPUT_SHAPE = (2, 3, 64, 64)
@@ -83,20 +83,6 @@ def run(dtype):
     return {k: v.detach().double().flatten() for k, v in out.items()}
 
 
-def save_safetensors(tensors, path):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        dtype = {torch.float64: "F64", torch.int64: "I64"}[t.dtype]
-        data = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
 def main():
     torch.set_num_threads(2)
     exact, single = run(torch.float64), run(torch.float32)
@@ -112,7 +98,7 @@ def main():
         tensors[name + ".largest"] = torch.tensor([largest], dtype=torch.float64)
         tensors[name + ".torch_float32_error"] = torch.tensor([error], dtype=torch.float64)
         print(f"{name:32s} largest {largest:.3e}  torch float32 error {error:.2e}")
-    save_safetensors(tensors, "resnet18_accuracy_reference.safetensors")
+    save_file(tensors, "resnet18_accuracy_reference.safetensors")
     print(f"torch {torch.__version__}: largest float32 error {worst:.2e} over {len(exact)} tensors")
 
 
