@@ -22,7 +22,7 @@
 #include <ptrain/models/albert.hpp>
 #include <ptrain/optim/lamb.hpp>
 #include <ptrain/ptrain.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
 
 #include "op_breakdown.hpp"
 #include "torch_peer.hpp"

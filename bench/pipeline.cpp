@@ -23,7 +23,7 @@
 
 #include <ptrain/models/transformer_lm.hpp>
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/sequence_modelling.hpp>
+#include <ptrain/tasks/sequence_modelling.hpp>
 
 namespace {
 

@@ -3,7 +3,7 @@
 // document), sentence-order pairs packed to --max-seq-len and masked afresh each epoch
 // (data/pretraining_batches.hpp), AlbertForPreTraining with HuggingFace's names (models/albert.hpp;
 // one layer shared by --layers applications, a factorised embedding of --embedding), its two losses
-// (train/albert_pretraining.hpp), LAMB with weight decay skipping LayerNorm and biases, the rate
+// (tasks/albert_pretraining.hpp), LAMB with weight decay skipping LayerNorm and biases, the rate
 // warmed up over --warmup-steps and decayed linearly to 0 at --steps. The run counts steps: every
 // --log-every steps it prints the MLM loss, MLM accuracy and SOP accuracy of those steps (a
 // "period", which the Trainer runs as an epoch: a --csv row and a checkpoint each), and at the end
@@ -30,7 +30,7 @@
 #include <ptrain/optim/lamb.hpp>
 #include <ptrain/optim/schedule.hpp>
 #include <ptrain/optim/scheduler.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
 
 #include "common/cli.hpp"
 #include "common/run.hpp"

@@ -3,7 +3,7 @@
 // image (PNG or JPEG) resized to --size and normalised with ImageNet's statistics, and for each
 // head the map of its --class at --layer, drawn in jet over the resized image and written as a PNG:
 // --out itself for one head, cam.png -> cam_head0.png, cam_head1.png, ... for several. A
-// multi-head network's output is its heads' scores side by side (train/multi_head.hpp): --heads
+// multi-head network's output is its heads' scores side by side (tasks/multi_head.hpp): --heads
 // gives their widths. Every map is computed before any file is written, and each file is written
 // atomically, so a failed run leaves no picture.
 #include <chrono>

@@ -120,10 +120,13 @@ template <class... Policies>
 double train_on(const examples::Cli& cli, ptrain::Cuda, ptrain::MpiComm& world, examples::DataShard shard,
                 Policies... policies) {
   using ptrain::Cuda, ptrain::Fp16;
-  if constexpr (!(std::is_same_v<Policies, ptrain::DataParallel<ptrain::NcclAllreduce, Fp16>> && ...)) {
-    ptrain::fail("--device cuda averages gradients in fp16 over NCCL (DataParallel<NcclAllreduce, Fp16>); "
-                 "--compression ", cli.str("--compression"), " is for --device cpu");
+  using DataParallel = ptrain::DataParallel<ptrain::NcclAllreduce, ptrain::RuntimeCompression>;
+  if constexpr (!(std::is_same_v<Policies, DataParallel> && ...)) {
+    ptrain::fail("--device cuda averages gradients over NCCL (DataParallel<NcclAllreduce>) or trains on one GPU");
   } else {
+    ptrain::check(sizeof...(Policies) == 0 || cli.str("--compression") == "fp16",
+                  "--device cuda averages gradients in fp16 over NCCL; --compression ", cli.str("--compression"),
+                  " is for --device cpu");
     const examples::SplitFolders data = open_data(cli);
     auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
     ptrain::MixedPrecision<Fp16, Cuda> amp(*model);

@@ -18,7 +18,7 @@
 #include <ptrain/data/image_csv.hpp>
 #include <ptrain/data/tensor_cache.hpp>
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/metrics.hpp>
+#include <ptrain/tasks/metrics.hpp>
 
 #include "common/cli.hpp"
 #include "common/run.hpp"

@@ -20,7 +20,7 @@
 #include <ptrain/data/wikitext.hpp>
 #include <ptrain/models/transformer_lm.hpp>
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/sequence_modelling.hpp>
+#include <ptrain/tasks/sequence_modelling.hpp>
 
 #include "common/cli.hpp"
 #include "common/run.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/multi_head.hpp>
+#include <ptrain/tasks/multi_head.hpp>
 
 #include "common/cli.hpp"
 #include "common/run.hpp"

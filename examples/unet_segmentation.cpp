@@ -14,7 +14,7 @@
 
 #include <ptrain/data/image_mask.hpp>
 #include <ptrain/mpi.hpp>
-#include <ptrain/train/segmentation.hpp>
+#include <ptrain/tasks/segmentation.hpp>
 
 #include "common/cli.hpp"
 #include "common/run.hpp"

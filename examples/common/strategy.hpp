@@ -1,18 +1,20 @@
 #pragma once
 // The parallel strategy of an example, chosen by flags among compiled-in instantiations:
 //   one process                      no policy
-//   mpiexec -n N                     DataParallel<MpiAllreduce, --compression> (NcclAllreduce on
-//                                    the GPUs of a CUDA build)
+//   mpiexec -n N                     DataParallel<MpiAllreduce, RuntimeCompression> with the
+//                                    --compression flag's format (NcclAllreduce on the GPUs of a
+//                                    CUDA build)
 //   --stages S                       Pipeline<4, --schedule> over S ranks, --chunks micro-batches
 //                                    per batch (default 4); with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
-//   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, --compression> instead of DataParallel
+//   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, Backend, RuntimeCompression> instead of DataParallel
 //                                    (examples that compile sharding in: Sharding::with; over NCCL
 //                                    in a CUDA build; on one rank too), also over the replicas of
 //                                    each --stages stage
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
-// shard says which part of each global batch this rank loads (its data-parallel replica).
+// shard says which part of each global batch this rank loads (its data-parallel replica). The wire
+// format is a run-time option, so each strategy is instantiated once, not once per format.
 #include <string>
 
 #include <ptrain/mpi.hpp>
@@ -43,33 +45,34 @@ inline void add_strategy_options(Cli& cli, Pipelines pipelines = Pipelines::with
                        0, 3);
 }
 
-// Sharded<Zero1, Zero2 or Zero3 (--shard), --compression, Backend> over comm (an MpiComm, or an
-// NcclComm in the CUDA builds), then the others (a pipeline). Returns what train returns.
+// The --compression flag's format, for DataParallelOptions::compression.
+inline ptrain::DataParallelOptions data_parallel_options(const Cli& cli) {
+  const std::string wire = cli.str("--compression");
+  if (wire == "fp16") return {.compression = ptrain::WireFormat::fp16};
+  if (wire == "bf16") return {.compression = ptrain::WireFormat::bf16};
+  ptrain::check(wire == "fp32", "--compression '", wire, "': expected fp32, fp16 or bf16");
+  return {};
+}
+
+// Sharded<Zero1, Zero2 or Zero3 (--shard), Backend> over comm (an MpiComm, or an NcclComm in the
+// CUDA builds) with --compression, then the others (a pipeline). Returns what train returns.
 template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
 auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
   const auto stage = [&]<class Stage>(Stage) {
-    using ptrain::Sharded;
-    const std::string wire = cli.str("--compression");
-    if (wire == "fp32") return train(shard, Sharded<Stage, ptrain::Fp32, Backend>(comm), others...);
-    if (wire == "fp16") return train(shard, Sharded<Stage, ptrain::Fp16, Backend>(comm), others...);
-    if (wire == "bf16") return train(shard, Sharded<Stage, ptrain::Bf16, Backend>(comm), others...);
-    ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
+    using Policy = ptrain::Sharded<Stage, Backend, ptrain::RuntimeCompression>;
+    return train(shard, Policy(comm, data_parallel_options(cli)), others...);
   };
   if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
   if (cli.integer("--shard") == 2) return stage(ptrain::Zero2{});
   return stage(ptrain::Zero3{});
 }
 
-// DataParallel<Backend, --compression> over comm (MpiAllreduce over the world, or NcclAllreduce
-// over an NcclComm in the examples' CUDA builds). Returns what train returns.
+// DataParallel<Backend> over comm (MpiAllreduce over the world, or NcclAllreduce over an NcclComm
+// in the examples' CUDA builds) with --compression. Returns what train returns.
 template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
 auto with_data_parallel(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
-  using ptrain::DataParallel;
-  const std::string wire = cli.str("--compression");
-  if (wire == "fp32") return train(shard, DataParallel<Backend, ptrain::Fp32>(comm), others...);
-  if (wire == "fp16") return train(shard, DataParallel<Backend, ptrain::Fp16>(comm), others...);
-  if (wire == "bf16") return train(shard, DataParallel<Backend, ptrain::Bf16>(comm), others...);
-  ptrain::fail("--compression '", wire, "': expected fp32, fp16 or bf16");
+  using Policy = ptrain::DataParallel<Backend, ptrain::RuntimeCompression>;
+  return train(shard, Policy(comm, data_parallel_options(cli)), others...);
 }
 
 // Over world: an MpiComm (a model in host memory), or in the CUDA builds an NcclComm with

@@ -100,9 +100,19 @@
 #include "ptrain/data/image_mask.hpp"
 #endif
 
+#include "ptrain/tasks/classification.hpp"
+#include "ptrain/tasks/epoch_totals.hpp"
+#include "ptrain/tasks/metrics.hpp"
+#include "ptrain/tasks/multi_head.hpp"
+#include "ptrain/tasks/segmentation.hpp"
+#include "ptrain/tasks/sequence_modelling.hpp"
+#include "ptrain/tasks/task.hpp"
+
 #include "ptrain/parallel/backends.hpp"
 #include "ptrain/parallel/compression.hpp"
 #include "ptrain/parallel/data_parallel.hpp"
+#include "ptrain/parallel/loss_scaler.hpp"
+#include "ptrain/parallel/mixed_precision.hpp"
 #include "ptrain/parallel/pipeline.hpp"
 #include "ptrain/parallel/sharded.hpp"
 #include "ptrain/parallel/sync_batch_norm.hpp"
@@ -113,10 +123,7 @@
 #include "ptrain/io/heatmap_overlay.hpp"
 #include "ptrain/io/tensorboard.hpp"
 
-#include "ptrain/train/epoch_totals.hpp"
 #include "ptrain/train/grad_cam.hpp"
-#include "ptrain/train/loss_scaler.hpp"
-#include "ptrain/train/metrics.hpp"
-#include "ptrain/train/mixed_precision.hpp"
+#include "ptrain/train/loader.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/trainer.hpp"

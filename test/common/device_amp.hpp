@@ -11,7 +11,7 @@
 #include <ptrain/autograd/ops/activation.hpp>
 #include <ptrain/autograd/ops/linear.hpp>
 #include <ptrain/autograd/ops/loss.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 
 #include "device_mlp.hpp"
 

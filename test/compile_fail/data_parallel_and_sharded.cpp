@@ -11,7 +11,7 @@
 
 int main() {
   using Dp = ptrain::DataParallel<ptrain::SelfAllreduce>;
-  using Zero1 = ptrain::Sharded<ptrain::Zero1, ptrain::Fp32, ptrain::SelfAllreduce>;
+  using Zero1 = ptrain::Sharded<ptrain::Zero1, ptrain::SelfAllreduce>;
   auto model = std::make_shared<ptrain::Sequential<float>>(
       std::initializer_list<std::shared_ptr<ptrain::Module<float>>>{ptrain::make<ptrain::Linear<float>>(2, 2)});
   auto sgd = std::make_shared<ptrain::Sgd<float>>(model->parameters(), ptrain::SgdOptions{.lr = 0.1});

@@ -9,7 +9,7 @@
 #include <ptrain/data/pretraining_batches.hpp>
 #include <ptrain/data/wikitext.hpp>
 #include <ptrain/models/albert.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
 
 #include "../common/files.hpp"
 

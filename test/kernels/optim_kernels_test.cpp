@@ -13,7 +13,7 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/optim/adam.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 
 using namespace ptrain;
 namespace ki = ptrain::kernels::indexed;

@@ -19,7 +19,7 @@
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

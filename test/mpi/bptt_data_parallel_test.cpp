@@ -16,7 +16,7 @@
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
-#include <ptrain/train/sequence_modelling.hpp>
+#include <ptrain/tasks/sequence_modelling.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "mpi_test_main.hpp"

@@ -25,7 +25,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/blobs.hpp"

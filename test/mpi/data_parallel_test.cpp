@@ -24,7 +24,7 @@
 #include <ptrain/nn/batch_norm.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/sync_batch_norm.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/list_loader.hpp"
@@ -69,13 +69,13 @@ std::vector<Tensor<T>> serial_weights(const Batches<T>& data) {
 // The same run data-parallel: this rank trains on its rows of every batch, in `micro` micro-batches.
 template <class T, class Compression>
 std::vector<Tensor<T>> parallel_weights(MpiComm& comm, const Batches<T>& data, std::size_t bucket_bytes, int micro,
-                                        std::uint64_t* bytes = nullptr) {
+                                        std::uint64_t* bytes = nullptr, WireFormat wire = WireFormat::fp32) {
   // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
   auto net = make_net<T>(comm.rank() == 0 ? 1 : 100 + static_cast<std::uint64_t>(comm.rank()));
   using DP = DataParallel<MpiAllreduce, Compression>;
   Trainer<Sequential<T>, DP> trainer(net, make_sgd(*net),
                                      {.progress_bar = false, .print_epochs = false, .accumulation_steps = micro},
-                                     DP(comm, {.bucket_bytes = bucket_bytes}));
+                                     DP(comm, {.bucket_bytes = bucket_bytes, .compression = wire}));
   const std::int64_t local = global_batch / comm.size(), part = local / micro;
   const std::uint64_t before = comm.bytes_sent();
   for (int s = 0; s < steps; ++s)
@@ -166,6 +166,26 @@ BOOST_AUTO_TEST_CASE(fp16_and_bf16_on_the_wire_stay_within_their_precision) {
   std::uint64_t elements = 0;
   for (auto& p : make_net<float>(1)->parameters()) elements += static_cast<std::uint64_t>(p.numel());
   BOOST_TEST(fp32_bytes == elements * sizeof(float) * steps);
+}
+
+// The format read at run time gives the bytes and the weights of the format in the type.
+BOOST_AUTO_TEST_CASE(compression_chosen_at_run_time_equals_the_one_in_the_type) {
+  MpiComm comm(test::session());
+  const auto data = make_batches<float>();
+  const std::pair<WireFormat, std::vector<Tensor<float>> (*)(MpiComm&, const Batches<float>&, std::size_t, int,
+                                                             std::uint64_t*, WireFormat)>
+      formats[] = {{WireFormat::fp32, parallel_weights<float, Fp32>},
+                   {WireFormat::fp16, parallel_weights<float, Fp16>},
+                   {WireFormat::bf16, parallel_weights<float, Bf16>}};
+  for (const auto& [wire, in_type] : formats) {
+    std::uint64_t typed_bytes = 0, runtime_bytes = 0;
+    const auto typed = in_type(comm, data, 1024, 1, &typed_bytes, WireFormat::fp32);
+    const auto runtime = parallel_weights<float, RuntimeCompression>(comm, data, 1024, 1, &runtime_bytes, wire);
+    BOOST_TEST(max_difference(runtime, typed) == 0.0, "format " << static_cast<int>(wire));
+    BOOST_TEST(runtime_bytes == typed_bytes, "format " << static_cast<int>(wire));
+  }
+  // With the format in the type, the run-time option is refused rather than ignored.
+  BOOST_CHECK_THROW((DataParallel<MpiAllreduce, Fp16>(comm, {.compression = WireFormat::bf16})), Error);
 }
 
 // Fp32 in host memory: each gradient is averaged in the tensor backward left it in (no copy into a

@@ -16,7 +16,7 @@
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/device_mlp.hpp"  // relative_difference

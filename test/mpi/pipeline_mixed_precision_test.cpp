@@ -19,7 +19,7 @@
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/pipeline.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

@@ -22,7 +22,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
-#include <ptrain/train/segmentation.hpp>
+#include <ptrain/tasks/segmentation.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

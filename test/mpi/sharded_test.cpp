@@ -36,7 +36,7 @@
 #include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
 #include <ptrain/tensor/storage_census.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/list_loader.hpp"

@@ -12,7 +12,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <ptrain/tensor/tensor.hpp>
-#include <ptrain/train/epoch_totals.hpp>
+#include <ptrain/tasks/epoch_totals.hpp>
 
 #include "../common/compare.hpp"
 

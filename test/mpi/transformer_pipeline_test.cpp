@@ -18,7 +18,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/mpi_allreduce.hpp>
 #include <ptrain/parallel/pipeline.hpp>
-#include <ptrain/train/sequence_modelling.hpp>
+#include <ptrain/tasks/sequence_modelling.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

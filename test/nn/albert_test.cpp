@@ -19,7 +19,7 @@
 #include <ptrain/io/safetensors.hpp>
 #include <ptrain/models/albert.hpp>
 #include <ptrain/nn/state_dict.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
 
 #include "../common/files.hpp"
 #include "../common/reference_files.hpp"

@@ -25,7 +25,7 @@
 #include <ptrain/optim/schedule.hpp>
 #include <ptrain/optim/scheduler.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/blobs.hpp"

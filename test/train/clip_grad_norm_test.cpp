@@ -15,7 +15,7 @@
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/train/clip_grad_norm.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

@@ -18,7 +18,7 @@
 #include <ptrain/autograd/ops/loss.hpp>
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 
 #include "../common/device_amp.hpp"
 #include "../common/stdout_capture.hpp"

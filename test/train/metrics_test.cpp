@@ -12,7 +12,7 @@
 #include <ptrain/autograd/variable.hpp>
 #include <ptrain/comm/self_comm.hpp>
 #include <ptrain/device/host_emulated.hpp>
-#include <ptrain/train/metrics.hpp>
+#include <ptrain/tasks/metrics.hpp>
 
 #include "../common/files.hpp"
 

@@ -22,7 +22,7 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/stdout_capture.hpp"

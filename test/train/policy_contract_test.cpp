@@ -17,7 +17,7 @@
 #include <ptrain/parallel/data_parallel.hpp>
 #include <ptrain/parallel/pipeline.hpp>
 #include <ptrain/parallel/sharded.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/policy.hpp>
 #include <ptrain/train/trainer.hpp>
 
@@ -91,18 +91,40 @@ static_assert(TrainerPolicy<ArchetypePolicy, Net>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Net>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce, Fp16>, Sequential<float, HostEmulated>>);
 static_assert(TrainerPolicy<DataParallel<SelfAllreduce>, Sequential<double>>);
-static_assert(TrainerPolicy<Sharded<Zero1, Fp32, SelfAllreduce>, Net>);
-static_assert(TrainerPolicy<Sharded<Zero1, Bf16, SelfAllreduce>, Sequential<ptrain::bfloat16>>);
-static_assert(OptimizerParametersPoint<Sharded<Zero1, Fp32, SelfAllreduce>, std::vector<Var<float>>>);
-static_assert(AveragesGradients<Sharded<Zero1, Fp32, SelfAllreduce>> && AveragesGradients<DataParallel<SelfAllreduce>>);
-static_assert(TrainerPolicy<Sharded<Zero3, Fp32, SelfAllreduce>, Net>);
-static_assert(ParameterPoints<Sharded<Zero3, Fp32, SelfAllreduce>> && ShardsGradients<Sharded<Zero3, Fp32, SelfAllreduce>>);
-static_assert(ShardsGradients<Sharded<Zero1, Fp32, SelfAllreduce>>);  // each rank the gradients of its own masters
+static_assert(TrainerPolicy<Sharded<Zero1, SelfAllreduce>, Net>);
+static_assert(TrainerPolicy<Sharded<Zero1, SelfAllreduce, Bf16>, Sequential<ptrain::bfloat16>>);
+static_assert(OptimizerParametersPoint<Sharded<Zero1, SelfAllreduce>, std::vector<Var<float>>>);
+static_assert(AveragesGradients<Sharded<Zero1, SelfAllreduce>> && AveragesGradients<DataParallel<SelfAllreduce>>);
+static_assert(TrainerPolicy<Sharded<Zero3, SelfAllreduce>, Net>);
+static_assert(ParameterPoints<Sharded<Zero3, SelfAllreduce>> && ShardsGradients<Sharded<Zero3, SelfAllreduce>>);
+static_assert(ShardsGradients<Sharded<Zero1, SelfAllreduce>>);  // each rank the gradients of its own masters
 static_assert(!AveragesGradients<Pipeline<4>> && !AveragesGradients<MixedPrecision<Bf16>>);
 static_assert(TrainerPolicy<Pipeline<4>, Net>);
 static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);
 static_assert(TrainerPolicy<MixedPrecision<Bf16>, Sequential<ptrain::bfloat16>>);
 static_assert(TrainerPolicy<MixedPrecision<Fp16, HostEmulated>, Sequential<ptrain::half, HostEmulated>>);
+// Roles are declared, not guessed from the points a policy has.
+static_assert(SplitsModel<Pipeline<4>> && !SplitsModel<DataParallel<SelfAllreduce>> && !SplitsModel<Sharded<Zero1, SelfAllreduce>>);
+static_assert(!SplitsModel<MixedPrecision<Bf16>> && !ShardsGradients<DataParallel<SelfAllreduce>>);
+static_assert(SharedParametersPoint<Pipeline<4>> && NamesSharedParameters<Pipeline<4>>);
+static_assert(MasterParametersPoints<MixedPrecision<Bf16>> && NamesMasterParameters<MixedPrecision<Bf16>>);
+static_assert(OptimizerParametersWithSourcesPoint<Sharded<Zero1, SelfAllreduce>, std::vector<Var<float>>>);
+
+// shared_parameters and master_parameters/master_sources are checked points: a misspelt or
+// ill-typed one is refused, not silently ignored.
+struct SharedCount {
+  void setup(Module<float>&);
+  int shared_parameters() const;
+};
+struct MastersWithoutSources {
+  std::vector<Var<float>> master_parameters() const;
+};
+struct MastersOfWrongType {
+  std::vector<int> master_parameters() const;
+  std::vector<const void*> master_sources() const;
+};
+static_assert(NamesSharedParameters<SharedCount> && !SharedParametersPoint<SharedCount> && !TrainerPolicy<SharedCount, Net>);
+static_assert(!TrainerPolicy<MastersWithoutSources, Net> && !TrainerPolicy<MastersOfWrongType, Net>);
 
 // Names are seen in any form.
 struct TemplatePoint {

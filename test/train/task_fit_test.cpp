@@ -23,9 +23,9 @@
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/albert_pretraining.hpp>
-#include <ptrain/train/segmentation.hpp>
-#include <ptrain/train/sequence_modelling.hpp>
+#include <ptrain/tasks/albert_pretraining.hpp>
+#include <ptrain/tasks/segmentation.hpp>
+#include <ptrain/tasks/sequence_modelling.hpp>
 #include <ptrain/train/trainer.hpp>
 
 #include "../common/compare.hpp"

@@ -163,7 +163,7 @@ class PretrainingLoader {
 // A batch as the Trainer takes it: inputs [N, 3, S], each row's input_ids, token_type_ids and
 // attention_mask (AlbertForPreTraining's one-tensor form, models/albert.hpp), and target maps
 // [N, S + 1], each row's MLM labels then its SOP label (what AlbertPreTraining's batch_targets reads,
-// train/albert_pretraining.hpp).
+// tasks/albert_pretraining.hpp).
 inline Batch trainer_batch(const PretrainingBatch& b) {
   const std::int64_t n = b.mlm_labels.size(0), s = b.mlm_labels.size(1);
   Batch out{Tensor<float>(Shape{n, 3, s}), {}, Shape{n, s + 1}, b.indices, b.index};

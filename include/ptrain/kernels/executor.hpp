@@ -12,6 +12,7 @@
 //   ex.row_reduction(rows, length, f)    see RowReduction
 //   ex.gemm<T>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)   row-major, as kernels::gemm
 //   ex.buffer<T>(n)                      an uninitialised Tensor<T, Executor::device> of n elements
+#include <concepts>
 #include <cstdint>
 
 #include "ptrain/core/half.hpp"
@@ -22,6 +23,30 @@
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::kernels {
+
+namespace detail {
+// The smallest kernels an executor must run: an index-space functor and a row reduction.
+struct IndexedKernelArchetype {
+  void operator()(std::int64_t) const {}
+};
+struct RowReductionArchetype {
+  using accumulator = float;
+  float identity() const { return 0; }
+  float term(std::int64_t, std::int64_t) const { return 0; }
+  float combine(float a, float b) const { return a + b; }
+  void finish(std::int64_t, float) const {}
+};
+}  // namespace detail
+
+// The contract above in code (test/kernels/executor_concept_test.cpp compiles an archetype).
+template <class E>
+concept Executor = requires(const E& ex, std::int64_t n, const float* a, float* c) {
+  typename E::device;
+  ex.indexed(n, detail::IndexedKernelArchetype{});
+  ex.row_reduction(n, n, detail::RowReductionArchetype{});
+  ex.template gemm<float>(false, false, n, n, n, 1.0f, a, n, a, n, 0.0f, c, n);
+  { ex.template buffer<float>(n) } -> std::same_as<Tensor<float, typename E::device>>;
+};
 
 // What both host executors share: host memory and the CPU GEMM.
 struct HostMemoryExecutor {
@@ -73,5 +98,7 @@ struct HostExecutor : HostMemoryExecutor {
     run_row_reduction(rows, length, f);
   }
 };
+
+static_assert(Executor<CpuExecutor> && Executor<HostExecutor>);
 
 }  // namespace ptrain::kernels

@@ -18,7 +18,7 @@
 //   inputs  [N, 3, S]: input_ids, token_type_ids and attention_mask (1 attend, 0 padding) as whole
 //           numbers (albert_inputs() packs them)
 //   output  [N, S * V + 2]: the MLM logits of each position, then the two SOP logits
-//           (AlbertPreTraining in train/albert_pretraining.hpp reads it)
+//           (AlbertPreTraining in tasks/albert_pretraining.hpp reads it)
 // forward_heads() gives the two heads apart.
 //
 // AlbertForPreTrainingSequential is the same model as a Sequential, so a Pipeline can cut it

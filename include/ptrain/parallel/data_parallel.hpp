@@ -47,6 +47,9 @@ struct DataParallelOptions {
   // What the ranks do when their loaders give different numbers of batches in an epoch
   // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
   UnevenInputs uneven_inputs = UnevenInputs::shortest;
+  // What gradients travel as, read by DataParallel<Backend, RuntimeCompression> (and Sharded's);
+  // with a compression in the type it must be left at fp32.
+  WireFormat compression = WireFormat::fp32;
 };
 
 namespace detail {
@@ -93,6 +96,9 @@ class DataParallel {
 
   explicit DataParallel(Comm& comm, DataParallelOptions options = {}) : comm_(&comm), options_(options) {
     check(options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive");
+    check(std::same_as<CompressionTag, RuntimeCompression> || options.compression == WireFormat::fp32,
+          "DataParallel<Backend, ", CompressionTag::name, ">: DataParallelOptions::compression is read only by "
+          "DataParallel<Backend, RuntimeCompression>; the type already says what gradients travel as");
   }
 
   int rank() const { return comm_->rank(); }
@@ -229,10 +235,18 @@ class DataParallel {
         trainable.push_back(params[i].second);
         if (!owners.empty()) trainable_owners.push_back(owners[i]);
       }
-    using Wire = typename CompressionTag::template wire<U>;
-    return std::make_shared<detail::GradientBuckets<U, Comm, Wire, D>>(*comm_, std::move(trainable),
-                                                                        options_.bucket_bytes,
-                                                                        std::move(trainable_owners));
+    const auto buckets = [&]<class Wire>() -> std::shared_ptr<detail::GradientSync> {
+      return std::make_shared<detail::GradientBuckets<U, Comm, Wire, D>>(*comm_, std::move(trainable),
+                                                                          options_.bucket_bytes,
+                                                                          std::move(trainable_owners));
+    };
+    if constexpr (std::same_as<CompressionTag, RuntimeCompression>) {
+      if (options_.compression == WireFormat::fp16) return buckets.template operator()<half>();
+      if (options_.compression == WireFormat::bf16) return buckets.template operator()<bfloat16>();
+      return buckets.template operator()<U>();
+    } else {
+      return buckets.template operator()<typename CompressionTag::template wire<U>>();
+    }
   }
 
   template <class Model>

@@ -52,8 +52,8 @@
 #include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/detail/uneven_inputs.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
-#include "ptrain/train/epoch_totals.hpp"
-#include "ptrain/train/task.hpp"
+#include "ptrain/tasks/epoch_totals.hpp"
+#include "ptrain/tasks/task.hpp"
 
 namespace ptrain {
 
@@ -84,6 +84,8 @@ class Pipeline {
  public:
   static constexpr int micro_batches = MicroBatches;
   using schedule = Schedule;
+  // Each stage runs its own part of the model (train/policy.hpp, SplitsModel).
+  static constexpr bool splits_model = true;
 
   // Not for C = Pipeline: nvcc would test Communicator<Pipeline> inside Pipeline's own move.
   template <class C>

@@ -1,5 +1,5 @@
 #pragma once
-// Sharded<Stage, Compression, Backend>: data parallelism whose training state is split over the
+// Sharded<Stage, Backend, Compression>: data parallelism whose training state is split over the
 // ranks, as ZeRO (DeepSpeed) and FairScale's OSS do.
 //
 //   MpiComm world(session);
@@ -84,9 +84,17 @@ struct Zero3 {
 template <class S>
 concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::same_as<S, Zero3>;
 
-template <class Stage, class CompressionTag = Fp32, class BackendTag = MpiAllreduce>
+// The parameters in the order every policy takes: what it is (the stage), what it talks over (the
+// backend), how its gradients travel (the compression); docs/policies.md.
+template <class Stage, class BackendTag = MpiAllreduce, class CompressionTag = Fp32>
 class Sharded {
   static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
+  static_assert(Backend<BackendTag>,
+                "Sharded<Stage, Backend, Compression>: Backend must name a Communicator, such as MpiAllreduce or "
+                "SelfAllreduce (the backend comes second, before the compression, as in DataParallel<Backend, "
+                "Compression>); see docs/policies.md");
+  static_assert(Compression<CompressionTag>,
+                "Sharded<Stage, Backend, Compression>: Compression must be Fp32, Fp16 or Bf16; see docs/policies.md");
 
  public:
   using stage = Stage;

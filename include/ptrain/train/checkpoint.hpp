@@ -32,7 +32,7 @@
 #include "ptrain/io/safetensors.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/parallel/checkpoint_part.hpp"
-#include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/tasks/epoch_totals.hpp"
 
 namespace ptrain {
 

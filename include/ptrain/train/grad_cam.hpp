@@ -8,7 +8,7 @@
 // (nn/module.hpp) swaps for a leaf that collects the gradient. The model's parameters get no
 // gradient; it is run in the mode it is in (eval(), as pytorch-grad-cam's users run it).
 //
-// A multi-head network (train/multi_head.hpp) concatenates its heads' outputs along dimension 1:
+// A multi-head network (tasks/multi_head.hpp) concatenates its heads' outputs along dimension 1:
 // grad_cam_per_head takes their widths and one class per head, and gives one map per head.
 #include <algorithm>
 #include <cstdint>

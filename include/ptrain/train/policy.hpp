@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -19,8 +20,8 @@
 #include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/parallel/pipeline_grid.hpp"
 #include "ptrain/tensor/tensor.hpp"
-#include "ptrain/train/classification.hpp"
-#include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/tasks/classification.hpp"
+#include "ptrain/tasks/epoch_totals.hpp"
 
 namespace ptrain {
 
@@ -32,7 +33,8 @@ struct EveryPointName {
   int pipeline_grid, join_pipeline_grid, partition, setup, before_backward, loss_scale, forward_backward,
       evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
       is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, gather_optimizer_state,
-      shard_optimizer_state, gather_parameters, shard_parameters, gradient_norm_parameters;
+      shard_optimizer_state, gather_parameters, shard_parameters, gradient_norm_parameters, shared_parameters,
+      master_parameters, master_sources;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -59,6 +61,13 @@ concept ShardsGradients = requires { requires P::shards_gradients; };
 // (Sharded<Zero2>, <Zero3>: reduce-scattered) says so.
 template <class P>
 concept ReduceScattersGradients = requires { requires P::reduce_scatters; };
+
+// A policy whose ranks each run a different part of the model (Pipeline: its stages) says so: the
+// gradients of parameters that several parts share are summed over the parts after the replicas
+// averaged them, a global gradient norm is summed over the parts, and one part's skipped step is
+// every part's.
+template <class P>
+concept SplitsModel = requires { requires P::splits_model; };
 
 // Whether P names each point at all.
 template <class P>
@@ -130,13 +139,23 @@ template <class P>
 concept NamesGradientNormParameters =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::gradient_norm_parameters; };
 template <class P>
+concept NamesSharedParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::shared_parameters; };
+template <class P>
+concept NamesMasterParameters =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::master_parameters; };
+template <class P>
+concept NamesMasterSources =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::master_sources; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
                          NamesStepDecided<P> || NamesAfterOptimizerStep<P> || NamesReduce<P> || NamesIsMain<P> ||
                          NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> ||
                          NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P> ||
-                         NamesGatherParameters<P> || NamesShardParameters<P> || NamesGradientNormParameters<P>;
+                         NamesGatherParameters<P> || NamesShardParameters<P> || NamesGradientNormParameters<P> ||
+                         NamesSharedParameters<P> || NamesMasterParameters<P> || NamesMasterSources<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -163,6 +182,12 @@ concept LossScalePoint = requires(P& p) {
 // against an optimizer type it does not know).
 template <class P, class Params>
 concept OptimizerParametersPoint = requires(P& p, const Params& params) { p.optimizer_parameters(params); };
+// The same point, also told the node of the model parameter each of params stands for (itself, or
+// the one a policy's master_parameters copies): Sharded's.
+template <class P, class Params>
+concept OptimizerParametersWithSourcesPoint = requires(P& p, const Params& params, const std::vector<const void*>& sources) {
+  p.optimizer_parameters(params, sources);
+};
 // Of the optimizer's parameters, those whose gradients this rank adds to the global norm
 // (clip_grad_norm), when some are held on several ranks that all sum it (a Pipeline's shared
 // parameters); checked where the Trainer calls it, as optimizer_parameters.
@@ -212,6 +237,24 @@ template <class P>
 concept ParameterPoints = requires(P& p) {
   p.gather_parameters();
   p.shard_parameters();
+};
+
+// The parameters whose copies several of a policy's model parts hold (a Pipeline's tied embeddings):
+// a list whose entries have a name. Sharded<Zero2|Zero3> refuses to run beside any.
+template <class P>
+concept SharedParametersPoint = requires(P& p) {
+  { p.shared_parameters().size() } -> std::convertible_to<std::size_t>;
+  { p.shared_parameters().empty() } -> std::convertible_to<bool>;
+  { p.shared_parameters().front().name } -> std::convertible_to<std::string>;
+};
+// A policy whose optimizer steps copies of the model's parameters (MixedPrecision's fp32 masters):
+// the copies, and the node of the model parameter each copies, in the same order. The Trainer tells
+// a Sharded policy which model parameter each of the optimizer's parameters stands for.
+template <class P>
+concept MasterParametersPoints = requires(P& p) {
+  { p.master_parameters().size() } -> std::convertible_to<std::size_t>;
+  { p.master_parameters()[0].node().get() } -> std::convertible_to<const void*>;
+  { p.master_sources() } -> std::convertible_to<std::vector<const void*>>;
 };
 
 // ---- The points a task's loss and metrics flow through: forward_backward, evaluate_batch,
@@ -281,6 +324,8 @@ concept TrainerPolicy =
     (NamesGatherOptimizerState<P> == NamesShardOptimizerState<P>) &&
     (!NamesGatherOptimizerState<P> || OptimizerStatePoints<P>) &&
     (NamesGatherParameters<P> == NamesShardParameters<P>) && (!NamesGatherParameters<P> || ParameterPoints<P>) &&
+    (!NamesSharedParameters<P> || SharedParametersPoint<P>) &&
+    (NamesMasterParameters<P> == NamesMasterSources<P>) && (!NamesMasterParameters<P> || MasterParametersPoints<P>) &&
     ImplementsTaskPoints<P, Model, TaskType>;
 
 // The Trainer instantiates this per policy: each broken rule is its own sentence, and the
@@ -296,8 +341,8 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
                 "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, "
                 "gather_optimizer_state, shard_optimizer_state, gather_parameters, shard_parameters, "
-                "gradient_norm_parameters); implement at least one, spelt as listed; see "
-                "docs/policies.md");
+                "gradient_norm_parameters, shared_parameters, master_parameters, master_sources); implement at least "
+                "one, spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "
                 "(ptrain/parallel/pipeline_grid.hpp); fix its parameters or return type; see docs/policies.md");
@@ -359,6 +404,17 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
   static_assert(!NamesGatherParameters<P> || ParameterPoints<P>,
                 "Trainer policy: the parameter points must be callable as `void gather_parameters()` and `void "
                 "shard_parameters()`; fix their parameters; see docs/policies.md");
+  static_assert(!NamesSharedParameters<P> || SharedParametersPoint<P>,
+                "Trainer policy: shared_parameters must be callable as `std::vector<Shared> shared_parameters()`, "
+                "each entry with a `name` convertible to std::string (the parameters whose copies several model "
+                "parts hold; an empty list when none); fix its return type; see docs/policies.md");
+  static_assert(NamesMasterParameters<P> == NamesMasterSources<P>,
+                "Trainer policy: master_parameters and master_sources come together (the copies the optimizer steps "
+                "and the model parameter each copies); implement both or neither; see docs/policies.md");
+  static_assert(!NamesMasterParameters<P> || MasterParametersPoints<P>,
+                "Trainer policy: the master points must be callable as `const std::vector<Var<U, D>>& "
+                "master_parameters()` and `std::vector<const void*> master_sources()` (the node of the model "
+                "parameter each master copies, in the same order); fix their return types; see docs/policies.md");
   static constexpr bool satisfied = TrainerPolicy<P, Model, TaskType>;
 };
 

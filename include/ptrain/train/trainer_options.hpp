@@ -3,7 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "ptrain/train/task.hpp"
+#include "ptrain/core/error.hpp"
+#include "ptrain/tasks/task.hpp"
 
 namespace ptrain {
 
@@ -35,6 +36,13 @@ struct TrainerOptions {
   // the main rank through the policies' reduce point.
   std::string timeline;
 };
+
+inline void check_trainer_options(const TrainerOptions& options) {
+  check(options.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
+        options.accumulation_steps);
+  check(options.clip_grad_norm >= 0 && std::isfinite(options.clip_grad_norm), "Trainer: clip_grad_norm ",
+        options.clip_grad_norm, " (expected 0 for none, or a positive norm)");
+}
 
 // The task's metrics by name: result.train.at("accuracy"), result.val.at("mean_iou").
 struct EpochResult {

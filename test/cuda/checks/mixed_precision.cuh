@@ -14,7 +14,7 @@
 #include <ptrain/kernels/cuda/executor_for.cuh>
 #include <ptrain/optim/adam.hpp>
 #include <ptrain/optim/sgd.hpp>
-#include <ptrain/train/mixed_precision.hpp>
+#include <ptrain/parallel/mixed_precision.hpp>
 
 #include "../../common/device_amp.hpp"
 #include "checks/common.cuh"

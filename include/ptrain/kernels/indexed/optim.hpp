@@ -1,7 +1,7 @@
 #pragma once
 // Executor-generic optimizer steps over one parameter (the formulas of optim/sgd.hpp, optim/adam.hpp
 // (torch.optim 1.13) and optim/lamb.hpp) and mixed precision's gradient unscaling with its inf/NaN
-// check (train/mixed_precision.hpp). Masters become 16-bit weights with indexed/elementwise.hpp's cast.
+// check (parallel/mixed_precision.hpp). Masters become 16-bit weights with indexed/elementwise.hpp's cast.
 #include <cmath>
 #include <cstdint>
 #include <limits>

@@ -13,7 +13,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/log.hpp"
 #include "ptrain/train/checkpoint.hpp"
-#include "ptrain/train/epoch_totals.hpp"
+#include "ptrain/tasks/epoch_totals.hpp"
 #include "ptrain/train/trainer_options.hpp"
 
 namespace ptrain::detail {

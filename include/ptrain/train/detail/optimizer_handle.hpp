@@ -1,0 +1,38 @@
+#pragma once
+// The Trainer's optimizer with its type erased: step, the learning rate, and clipping the
+// gradients it steps to a global norm (train/clip_grad_norm.hpp) over the ranks the policies say.
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "ptrain/core/error.hpp"
+#include "ptrain/optim/optimizer.hpp"
+#include "ptrain/train/clip_grad_norm.hpp"
+
+namespace ptrain::detail {
+
+struct OptimizerHandle {
+  std::function<void()> step;
+  std::function<double()> lr;
+  // Clips to max_norm, returns the norm before; empty for an optimizer without params().
+  std::function<double(double max_norm)> clip;
+
+  template <class Opt, class Set>
+  static OptimizerHandle of(const std::shared_ptr<Opt>& optimizer, Set& policies) {
+    static_assert(Optimizer<Opt>, "Trainer: the optimizer must satisfy ptrain::Optimizer (step, zero_grad, lr, set_lr)");
+    OptimizerHandle h;
+    h.step = [optimizer] { optimizer->step(); };
+    h.lr = [optimizer] { return optimizer->lr(); };
+    if constexpr (requires { optimizer->params(); }) {
+      h.clip = [optimizer, &policies](double max_norm) {
+        const auto& params = optimizer->params();
+        return ptrain::clip_grad_norm(params, max_norm,
+                                      [&policies](std::span<double> sums) { policies.sum_over_model_parts(sums); },
+                                      policies.gradient_norm_parameters(params));
+      };
+    }
+    return h;
+  }
+};
+
+}  // namespace ptrain::detail
