@@ -9,7 +9,8 @@ Without files it reads README.md and docs/*.md under REPO. Each problem is one l
 
 What is read: inline code spans (`...`), split into words at white space; each line of a fenced
 sh/bash/console block (a line ending in \\ continues on the next); `#include <ptrain/...>` lines of
-fenced cpp blocks; and Markdown links to files ([text](path)). Other fenced blocks (cmake, text)
+fenced cpp blocks; and Markdown links to files ([text](path), [text](file.md#heading): the file, and
+the heading's anchor as GitHub makes it, must exist). Other fenced blocks (cmake, text)
 are not read. `<...>` in a word is a placeholder, as are `*` and `{a,b}`; in a path, so is a run
 of capitals (`NAME`, `DIR`) when the literal name does not exist: the pattern must match something.
 
@@ -319,6 +320,9 @@ class Checker:
             if line.strip().startswith("|"):
                 self.check_prose(rel, [(number, line)], heading_at)
 
+    def anchors(self, rel):
+        return heading_anchors(self.repo.read(rel))
+
     def context(self, headings, row):
         if row:
             named = self.named_examples(row)
@@ -350,6 +354,23 @@ class Checker:
             resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target)).replace(os.sep, "/")
             if not self.repo.exists(resolved, capitals=False):
                 self.problem((rel, line_of(m.start())), target, "the link's target does not exist")
+            elif m.group(2) and resolved.endswith(".md") and m.group(2)[1:] not in self.anchors(resolved):
+                self.problem((rel, line_of(m.start())), target + m.group(2), "no such heading in " + resolved)
+
+
+def heading_anchors(text):
+    """The anchors GitHub gives a Markdown file's headings."""
+    anchors, seen, fence = set(), {}, False
+    for line in text.split("\n"):
+        if line.strip().startswith("```"):
+            fence = not fence
+        m = None if fence else re.match(r"#+\s+(.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
 
 
 def example_flags(program):
