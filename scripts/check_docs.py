@@ -162,7 +162,7 @@ class Checker:
             if not (self.repo.exists("include/" + word) or self.repo.exists("include/ptrain/" + word)
                     or self.repo.ends_with(word)):
                 self.problem(where, word, "no such file or folder in the repository (nor under include/ptrain/)")
-        elif "/" in word and first in self.areas and not os.path.splitext(word)[1]:
+        elif "/" in word and first in self.areas and not os.path.splitext(word)[1] and not word.endswith("/"):
             self.check_ctest(word, where)
         elif word.startswith(UNSLASHED_CTEST_PREFIXES):
             self.check_ctest(word, where)
