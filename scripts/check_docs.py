@@ -2,16 +2,16 @@
 """Checks that the names README.md and docs/*.md write in backticks exist, so the docs cannot go
 stale. Run by ctest as docs/check (test/CMakeLists.txt); Python 3's standard library only.
 
-    check_docs.py --root REPO --build-dir BUILD --example NAME=PROGRAM ... [FILE.md ...]
+    check_docs.py --root REPO --build-dir BUILD --examples-dir BUILD/examples [FILE.md ...]
 
 Without files it reads README.md and docs/*.md under REPO. Each problem is one line
 `FILE:LINE: NAME: what is wrong`; the exit status is 1 when there is one.
 
 What is read: inline code spans (`...`), split into words at white space; each line of a fenced
 sh/bash/console block (a line ending in \\ continues on the next); `#include <ptrain/...>` lines of
-fenced cpp blocks; and Markdown links to files ([text](path), [text](file.md#heading): the file, and
-the heading's anchor as GitHub makes it, must exist). Other fenced blocks (cmake, text)
-are not read. `<...>` in a word is a placeholder, as are `*` and `{a,b}`; in a path, so is a run
+fenced cpp blocks; and Markdown links to files ([text](path), [text](file.md#heading): the file,
+and the heading's anchor as GitHub makes it, must exist). Other fenced blocks (cmake, text) are
+not read. `<...>` in a word is a placeholder, as are `*` and `{a,b}`; in a path, so is a run
 of capitals (`NAME`, `DIR`) when the literal name does not exist: the pattern must match something.
 
 The rules, in order (a word that fits none is not a name: identifiers, values, data files):
@@ -20,27 +20,29 @@ The rules, in order (a word that fits none is not a name: identifiers, values, d
  2. Repository paths: a word whose first part is a top-level entry of the repository (include/,
     test/, scripts/, LICENSE, ...) must exist. If it does not, has no file extension and its first
     part is a ctest area (rule 4: `examples/fashion_mnist/np1`), it is checked as a ctest entry.
- 3. Headers and sources by a shorter name: a word ending in .hpp .h .cuh .cu .cpp .py .sh .cmake
-    .sbatch, or in `/`, is looked up under include/, under include/ptrain/ (`train/checkpoint.hpp`,
-    `kernels/cpu/`), then as the end of any path in the repository (`detail/json.hpp`,
-    `winograd.hpp`).
- 4. ctest entries: `AREA/NAME` without an extension, where AREA is the first part of an entry of
-    `ctest --test-dir BUILD -N` (`nn/albert_test`, `mpi/url_launch/*`), and `fuzz_replay_...`, must
-    be entries of that build. CUDA entries (`cuda/...`, `examples/NAME_cuda/...`) are checked only
+ 3. Headers and sources by a shorter name: a word ending in .hpp .cuh .cu .cpp .py .sh .cmake
+    .sbatch, or a folder of an area of include/ptrain/ (`kernels/cpu/`), is looked up under
+    include/, under include/ptrain/ (`train/checkpoint.hpp`), then as the end of any path in the
+    repository (`detail/json.hpp`, `winograd.hpp`).
+ 4. ctest entries: `AREA/NAME` without an extension or a trailing `/`, where AREA is the first
+    part of an entry of `ctest --test-dir BUILD -N` (`nn/albert_test`, `mpi/url_launch/*`), and
+    `fuzz_replay_...`, must be entries of that build. CUDA entries (`cuda/...`, `examples/NAME_cuda/...`) are checked only
     when the build has CUDA entries (CI's, configured with nvcc, has), and entries of an area the
     build has none in (slurm/ without MPI) are skipped; both are said on stdout.
  5. Example flags (`-x`, `--xyz`, up to a `=`) must be in the `--help` of their example:
     - in a command line (a code span of several words whose first is not a flag, or a line of a
-      fenced shell block) the flags after the example's program (`build/examples/NAME`,
-      `NAME_cuda`, `NAME`), up to `|`, `;`, `&&` or `#`; flags before it are the launcher's
-      (mpiexec, srun) and flags of other programs (cmake, ctest) are not checked. A command with
+      fenced shell block) the flags after the example's program (`build/examples/NAME` or
+      `build/examples/NAME_cuda` anywhere, a bare `NAME` as the first word), up to `|`, `;`, `&&`
+      or `#`; flags before it are the launcher's (mpiexec, srun) and flags of other programs
+      (cmake, ctest) are not checked. A command with
       `...` in place of the program takes the context below for the flags after `...`;
     - a code span that starts with a flag (`--resume`, `--stages 2`, `--emsize --nhid`): each of its
       `--` words belongs to the examples the same table row names in backticks, else to those the
       nearest heading above names (`## ResNet on CIFAR-10: \\`resnet_cifar10\\``); a row or heading
       naming another program in backticks (`tools/sweep.py`) leaves its flags unchecked; with no
       context some example must take the flag.
-    A flag of an example whose program was not given with --example is not checked (said once).
+    An example's flags are its program's `--help` (the program BUILD/examples/NAME, or one given
+    with --example NAME=PROGRAM); the flags of an example not built are not checked (said once).
 Write a word that looks like a name but is none (a TensorBoard tag such as train/loss) without
 backticks, or in a ```text block.
 """
