@@ -1,10 +1,10 @@
 # Conan 2 recipe of the header-only ptrain. The package is ptrain's own CMake install (headers,
 # ptrainConfig.cmake with its components): consumers use find_package(ptrain [COMPONENTS ...]) as
 # they would without Conan, and the config finds the dependencies CMakeDeps generated (Conan
-# Center) or the system's (the Debian profile in conan/profiles/debian12). See README.md.
+# Center) or the system's (the Debian profile in conan/profiles/debian12). See docs/install.md.
 from conan import ConanFile
 from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
-from conan.tools.files import load
+from conan.tools.files import copy, load
 import os
 import re
 
@@ -14,6 +14,7 @@ required_conan_version = ">=2.0"
 class PtrainConan(ConanFile):
     name = "ptrain"
     description = "Header-only C++20 parallel training of neural networks"
+    license = "Apache-2.0"
     topics = ("deep-learning", "neural-networks", "mpi", "cuda", "header-only")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
@@ -22,7 +23,7 @@ class PtrainConan(ConanFile):
     options = {"with_blas": [True, False], "with_image": [True, False], "with_mpi": [True, False],
                "with_cuda": [True, False]}
     default_options = {"with_blas": True, "with_image": True, "with_mpi": True, "with_cuda": False}
-    exports_sources = "CMakeLists.txt", "cmake/*", "include/*"
+    exports_sources = "CMakeLists.txt", "LICENSE", "cmake/*", "include/*"
     no_copy_source = True
 
     # What each option brings: Conan requirements, and the names CMake's find_package knows its
@@ -78,6 +79,7 @@ class PtrainConan(ConanFile):
         cmake.configure()
 
     def package(self):
+        copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
         cmake = CMake(self)
         cmake.install()
 

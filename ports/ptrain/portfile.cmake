@@ -36,6 +36,5 @@ vcpkg_cmake_config_fixup()
 file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/lib")  # header-only: nothing else would be there
 
 file(INSTALL "${CMAKE_CURRENT_LIST_DIR}/usage" DESTINATION "${CURRENT_PACKAGES_DIR}/share/${PORT}")
-# ptrain's source tree has no license file yet; vcpkg requires a copyright file, so it says so.
-file(WRITE "${CURRENT_PACKAGES_DIR}/share/${PORT}/copyright"
-     "ptrain ${VERSION}: the source tree carries no license file yet; ask its authors before redistributing.\n")
+# vcpkg's copyright file is the license (Apache-2.0); plain CMake, as vcpkg_install_copyright does.
+file(INSTALL "${SOURCE_PATH}/LICENSE" DESTINATION "${CURRENT_PACKAGES_DIR}/share/${PORT}" RENAME copyright)
