@@ -4,7 +4,7 @@
 //   mpiexec -n N                     DataParallel<MpiAllreduce, RuntimeCompression> with the
 //                                    --compression flag's format (NcclAllreduce on the GPUs of a
 //                                    CUDA build)
-//   --stages S                       Pipeline<4, --schedule> over S ranks, --chunks micro-batches
+//   --stages S                       Pipeline<4, RuntimeSchedule> (--schedule) over S ranks, --chunks micro-batches
 //                                    per batch (default 4); with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
@@ -14,7 +14,8 @@
 //                                    each --stages stage
 // train(shard, policies...) is called with the matching policies, and what it returns is returned;
 // shard says which part of each global batch this rank loads (its data-parallel replica). The wire
-// format is a run-time option, so each strategy is instantiated once, not once per format.
+// format and the pipeline schedule are run-time options, so each strategy is instantiated once, not
+// once per format and schedule.
 #include <string>
 
 #include <ptrain/mpi.hpp>
@@ -83,23 +84,21 @@ auto with_strategy(const Cli& cli, Comm& world, Train&& train) {
   const bool sharded = sharding == Sharding::with && cli.integer("--shard") != 0;
   if constexpr (pipelines == Pipelines::with) {
     if (const int stages = static_cast<int>(cli.integer("--stages")); stages != 0) {
-      const auto pipelined = [&]<class Schedule>(Schedule) {
-        ptrain::Pipeline<4, Schedule> pipeline(world, {.stages = stages,
-                                                       .checkpoint = cli.integer("--checkpoint") != 0,
-                                                       .micro_batches = static_cast<int>(cli.integer("--chunks"))});
-        const DataShard shard{pipeline.replica(), pipeline.replicas()};
-        ptrain::check(!sharded || pipeline.replicas() > 1, "--shard with --stages ", stages, " on ", world.size(),
-                      " ranks: each stage has one replica, and nothing to shard over; run more ranks than stages");
-        if (pipeline.replicas() == 1) return train(shard, pipeline);
-        if constexpr (sharding == Sharding::with) {
-          if (sharded) return with_sharded<Backend>(cli, world, shard, train, pipeline);
-        }
-        return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
-      };
       const std::string schedule = cli.str("--schedule");
-      if (schedule == "gpipe") return pipelined(ptrain::GPipe{});
-      if (schedule == "1f1b") return pipelined(ptrain::OneFOneB{});
-      ptrain::fail("--schedule '", schedule, "': expected gpipe or 1f1b");
+      ptrain::check(schedule == "gpipe" || schedule == "1f1b", "--schedule '", schedule, "': expected gpipe or 1f1b");
+      ptrain::Pipeline<4, ptrain::RuntimeSchedule> pipeline(
+          world, {.stages = stages,
+                  .checkpoint = cli.integer("--checkpoint") != 0,
+                  .micro_batches = static_cast<int>(cli.integer("--chunks")),
+                  .schedule = schedule == "gpipe" ? ptrain::ScheduleKind::gpipe : ptrain::ScheduleKind::one_f_one_b});
+      const DataShard shard{pipeline.replica(), pipeline.replicas()};
+      ptrain::check(!sharded || pipeline.replicas() > 1, "--shard with --stages ", stages, " on ", world.size(),
+                    " ranks: each stage has one replica, and nothing to shard over; run more ranks than stages");
+      if (pipeline.replicas() == 1) return train(shard, pipeline);
+      if constexpr (sharding == Sharding::with) {
+        if (sharded) return with_sharded<Backend>(cli, world, shard, train, pipeline);
+      }
+      return with_data_parallel<Backend>(cli, world, shard, train, pipeline);
     }
   }
   const DataShard shard{world.rank(), world.size()};

@@ -123,6 +123,24 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_warms_up_then_alternates) {
       }
 }
 
+// The schedule read at run time runs the same actions, and trains to the same weights, as the one in
+// the type; with the schedule in the type the run-time option is refused rather than ignored.
+BOOST_AUTO_TEST_CASE(the_schedule_chosen_at_run_time_equals_the_one_in_the_type) {
+  for (int stages : {1, 3, 4})
+    for (int m : {1, 4, 8})
+      for (int s = 0; s < stages; ++s) {
+        BOOST_TEST(order(detail::stage_actions(ScheduleKind::gpipe, s, stages, m)) ==
+                   order(detail::stage_actions<GPipe>(s, stages, m)));
+        BOOST_TEST(order(detail::stage_actions(ScheduleKind::one_f_one_b, s, stages, m)) ==
+                   order(detail::stage_actions<OneFOneB>(s, stages, m)));
+      }
+  SelfComm self;
+  const auto data = make_data(3, 10);
+  BOOST_TEST(worst(trained(data, 0.0, Pipeline<4, RuntimeSchedule>(self, {.schedule = ScheduleKind::one_f_one_b})),
+                   trained(data, 0.0, Pipeline<4, OneFOneB>(self))) == 0.0);
+  BOOST_CHECK_THROW(Pipeline<4>(self, {.schedule = ScheduleKind::one_f_one_b}), Error);
+}
+
 BOOST_AUTO_TEST_CASE(balanced_partition_minimises_the_largest_stage) {
   // Weights (parameters + 1): 101 1 101 1 1 201 -> [0,3) 203 and [3,6) 203.
   BOOST_TEST(ranges(detail::balanced_stages({100, 0, 100, 0, 0, 200}, 2)) == "[0,3) [3,6) ");

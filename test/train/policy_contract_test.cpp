@@ -30,6 +30,9 @@ using Net = Sequential<float>;
 // Every point, each with the signature docs/policies.md gives, each recording that it ran.
 struct ArchetypePolicy {
   std::vector<std::string>* calls;
+  // A role, declared: its ranks run different parts of the model (as a Pipeline's stages), so the
+  // ranks agree on each step through reduce.
+  static constexpr bool splits_model = true;
 
   PipelineGrid pipeline_grid() {
     calls->push_back("pipeline_grid");

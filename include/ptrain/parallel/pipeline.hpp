@@ -66,6 +66,8 @@ struct PipelineOptions {
   // What the ranks do when their loaders give different numbers of batches in an epoch
   // (detail/uneven_inputs.hpp): train the fewest, or end every rank.
   UnevenInputs uneven_inputs = UnevenInputs::shortest;
+  // Read by Pipeline<M, RuntimeSchedule>; with a schedule in the type it must be left at gpipe.
+  ScheduleKind schedule = ScheduleKind::gpipe;
 };
 
 // What the last step measured on this stage.
@@ -79,7 +81,8 @@ struct PipelineStepStats {
 template <int MicroBatches, class Schedule = GPipe>
 class Pipeline {
   static_assert(MicroBatches >= 1, "Pipeline<M>: M, the number of micro-batches per batch, must be at least 1");
-  static_assert(PipelineSchedule<Schedule>, "Pipeline<M, Schedule>: Schedule must be ptrain::GPipe or ptrain::OneFOneB");
+  static_assert(PipelineSchedule<Schedule>,
+                "Pipeline<M, Schedule>: Schedule must be ptrain::GPipe, ptrain::OneFOneB or ptrain::RuntimeSchedule");
 
  public:
   static constexpr int micro_batches = MicroBatches;
@@ -102,6 +105,9 @@ class Pipeline {
         world_(std::move(world)) {
     check(options_.micro_batches >= 0, "Pipeline: micro_batches ", options_.micro_batches,
           " (expected 0 for the type's M, or at least 1)");
+    check(std::same_as<Schedule, RuntimeSchedule> || options_.schedule == ScheduleKind::gpipe,
+          "Pipeline<M, Schedule>: PipelineOptions::schedule is read only by Pipeline<M, RuntimeSchedule>; the type "
+          "already names the schedule");
   }
 
   int stage() const { return grid_.stage_of(world_rank_); }
@@ -207,7 +213,7 @@ class Pipeline {
                                BeforeBackward&& before_backward, BatchUpload<D>& upload) {
     const auto start = Clock::now();
     Run<T, D, TaskType> run(*this, local, inputs, upload, targets, task, micro_batches_per_batch(), loss_scale);
-    const auto actions = detail::stage_actions<Schedule>(stage(), stages(), run.pieces());
+    const auto actions = detail::stage_actions(schedule_kind(), stage(), stages(), run.pieces());
     int backwards_left = run.pieces();
     for (const auto& action : actions) {
       if (action.kind == detail::PipelineAction::forward) {
@@ -477,12 +483,16 @@ class Pipeline {
   };
 
   int micro_batches_per_batch() const { return options_.micro_batches > 0 ? options_.micro_batches : MicroBatches; }
+  ScheduleKind schedule_kind() const {
+    if constexpr (std::same_as<Schedule, RuntimeSchedule>) return options_.schedule;
+    else return std::same_as<Schedule, GPipe> ? ScheduleKind::gpipe : ScheduleKind::one_f_one_b;
+  }
 
   template <class Model>
   void print_plan(const Model& model, const std::vector<std::int64_t>& parameters) const {
     char line[256];
     std::snprintf(line, sizeof line, "pipeline: %d rank(s) = %d stage(s) x %d data-parallel replica(s); %s, %d micro-batches%s",
-                  grid_.stages * grid_.replicas, grid_.stages, grid_.replicas, Schedule::name, micro_batches_per_batch(),
+                  grid_.stages * grid_.replicas, grid_.stages, grid_.replicas, detail::schedule_name(schedule_kind()), micro_batches_per_batch(),
                   options_.checkpoint ? ", activation checkpointing" : "");
     log_line(line);
     for (int s = 0; s < grid_.stages; ++s) {

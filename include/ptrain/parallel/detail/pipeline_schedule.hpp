@@ -5,6 +5,7 @@
 // backwards, so at most S-s micro-batches hold activations at once. Backwards run in micro-batch
 // order in both, so every stage ends its step on the same micro-batch.
 #include <algorithm>
+#include <concepts>
 #include <vector>
 
 namespace ptrain {
@@ -16,8 +17,13 @@ struct OneFOneB {
   static constexpr const char* name = "1F1B";
 };
 
+// The schedule read when the program runs, from PipelineOptions::schedule: one Pipeline type for
+// both, so a program that takes the schedule from a flag instantiates its Trainer once.
+struct RuntimeSchedule {};
+enum class ScheduleKind { gpipe, one_f_one_b };
+
 template <class S>
-concept PipelineSchedule = std::same_as<S, GPipe> || std::same_as<S, OneFOneB>;
+concept PipelineSchedule = std::same_as<S, GPipe> || std::same_as<S, OneFOneB> || std::same_as<S, RuntimeSchedule>;
 
 namespace detail {
 
@@ -27,12 +33,11 @@ struct PipelineAction {
   bool operator==(const PipelineAction&) const = default;
 };
 
-template <PipelineSchedule Schedule>
-std::vector<PipelineAction> stage_actions(int stage, int stages, int micro_batches) {
+inline std::vector<PipelineAction> stage_actions(ScheduleKind kind, int stage, int stages, int micro_batches) {
   std::vector<PipelineAction> actions;
   const auto fwd = [&](int i) { actions.push_back({PipelineAction::forward, i}); };
   const auto bwd = [&](int i) { actions.push_back({PipelineAction::backward, i}); };
-  if constexpr (std::same_as<Schedule, GPipe>) {
+  if (kind == ScheduleKind::gpipe) {
     for (int i = 0; i < micro_batches; ++i) fwd(i);
     for (int i = 0; i < micro_batches; ++i) bwd(i);
   } else {
@@ -46,6 +51,15 @@ std::vector<PipelineAction> stage_actions(int stage, int stages, int micro_batch
   }
   return actions;
 }
+
+template <PipelineSchedule Schedule>
+std::vector<PipelineAction> stage_actions(int stage, int stages, int micro_batches) {
+  static_assert(!std::same_as<Schedule, RuntimeSchedule>, "RuntimeSchedule: call stage_actions(kind, ...)");
+  const ScheduleKind kind = std::same_as<Schedule, GPipe> ? ScheduleKind::gpipe : ScheduleKind::one_f_one_b;
+  return stage_actions(kind, stage, stages, micro_batches);
+}
+
+inline const char* schedule_name(ScheduleKind kind) { return kind == ScheduleKind::gpipe ? GPipe::name : OneFOneB::name; }
 
 }  // namespace detail
 }  // namespace ptrain
