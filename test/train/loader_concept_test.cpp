@@ -76,6 +76,8 @@ BOOST_AUTO_TEST_CASE(what_is_not_a_loader) {
   static_assert(!Loader<WithoutSetEpoch, Classification>);
   static_assert(!Loader<WrongTargets, Classification>);
   static_assert(!Loader<int, Classification>);
+  // evaluate takes the batches alone: a vector of them is no Loader but is BatchesFor.
+  static_assert(BatchesFor<std::vector<ArchetypeBatch>, Classification> && !Loader<std::vector<ArchetypeBatch>, Classification>);
   static_assert(!ResumesMidEpoch<WithoutSize>);
 }
 

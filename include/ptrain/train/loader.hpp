@@ -2,6 +2,7 @@
 // The Loader concept: what Trainer::fit, train_epoch and evaluate need of a loader, written once
 // (test/train/loader_concept_test.cpp compiles an archetype of it).
 //
+// evaluate needs the batches alone (BatchesFor); fit and train_epoch also (Loader):
 //   loader.set_epoch(epoch)          before each training epoch (a sampler's shuffle; may do nothing)
 //   loader.size() -> size_t          the batches of an epoch on this rank
 //   for (const auto& batch : loader) the epoch's batches: batch.inputs a Tensor<U> of any scalar
@@ -56,8 +57,12 @@ concept LoaderSized = requires(const L& loader) {
 template <class L>
 concept LoaderEpochs = requires(L& loader, int epoch) { loader.set_epoch(epoch); };
 
+// What evaluate needs: the batches alone (any range of them, a std::vector of batches too).
 template <class L, class TaskType>
-concept Loader = LoaderEpochs<L> && LoaderSized<L> && BatchRange<L> && BatchFor<batch_of<L>, TaskType>;
+concept BatchesFor = BatchRange<L> && BatchFor<batch_of<L>, TaskType>;
+
+template <class L, class TaskType>
+concept Loader = LoaderEpochs<L> && LoaderSized<L> && BatchesFor<L, TaskType>;
 
 template <class L>
 concept ResumesMidEpoch = requires(L& loader, std::int64_t first) { loader.set_first_batch(first); };
@@ -70,13 +75,14 @@ constexpr bool batches_fit() {
 }
 }  // namespace detail
 
-// Each broken rule of Loader as its own sentence, where the Trainer takes a loader.
-template <class L, class TaskType>
+// Each broken rule of Loader (training: fit, train_epoch) or of BatchesFor (evaluate) as its own
+// sentence, where the Trainer takes a loader.
+template <class L, class TaskType, bool Training = true>
 struct LoaderContract {
-  static_assert(LoaderEpochs<L>,
+  static_assert(!Training || LoaderEpochs<L>,
                 "Trainer: the loader needs `set_epoch(int epoch)`, called before each training epoch (a sampler's "
                 "shuffle; it may do nothing); add it; see ptrain/train/loader.hpp");
-  static_assert(LoaderSized<L>,
+  static_assert(!Training || LoaderSized<L>,
                 "Trainer: the loader needs `std::size_t size() const`, the number of batches in an epoch on this "
                 "rank (fit agrees the ranks' counts and draws the progress bar from it); add it; see "
                 "ptrain/train/loader.hpp");
@@ -87,7 +93,7 @@ struct LoaderContract {
                 "Trainer: the loader's batches need `inputs` (a Tensor) and targets the task takes: `targets` "
                 "convertible to the task's target_type, or a task with `batch_targets(batch)`; see "
                 "ptrain/train/loader.hpp");
-  static constexpr bool satisfied = Loader<L, TaskType>;
+  static constexpr bool satisfied = Training ? Loader<L, TaskType> : BatchesFor<L, TaskType>;
 };
 
 }  // namespace ptrain

@@ -187,7 +187,7 @@ class Trainer {
 
   template <class L>
   EpochTotals evaluate(L& loader) {
-    static_assert(LoaderContract<L, TaskType>::satisfied, "Trainer::evaluate: see the sentence above");
+    static_assert(LoaderContract<L, TaskType, false>::satisfied, "Trainer::evaluate: see the sentence above");
     model_->eval();
     NoGradGuard no_grad;
     EpochTotals totals;
