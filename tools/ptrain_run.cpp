@@ -470,6 +470,12 @@ int supervise(const Options& o) {
         joined(o.command) + (restarts > 0 && !resumes_already ? " --resume" : ""));
     const Outcome outcome = run_attempt(command, 5);
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    if (outcome.code == 0 && stop_signal) {
+      say("the run ended (exit code 0) on signal " + std::to_string(stop_signal) + ", which ptrain_run passed on, after " +
+          std::to_string(restarts) + " restart(s), in " + seconds_text(total) +
+          " (a run that saved a checkpoint when signalled goes on with --resume)");
+      return 0;
+    }
     if (outcome.code == 0) {
       say("the run finished (exit code 0) after " + std::to_string(restarts) + " restart(s), in " + seconds_text(total));
       return 0;
