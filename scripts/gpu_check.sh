@@ -314,13 +314,13 @@ for config in "resnet50 fp16" "resnet50 fp32" "resnet18_cifar fp32" "resnet18_ci
   read -r model precision <<<"$config"
   name=bench_${model}_${precision}_ptrain
   if has bench_cuda_throughput; then
-    run_step "$name" 90 "$bench_end" "${ours[@]}" "$bin/bench_cuda_throughput" "$model" "$precision" 128 10 20
+    run_step "$name" 60 "$bench_end" "${ours[@]}" "$bin/bench_cuda_throughput" "$model" "$precision" 128 10 10
     bench_line "$name" ptrain
   else
     not_bundled "$name" bench_cuda_throughput
   fi
   name=bench_${model}_${precision}_pytorch
-  run_step "$name" 75 "$bench_end" "$python" "$root/bench/torch_cuda_peer.py" "$model:$precision" 128 10 20
+  run_step "$name" 60 "$bench_end" "$python" "$root/bench/torch_cuda_peer.py" "$model:$precision" 128 10 10
   bench_line "$name" pytorch
 done
 
