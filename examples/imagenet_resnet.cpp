@@ -7,8 +7,9 @@
 //
 // imagenet_resnet_cuda is this file compiled by nvcc. With --device cuda (its default) each rank
 // trains on its GPU of the node as the ImageNet project did with Apex AMP O2 and DDP: the network
-// in half with fp32 master weights and dynamic loss scaling (MixedPrecision<Fp16, Cuda>), the
-// gradients averaged by NCCL in fp16 (DataParallel<NcclAllreduce, Fp16>).
+// in half with fp32 master weights and dynamic loss scaling (MixedPrecision<Fp16, Cuda>; --loss-scale
+// and --loss-scale-window are Apex's initial scale and window), the gradients averaged by NCCL in
+// fp16 (DataParallel<NcclAllreduce, Fp16>).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -129,7 +130,9 @@ double train_on(const examples::Cli& cli, ptrain::Cuda, ptrain::MpiComm& world, 
                   " is for --device cpu");
     const examples::SplitFolders data = open_data(cli);
     auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
-    ptrain::MixedPrecision<Fp16, Cuda> amp(*model);
+    ptrain::MixedPrecision<Fp16, Cuda> amp(
+        *model, ptrain::LossScalerOptions{.initial_scale = cli.real("--loss-scale"),
+                                          .scale_window = static_cast<int>(cli.integer("--loss-scale-window"))});
     auto sgd = make_sgd<Cuda>(cli, amp.master_parameters());
     return train(cli, world, data, model, sgd, shard, policies..., amp);
   }
@@ -151,6 +154,8 @@ int main(int argc, char** argv) {
       .integer_option("--image-size", 224, "crop size; images are first resized to 8/7 of it on the shorter side")
       .integer_option("--workers", 4, "threads decoding images for each loader (0: in the training thread)", 0)
       .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
+      .real_option("--loss-scale", "65536", "fp16 (--device cuda): the first dynamic loss scale", 1.0 / 65536, 16777216)
+      .integer_option("--loss-scale-window", 2000, "fp16: steps without overflow before the loss scale doubles")
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, examples::accuracy_percent("validation top-1 accuracy"), argc, argv,
                                [&](auto device, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {

@@ -74,6 +74,9 @@ if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep
   done
   grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
   [ "$cuda_examples" = all ] || echo "  the examples' CUDA builds compiled: $cuda_examples (PTRAIN_CUDA_EXAMPLES=all: every one)"
+  # The GPU run's bundle collected from these programs (ctest gpu/bundle_collect; docs/gpu_run.md).
+  bundle_line=$(grep -h "^gpu_bundle: .* MiB that travel" "$ctest_log" 2>/dev/null | tail -n 1 || true)
+  [ -z "$bundle_line" ] || echo "  GPU bundle from them (gpu/bundle_collect, xz -1): ${bundle_line#gpu_bundle: }"
   not_run=$(grep -h "NOT RUN" "$ctest_log" "$package_log" 2>/dev/null | grep -v "Slurm" | sed 's/^package test: //' | awk '!seen[$0]++' || true)
   if [ -n "$not_run" ]; then
     echo "CUDA device tests NOT RUN: no CUDA device. These were compiled but could not run here (no GPU):"
