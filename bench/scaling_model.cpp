@@ -63,36 +63,13 @@
 #include <ptrain/models/transformer_lm.hpp>
 #include <ptrain/mpi.hpp>
 
+#include "mpi_timing.hpp"
+
 namespace {
 
+using namespace ptrain::bench;  // median, env_int, sleep_at_barrier, slowest
+
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::max(1, std::atoi(v)) : fallback;
-}
-
-double slowest(double seconds, MPI_Comm comm) {
-  double max = 0;
-  MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return max;
-}
-
-// An idle rank waits here sleeping between polls (MPI_Barrier would spin on a shared core).
-void sleep_at_barrier(MPI_Comm comm) {
-  MPI_Request request;
-  MPI_Ibarrier(comm, &request);
-  for (int done = 0;;) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
 
 // The ring algorithms' step and volume counts (volume: in units of the whole buffer's bytes).
 struct Counts {

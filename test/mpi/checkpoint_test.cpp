@@ -120,6 +120,20 @@ void check_same(const Run& reference, const Run& stopped, const Run& resumed) {
   BOOST_TEST((resumed.weights == reference.weights), "the resumed run's weights differ from the whole run's");
 }
 
+// A resumed run that trained on to the last step, its last epoch's loss finite, every rank of comm
+// with rank 0's weights.
+void check_finished_alike(MpiComm& comm, const Run& run, const std::string& what) {
+  BOOST_TEST(!run.preempted);
+  BOOST_TEST(run.steps == 2 * batches_per_epoch);
+  BOOST_REQUIRE_EQUAL(run.losses.size(), 1u);
+  BOOST_TEST(std::isfinite(run.losses[0]));
+  std::vector<float> mine;
+  for (const auto& [name, w] : run.weights) mine.insert(mine.end(), w.begin(), w.end());
+  std::vector<float> rank0 = mine;
+  comm.broadcast(std::span<float>(rank0), 0);
+  BOOST_TEST((mine == rank0), "the ranks' weights differ after " << what);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(checkpoint_test)
@@ -207,16 +221,8 @@ BOOST_AUTO_TEST_CASE(a_data_parallel_checkpoint_resumes_on_another_world_size) {
     BOOST_TEST(one.steps == stop_step + 1);
   }
   world.barrier();
-  const Run all = train(dir.path, world.size(), r, 0, -1, r, true, DP(world));
-  BOOST_TEST(!all.preempted);
-  BOOST_TEST(all.steps == 2 * batches_per_epoch);
-  BOOST_REQUIRE_EQUAL(all.losses.size(), 1u);
-  BOOST_TEST(std::isfinite(all.losses[0]));
-  std::vector<float> mine;
-  for (const auto& [name, w] : all.weights) mine.insert(mine.end(), w.begin(), w.end());
-  std::vector<float> rank0 = mine;
-  world.broadcast(std::span<float>(rank0), 0);
-  BOOST_TEST((mine == rank0), "the ranks' weights differ after resuming on another world size");
+  check_finished_alike(world, train(dir.path, world.size(), r, 0, -1, r, true, DP(world)),
+                       "resuming on another world size");
 }
 
 // The whole world's checkpoint (under -n 16: 16 ranks) resumes on half of it (8), whose checkpoint
@@ -241,16 +247,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_the_world_resumes_on_half_of_it_then_on_thr
   world.barrier();
   MpiComm trio = world.split(r < three ? 0 : 1, r);
   if (r >= three) return;
-  const Run last = train(dir.path, three, r, 0, -1, r, true, DP(trio));
-  BOOST_TEST(!last.preempted);
-  BOOST_TEST(last.steps == 2 * batches_per_epoch);
-  BOOST_REQUIRE_EQUAL(last.losses.size(), 1u);
-  BOOST_TEST(std::isfinite(last.losses[0]));
-  std::vector<float> mine;
-  for (const auto& [name, w] : last.weights) mine.insert(mine.end(), w.begin(), w.end());
-  std::vector<float> first = mine;
-  trio.broadcast(std::span<float>(first), 0);
-  BOOST_TEST((mine == first), "the 3 ranks' weights differ after resuming from half the world");
+  check_finished_alike(trio, train(dir.path, three, r, 0, -1, r, true, DP(trio)), "resuming from half the world");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
