@@ -12,9 +12,9 @@
 //       bytes=B seconds=T   the median over repeats of the slowest rank's time (MpiComm's
 //       collectives; send_recv: half a ping-pong between ranks 0 and 1, the others asleep)
 //   bench=scaling_fit link=L ranks=N op=... alpha_us=... bandwidth_gbps=... steps=... volume=...
-//       least squares of T = steps x alpha + volume x B / bandwidth over the sizes, with the ring
-//       algorithms' counts: allreduce steps 2(N-1), volume 2(N-1)/N; reduce-scatter and all-gather
-//       (B the whole buffer) N-1 and (N-1)/N; send/recv 1 and 1.
+//       least squares (relative) of T = steps x alpha + volume x B / bandwidth over the sizes, with
+//       the ring algorithms' counts: allreduce steps 2(N-1), volume 2(N-1)/N; reduce-scatter and
+//       all-gather (B the whole buffer) N-1 and (N-1)/N; send/recv 1 and 1.
 //   bench=scaling_step link=shm ranks=N kind=data_parallel|compute seconds=T  (shm only) a
 //       4 x Linear(1024, 1024) fp32 MLP (4,198,400 parameters, 16.8 MB of gradients), 32 rows a
 //       rank, SGD: DataParallel<MpiAllreduce> steps, and (kind=compute) the same steps without
@@ -25,7 +25,8 @@
 //   bench=scaling_check ranks=N measured_s=... predicted_s=... error_pct=...
 //       predicted = the 1-rank compute time x max(1, N / cores) (one thread a rank; N ranks share
 //       this machine's cores) + the fitted allreduce of the gradients' bytes at N. No overlap is
-//       assumed: with every core busy computing there is none to progress MPI on.
+//       assumed: with every core busy computing there is none to progress MPI on. Also
+//       predicted_nrank_compute_s: the compute time measured at N ranks + the same allreduce.
 //   bench=scaling_predict model=resnet50|transformer_lm strategy=data_parallel|zero1|zero2|zero3|
 //       data_x_pipeline gpus=G step_ms=... comm_ms=... efficiency=...   on A100 nodes (below)
 //   bench=scaling_published ... beside bench=scaling_vs_published ...: the model on the
@@ -91,17 +92,20 @@ struct Fit {
 };
 
 // Least squares of t = steps * alpha + volume * bytes * beta over the points (steps, volume fixed by
-// op and n): t = a + b * bytes, alpha = a / steps, 1/beta = volume / b.
+// op and n), each point weighted by 1/t^2 (relative errors: the 4 KB point sets alpha, the 16 MB
+// ones beta): t = a + b * bytes, alpha = a / steps, 1/beta = volume / b. A negative intercept
+// (latency under the noise) is taken as 0.
 Fit fit(const std::string& op, int n, const std::vector<std::pair<double, double>>& points) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [x, y] : points) {
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+    const double w = 1 / (y * y);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
   }
-  const double m = static_cast<double>(points.size());
-  const double b = (m * sxy - sx * sy) / (m * sxx - sx * sx), a = (sy - b * sx) / m;
+  const double b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), a = (sy - b * sx) / sw;
   const Counts c = counts(op, n);
   return {std::max(a, 0.0) / c.steps, c.volume / b};
 }
@@ -364,9 +368,14 @@ int predict_main(const std::string& path) {
       const double predicted = compute[1] * std::max(1.0, n / cores) + reduce;
       const double error = (predicted - measured) / measured * 100;
       worst = std::max(worst, std::abs(error));
+      // The same with the compute time measured at N ranks (all busy, no communication): what the
+      // machine's sharing costs beyond N / cores (other users, memory bandwidth) left out.
+      const double shared = compute.count(n) ? compute[n] + reduce : 0.0;
       std::printf("bench=scaling_check ranks=%d cores=%.0f compute_1rank_s=%.4f compute_nrank_s=%.4f allreduce_s=%.4f "
-                  "predicted_s=%.4f measured_s=%.4f error_pct=%.1f\n",
-                  n, cores, compute[1], compute.count(n) ? compute[n] : 0.0, reduce, predicted, measured, error);
+                  "predicted_s=%.4f measured_s=%.4f error_pct=%.1f predicted_nrank_compute_s=%.4f "
+                  "error_nrank_compute_pct=%.1f\n",
+                  n, cores, compute[1], compute.count(n) ? compute[n] : 0.0, reduce, predicted, measured, error, shared,
+                  (shared - measured) / measured * 100);
     }
   std::printf("bench=scaling_check_summary worst_abs_error_pct=%.1f\n", worst);
 
