@@ -35,20 +35,14 @@
 
 #include <ptrain/mpi.hpp>
 
+#include "mpi_timing.hpp"
+
 namespace {
+
+using namespace ptrain::bench;  // median, env_int, sleep_at_barrier, slowest
 
 using Clock = std::chrono::steady_clock;
 using Net = ptrain::ResNet<float, ptrain::BasicBlock>;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::max(1, std::atoi(v)) : fallback;
-}
 
 // PTRAIN_BENCH_BUCKET_KIB sets DataParallel's bucket size (default: DataParallel's own).
 ptrain::DataParallelOptions bucket_options() {
@@ -58,24 +52,6 @@ ptrain::DataParallelOptions bucket_options() {
 }
 
 std::shared_ptr<Net> make_net() { return ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true}); }
-
-// Waits for every rank at a non-blocking barrier, sleeping between polls: an idle rank that
-// leaves its core to the others (MPI_Barrier would spin).
-void sleep_at_barrier(MPI_Comm comm) {
-  MPI_Request request;
-  MPI_Ibarrier(comm, &request);
-  for (int done = 0;;) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
-double slowest(double seconds, MPI_Comm comm) {
-  double max = 0;
-  MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return max;
-}
 
 // ---------------------------------------------------------------------------------------------
 // (a) gradient synchronisation

@@ -1,7 +1,9 @@
-// ZeRO's memory, measured: under `mpiexec -n N` (N = 1, 2, 4; bench/run_sharded_memory.sh runs
-// all three), a bf16 MLP of 20 linear layers of 1024 x 1024 (20,992,000 parameters) trains with
+// ZeRO's memory, measured: under `mpiexec -n N` (N = 1, 2, 4, 8, 16; bench/run_sharded_memory.sh
+// runs them all), a bf16 MLP of 80 linear layers of 512 x 512 (21,012,480 parameters) trains with
 // MixedPrecision<Bf16> and Adam on its fp32 masters under DataParallel, Sharded<Zero1>,
-// Sharded<Zero2> and Sharded<Zero3>, on random data (32 rows per rank).
+// Sharded<Zero2> and Sharded<Zero3>, on random data (32 rows per rank). Sharded partitions whole
+// parameters (detail/optimizer_shards.hpp), so 80 equal layers give each of up to 16 ranks the
+// same share (20 layers of 1024 x 1024 left 8 and 16 ranks 3 layers against 2.5, 2 against 1.25).
 //
 // Each rank counts, at the peak of a step, the live bytes of the model's parameters, their
 // gradients and the optimizer state (the fp32 masters and Adam's two moments), each tensor's
@@ -23,6 +25,8 @@
 // Throughput: the four modes then take turns step by step (sharing the machine's noise); the
 // median step time (slowest rank) of PTRAIN_BENCH_STEPS timed steps (default 5) after one
 // warm-up, as samples/s of the global batch, and its ratio to DataParallel's at the same N.
+// PTRAIN_BENCH_STEPS=0 leaves throughput out (samples_per_sec=0: the script's 8 and 16 ranks,
+// oversubscribed, where it would say nothing).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,12 +46,12 @@ using Net = ptrain::Sequential<bfloat16>;
 using Amp = ptrain::MixedPrecision<ptrain::Bf16>;
 using Clock = std::chrono::steady_clock;
 
-constexpr int layers = 20;
-constexpr std::int64_t width = 1024, rows_per_rank = 32;
+constexpr int layers = 80;
+constexpr std::int64_t width = 512, rows_per_rank = 32;
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
-  return v ? std::max(1, std::atoi(v)) : fallback;
+  return v ? std::max(0, std::atoi(v)) : fallback;
 }
 
 std::shared_ptr<Net> make_net() {
@@ -173,29 +177,31 @@ int main(int argc, char** argv) {
                                     peak_of(Zero2(world), batch), peak_of(Zero3(world), batch)};
 
     // Throughput: the four take turns step by step, so that they share the machine's noise.
-    auto dp = std::make_unique<Training<DataParallel>>(DataParallel(world));
-    auto z1 = std::make_unique<Training<Zero1>>(Zero1(world));
-    auto z2 = std::make_unique<Training<Zero2>>(Zero2(world));
-    auto z3 = std::make_unique<Training<Zero3>>(Zero3(world));
-    const std::vector<std::function<void()>> step_of{[&] { dp->trainer.train_step(batch.x, batch.y); },
-                                                     [&] { z1->trainer.train_step(batch.x, batch.y); },
-                                                     [&] { z2->trainer.train_step(batch.x, batch.y); },
-                                                     [&] { z3->trainer.train_step(batch.x, batch.y); }};
-    std::vector<std::vector<double>> seconds(modes.size());
-    for (int step = 0; step <= steps; ++step)
+    std::vector<double> rate(modes.size(), 0.0);
+    if (steps > 0) {
+      auto dp = std::make_unique<Training<DataParallel>>(DataParallel(world));
+      auto z1 = std::make_unique<Training<Zero1>>(Zero1(world));
+      auto z2 = std::make_unique<Training<Zero2>>(Zero2(world));
+      auto z3 = std::make_unique<Training<Zero3>>(Zero3(world));
+      const std::vector<std::function<void()>> step_of{[&] { dp->trainer.train_step(batch.x, batch.y); },
+                                                       [&] { z1->trainer.train_step(batch.x, batch.y); },
+                                                       [&] { z2->trainer.train_step(batch.x, batch.y); },
+                                                       [&] { z3->trainer.train_step(batch.x, batch.y); }};
+      std::vector<std::vector<double>> seconds(modes.size());
+      for (int step = 0; step <= steps; ++step)
+        for (std::size_t m = 0; m < modes.size(); ++m) {
+          world.barrier();
+          const auto start = Clock::now();
+          step_of[m]();
+          const double mine = std::chrono::duration<double>(Clock::now() - start).count();
+          double slowest = 0;
+          MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.handle());
+          if (step > 0) seconds[m].push_back(slowest);  // step 0 warms up
+        }
       for (std::size_t m = 0; m < modes.size(); ++m) {
-        world.barrier();
-        const auto start = Clock::now();
-        step_of[m]();
-        const double mine = std::chrono::duration<double>(Clock::now() - start).count();
-        double slowest = 0;
-        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.handle());
-        if (step > 0) seconds[m].push_back(slowest);  // step 0 warms up
+        std::sort(seconds[m].begin(), seconds[m].end());
+        rate[m] = static_cast<double>(rows_per_rank * n) / seconds[m][seconds[m].size() / 2];
       }
-    std::vector<double> rate;
-    for (auto& s : seconds) {
-      std::sort(s.begin(), s.end());
-      rate.push_back(static_cast<double>(rows_per_rank * n) / s[s.size() / 2]);
     }
 
     for (std::size_t m = 0; m < modes.size(); ++m) {
@@ -214,7 +220,8 @@ int main(int argc, char** argv) {
             static_cast<long long>(c.optimizer()), static_cast<long long>(c.masters),
             static_cast<long long>(c.moments), static_cast<long long>(c.total()), formula_text(modes[m]), formula,
             ratio, std::abs(ratio - 1) <= 0.1 ? "yes" : "no", static_cast<long long>(c.master_grads),
-            static_cast<long long>(c.live), static_cast<long long>(c.peak_live), rate[m], rate[m] / rate[0]);
+            static_cast<long long>(c.live), static_cast<long long>(c.peak_live), rate[m],
+            rate[0] > 0 ? rate[m] / rate[0] : 0.0);
         std::fflush(stdout);
       }
     }

@@ -3,7 +3,9 @@
 // DataParallel, stopped by SIGUSR1 on one rank only at 1.5 epochs (every rank saves and fit
 // returns on every rank), then resumed in fresh Trainers, end with the 2-epoch run's weights,
 // epoch losses (and loss scale) bit for bit. A data-parallel checkpoint of 2 ranks resumes on 1,
-// whose checkpoint resumes on the whole world (2 -> 1 -> 3 under -n 3), training on to the last step.
+// whose checkpoint resumes on the whole world (2 -> 1 -> 3 under -n 3), training on to the last
+// step; the world's resumes on half of it, whose resumes on 3 (16 -> 8 -> 3 under -n 16).
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -39,10 +41,12 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
-constexpr std::int64_t global_batch = 12, batches_per_epoch = 6, stop_step = 9;
+constexpr std::int64_t batches_per_epoch = 6, stop_step = 9;
+// 12 rows on up to 4 ranks; past them 3 rows a rank (48 under -n 16: 6 a rank on 8, 16 on 3).
+std::int64_t global_batch() { return test::global_batch_for(12, 3); }
 using DP = DataParallel<MpiAllreduce>;
 
-TensorDataset blobs() { return test::class_blobs(global_batch * batches_per_epoch, 3); }
+TensorDataset blobs() { return test::class_blobs(global_batch() * batches_per_epoch, 3); }
 
 // With batch norm: its running statistics (float in the half model) are part of what must resume.
 template <class T = float>
@@ -71,7 +75,7 @@ Run train(const fs::path& dir, int replicas, int replica, std::int64_t stop_at, 
   auto model = make_net<T>(resume ? 99 : 1);
   const TensorDataset data = blobs();
   DataLoader loader(data, DistributedSampler(data.size(), replicas, replica, true, 5),
-                    LoaderOptions{.batch_size = global_batch / replicas});
+                    LoaderOptions{.batch_size = global_batch() / replicas});
   Run run;
   const auto fit = [&](auto& trainer, auto after_step) {
     trainer.on_step_end([&](std::int64_t step) {
@@ -114,6 +118,20 @@ void check_same(const Run& reference, const Run& stopped, const Run& resumed) {
   BOOST_TEST(resumed.losses[0] == reference.losses[1]);
   BOOST_TEST(resumed.weights.size() == reference.weights.size());
   BOOST_TEST((resumed.weights == reference.weights), "the resumed run's weights differ from the whole run's");
+}
+
+// A resumed run that trained on to the last step, its last epoch's loss finite, every rank of comm
+// with rank 0's weights.
+void check_finished_alike(MpiComm& comm, const Run& run, const std::string& what) {
+  BOOST_TEST(!run.preempted);
+  BOOST_TEST(run.steps == 2 * batches_per_epoch);
+  BOOST_REQUIRE_EQUAL(run.losses.size(), 1u);
+  BOOST_TEST(std::isfinite(run.losses[0]));
+  std::vector<float> mine;
+  for (const auto& [name, w] : run.weights) mine.insert(mine.end(), w.begin(), w.end());
+  std::vector<float> rank0 = mine;
+  comm.broadcast(std::span<float>(rank0), 0);
+  BOOST_TEST((mine == rank0), "the ranks' weights differ after " << what);
 }
 
 }  // namespace
@@ -203,16 +221,33 @@ BOOST_AUTO_TEST_CASE(a_data_parallel_checkpoint_resumes_on_another_world_size) {
     BOOST_TEST(one.steps == stop_step + 1);
   }
   world.barrier();
-  const Run all = train(dir.path, world.size(), r, 0, -1, r, true, DP(world));
-  BOOST_TEST(!all.preempted);
-  BOOST_TEST(all.steps == 2 * batches_per_epoch);
-  BOOST_REQUIRE_EQUAL(all.losses.size(), 1u);
-  BOOST_TEST(std::isfinite(all.losses[0]));
-  std::vector<float> mine;
-  for (const auto& [name, w] : all.weights) mine.insert(mine.end(), w.begin(), w.end());
-  std::vector<float> rank0 = mine;
-  world.broadcast(std::span<float>(rank0), 0);
-  BOOST_TEST((mine == rank0), "the ranks' weights differ after resuming on another world size");
+  check_finished_alike(world, train(dir.path, world.size(), r, 0, -1, r, true, DP(world)),
+                       "resuming on another world size");
+}
+
+// The whole world's checkpoint (under -n 16: 16 ranks) resumes on half of it (8), whose checkpoint
+// resumes on 3 ranks, training on to the last step: the step count carries over and the 3 ranks
+// end with the same weights.
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_the_world_resumes_on_half_of_it_then_on_three) {
+  MpiComm world(test::session());
+  const SharedDir dir(world, "ptrain_ckpt_halves");
+  const int n = world.size(), r = world.rank(), half = std::max(1, n / 2), three = std::min(n, 3);
+  const Run whole = train(dir.path, n, r, stop_step - 2, n - 1, r, false, DP(world));
+  BOOST_TEST(whole.preempted);
+  BOOST_TEST(whole.steps == stop_step - 2);
+  world.barrier();
+  {
+    MpiComm halves = world.split(r < half ? 0 : 1, r);
+    if (r < half) {
+      const Run part = train(dir.path, half, r, stop_step, half - 1, r, true, DP(halves));
+      BOOST_TEST(part.preempted);
+      BOOST_TEST(part.steps == stop_step);
+    }
+  }
+  world.barrier();
+  MpiComm trio = world.split(r < three ? 0 : 1, r);
+  if (r >= three) return;
+  check_finished_alike(trio, train(dir.path, three, r, 0, -1, r, true, DP(trio)), "resuming from half the world");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

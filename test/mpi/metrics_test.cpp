@@ -73,12 +73,17 @@ struct TaskBatch {
   Tensor<std::int64_t> targets;
 };
 
+// A list of them as a loader (Trainer's Loader: set_epoch, size, begin and end).
+struct TaskBatches : std::vector<TaskBatch> {
+  void set_epoch(int) {}
+};
+
 // The items (rows of inputs and targets) whose index i has i % ranks == rank.
-std::vector<TaskBatch> batches_of(const Tensor<double>& inputs, const Tensor<std::int64_t>& targets, int rank,
+TaskBatches batches_of(const Tensor<double>& inputs, const Tensor<std::int64_t>& targets, int rank,
                                   int ranks) {
   std::vector<std::int64_t> items;
   for (std::int64_t i = rank; i < inputs.size(0); i += ranks) items.push_back(i);
-  std::vector<TaskBatch> batches;
+  TaskBatches batches;
   for (std::size_t k = 0; k < items.size(); k += 2) {
     const std::size_t n = std::min<std::size_t>(2, items.size() - k);
     Shape in = inputs.shape(), out = targets.shape();

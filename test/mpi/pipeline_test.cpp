@@ -1,9 +1,10 @@
-// Pipeline under mpiexec -n 2, 3 and 4: the world as S = N stages, and (on an even world) as a
-// grid of N/2 data-parallel replicas x 2 stages; both schedules, with and without activation
-// checkpointing, end with the serial run's weights. 1F1B holds at most S - stage micro-batches of
-// activations where GPipe holds M; a Segmentation task's losses and weights equal the serial run's;
-// bad grids and too-short models fail on every rank; ranks whose loaders give different numbers of
-// batches train the fewest, or fail naming the ranks and their counts.
+// Pipeline under mpiexec -n 2, 3, 4 and 8: the world as S = N stages, and (on an even world) as a
+// grid of N/2 data-parallel replicas x 2 stages (from 8 ranks also N/4 x 4); both schedules, with
+// and without activation checkpointing, end with the serial run's weights. 1F1B holds at most
+// S - stage micro-batches of activations where GPipe holds M; a Segmentation task's losses and
+// weights equal the serial run's; bad grids and too-short models fail on every rank; ranks whose
+// loaders give different numbers of batches train the fewest, or fail naming the ranks and their
+// counts.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -33,7 +34,8 @@ using namespace ptrain;
 
 namespace {
 
-constexpr std::int64_t global_batch = 12;
+// Past 4 ranks 4 rows a rank: a grid replica's rows fill 4 micro-batches.
+std::int64_t global_batch() { return test::global_batch_for(12, 4); }
 constexpr int steps = 3;
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
 
@@ -61,10 +63,10 @@ Batches make_batches(std::int64_t height = 8) {
   Rng rng(99);
   Batches b;
   for (int s = 0; s < steps; ++s) {
-    Tensor<float> x({global_batch, 2, height, height});
+    Tensor<float> x({global_batch(), 2, height, height});
     for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
     std::vector<std::int64_t> y;
-    for (std::int64_t i = 0; i < global_batch; ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
+    for (std::int64_t i = 0; i < global_batch(); ++i) y.push_back(static_cast<std::int64_t>(rng.below(3)));
     b.inputs.push_back(x);
     b.targets.push_back(y);
   }
@@ -87,9 +89,15 @@ Weights serial_weights(const Batches& data) {
 }
 
 // Every parameter this rank's stage trained equals the serial run's within 1e-5 (relative to the
-// weight's size, at least 1): fp32 sums in another order.
-void check_stage(const Weights& stage, const Weights& serial, const std::string& what) {
-  BOOST_TEST(!stage.empty(), what << ": the stage has no parameters");
+// weight's size, at least 1): fp32 sums in another order. The stages together hold each of the
+// serial model's parameters once a replica (a stage of layers without parameters holds none: 8
+// stages of this 8-layer net).
+void check_stage(MpiComm& world, const Weights& stage, const Weights& serial, const std::string& what,
+                 int replicas = 1) {
+  double held = static_cast<double>(stage.size());
+  world.allreduce_sum(std::span<double>(&held, 1));
+  BOOST_TEST(held == static_cast<double>(serial.size()) * replicas, what << ": the stages hold " << held
+                                                                        << " parameters in all");
   for (const auto& [name, w] : stage)
     BOOST_TEST(test::worst_error(w, serial.at(name)) <= 1e-5, what << ": " << name);
 }
@@ -106,12 +114,12 @@ Weights pipelined_weights(MpiComm& world, const Batches& data, bool checkpoint) 
 
 // stages x (world / stages) grid: replica r trains on its rows of every batch.
 template <class Schedule>
-Weights grid_weights(MpiComm& world, const Batches& data, bool checkpoint) {
+Weights grid_weights(MpiComm& world, const Batches& data, bool checkpoint, int stages = 2) {
   auto net = make_net();
   using P = Pipeline<4, Schedule>;
   using DP = DataParallel<MpiAllreduce>;
-  P pipeline(world, {.stages = 2, .checkpoint = checkpoint, .print_plan = false});
-  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  P pipeline(world, {.stages = stages, .checkpoint = checkpoint, .print_plan = false});
+  const std::int64_t rows = global_batch() / pipeline.replicas(), begin = pipeline.replica() * rows;
   Trainer<Sequential<float>, DP, P> trainer(net, make_sgd(*net), quiet, DP(world), pipeline);
   for (int s = 0; s < steps; ++s) {
     const std::vector<std::int64_t> y(data.targets[s].begin() + begin, data.targets[s].begin() + begin + rows);
@@ -142,9 +150,9 @@ MaskBatches make_mask_batches() {
   Rng rng(5);
   MaskBatches b;
   for (int s = 0; s < steps; ++s) {
-    Tensor<float> x({global_batch, 2, side, side});
+    Tensor<float> x({global_batch(), 2, side, side});
     for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.normal());
-    Tensor<std::int64_t> y({global_batch, side, side});
+    Tensor<std::int64_t> y({global_batch(), side, side});
     for (std::int64_t i = 0; i < y.numel(); ++i) y[i] = static_cast<std::int64_t>(rng.below(pixel_classes));
     b.inputs.push_back(x);
     b.masks.push_back(y);
@@ -207,8 +215,8 @@ BOOST_AUTO_TEST_CASE(every_rank_a_stage_equals_the_serial_run) {
   const auto serial = serial_weights(data);
   for (bool checkpoint : {false, true}) {
     const std::string with = checkpoint ? " with checkpointing" : "";
-    check_stage(pipelined_weights<GPipe>(world, data, checkpoint), serial, "GPipe" + with);
-    check_stage(pipelined_weights<OneFOneB>(world, data, checkpoint), serial, "1F1B" + with);
+    check_stage(world, pipelined_weights<GPipe>(world, data, checkpoint), serial, "GPipe" + with);
+    check_stage(world, pipelined_weights<OneFOneB>(world, data, checkpoint), serial, "1F1B" + with);
   }
 }
 
@@ -227,7 +235,7 @@ BOOST_AUTO_TEST_CASE(a_segmentation_task_equals_the_serial_run_in_losses_and_wei
       worst_weight = std::max(worst_weight, test::worst_error(w, serial.weights.at(name)));
     BOOST_TEST_MESSAGE(what << ", stage " << world.rank() << " of " << world.size() << ": worst loss difference "
                             << worst << ", worst weight difference " << worst_weight << " (relative)");
-    check_stage(run.weights, serial.weights, what + " (Segmentation)");
+    check_stage(world, run.weights, serial.weights, what + " (Segmentation)");
   };
   check_run(pipelined_segmentation<GPipe>(world, data), "GPipe");
   check_run(pipelined_segmentation<OneFOneB>(world, data), "1F1B");
@@ -245,8 +253,14 @@ BOOST_AUTO_TEST_CASE(data_by_pipeline_grid_equals_the_serial_run_or_fails_on_an_
   const auto serial = serial_weights(data);
   for (bool checkpoint : {false, true}) {
     const std::string with = checkpoint ? " with checkpointing" : "";
-    check_stage(grid_weights<GPipe>(world, data, checkpoint), serial, "grid GPipe" + with);
-    check_stage(grid_weights<OneFOneB>(world, data, checkpoint), serial, "grid 1F1B" + with);
+    check_stage(world, grid_weights<GPipe>(world, data, checkpoint), serial, "grid GPipe" + with, world.size() / 2);
+    check_stage(world, grid_weights<OneFOneB>(world, data, checkpoint), serial, "grid 1F1B" + with, world.size() / 2);
+  }
+  // From 8 ranks also N/4 replicas x 4 stages (8 ranks: 4 x 2 above, 2 x 4 here).
+  if (world.size() >= 8 && world.size() % 4 == 0) {
+    check_stage(world, grid_weights<GPipe>(world, data, false, 4), serial, "4-stage grid GPipe", world.size() / 4);
+    check_stage(world, grid_weights<OneFOneB>(world, data, true, 4), serial, "4-stage grid 1F1B with checkpointing",
+                world.size() / 4);
   }
 }
 
@@ -279,12 +293,12 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_holds_at_most_s_micro_batches_where_gpipe_holds
   // Live bytes, measured: GPipe's peak holds the whole batch, 1F1B's at most S - stage micro-batches
   // of the largest (12 rows in 8 micro-batches: 2, 2, 2, 2, 1, 1, 1, 1), plus gradients and messages
   // in flight, so the ratio is at least 12 / (2 (S - stage)) / 2.
-  const double largest = static_cast<double>((global_batch + 7) / 8);
+  const double largest = static_cast<double>((global_batch() + 7) / 8);
   BOOST_TEST_MESSAGE("stage " << stage << ": peak activation bytes GPipe " << gpipe.peak_activation_bytes << ", 1F1B "
                               << one_f_one_b.peak_activation_bytes);
   BOOST_TEST(gpipe.peak_activation_bytes > 0);
   BOOST_TEST(static_cast<double>(gpipe.peak_activation_bytes) >=
-             static_cast<double>(global_batch) / (largest * in_flight) / 2 *
+             static_cast<double>(global_batch()) / (largest * in_flight) / 2 *
                  static_cast<double>(one_f_one_b.peak_activation_bytes));
 }
 
@@ -305,7 +319,7 @@ BOOST_AUTO_TEST_CASE(ranks_with_different_batch_counts_train_the_fewest) {
   auto loader = loader_of(data, 1 + std::min(world.rank(), 1));
   trainer.fit(loader, 2);
   BOOST_TEST(trainer.global_step() == 2);
-  check_stage(weights_of(trainer.local_model()), weights_of(*serial_net), "uneven loaders");
+  check_stage(world, weights_of(trainer.local_model()), weights_of(*serial_net), "uneven loaders");
 }
 
 // Counts that cannot be reconciled end every rank with one message naming the ranks and their

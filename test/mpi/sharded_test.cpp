@@ -48,7 +48,9 @@ using namespace ptrain;
 
 namespace {
 
-constexpr std::int64_t global_batch = 24;  // divisible by 1, 2, 3, 4 ranks times 2 micro-batches
+// Divisible by 1, 2, 3, 4 ranks times 2 micro-batches; past 4 ranks 4 rows a rank (2 micro-batches,
+// or a grid's replica 4 micro-batches).
+std::int64_t global_batch() { return test::global_batch_for(24, 4); }
 constexpr int steps = 3;
 
 template <class U>
@@ -126,10 +128,10 @@ Outcome run(MpiComm* comm, StepOptions how, Policies... policies_without_amp) {
   // Every rank but 0 starts from other weights: setup must broadcast rank 0's.
   const std::uint64_t seed = rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank);
   auto net = batch_norm ? test::make_small_batch_norm_net<T>(seed) : test::make_small_conv_net<T>(seed);
-  const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
+  const auto data = test::make_small_conv_batches<T>(steps, global_batch(), 7);
   const TrainerOptions options{
       .progress_bar = false, .print_epochs = false, .accumulation_steps = micro, .clip_grad_norm = how.clip_grad_norm};
-  const std::int64_t local = global_batch / world, part = local / micro;
+  const std::int64_t local = global_batch() / world, part = local / micro;
   Outcome outcome;
   const auto train = [&](auto& trainer, auto& optimizer) {
     for (int s = 0; s < steps; ++s)
@@ -355,14 +357,14 @@ struct EqualLayers {
 };
 EqualLayers equal_layers() {
   manual_seed(3);
-  EqualLayers d{std::make_shared<Sequential<ptrain::bfloat16>>(), Tensor<ptrain::bfloat16>({global_batch, 16}), {}};
+  EqualLayers d{std::make_shared<Sequential<ptrain::bfloat16>>(), Tensor<ptrain::bfloat16>({global_batch(), 16}), {}};
   for (int layer = 0; layer < 12; ++layer) {
     d.net->push_back(make<Linear<ptrain::bfloat16>>(16, 16));
     d.net->push_back(make<ReLU<ptrain::bfloat16>>());
   }
   Rng rng(5);
   for (std::int64_t i = 0; i < d.x.numel(); ++i) d.x[i] = static_cast<ptrain::bfloat16>(rng.normal());
-  for (std::int64_t i = 0; i < global_batch; ++i) d.y.push_back(static_cast<std::int64_t>(rng.below(16)));
+  for (std::int64_t i = 0; i < global_batch(); ++i) d.y.push_back(static_cast<std::int64_t>(rng.below(16)));
   return d;
 }
 
@@ -381,7 +383,7 @@ Outcome equal_layers_run(MpiComm& comm, MasterBytes& during, MasterBytes& gather
   using Amp = MixedPrecision<ptrain::Bf16>;
   Trainer<Sequential<ptrain::bfloat16>, Policies..., Amp> trainer(
       net, sgd, {.progress_bar = false, .print_epochs = false}, policies..., mixed);
-  const std::int64_t rows = global_batch / comm.size(), begin = comm.rank() * rows;
+  const std::int64_t rows = global_batch() / comm.size(), begin = comm.rank() * rows;
   for (int s = 0; s < steps; ++s)
     trainer.train_step(x.slice(begin, begin + rows).clone(), {y.begin() + begin, y.begin() + begin + rows});
   during = master_bytes(mixed.master_parameters());
@@ -427,8 +429,8 @@ Outcome grid_run(MpiComm& world) {
   using P = Pipeline<4>;
   P pipeline(world, {.stages = world.size() == 3 ? 3 : 2, .print_plan = false});
   auto net = test::make_small_conv_net<double>(1);
-  const auto data = test::make_small_conv_batches<double>(steps, global_batch, 7);
-  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  const auto data = test::make_small_conv_batches<double>(steps, global_batch(), 7);
+  const std::int64_t rows = global_batch() / pipeline.replicas(), begin = pipeline.replica() * rows;
   auto sgd = make_optimizer(net->parameters(), static_cast<std::shared_ptr<Sgd<double>>*>(nullptr));
   Trainer<Sequential<double>, Policy, P> trainer(net, sgd, {.progress_bar = false, .print_epochs = false},
                                                  Policy(world, {.bucket_bytes = 512}), pipeline);
@@ -455,8 +457,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(shards_over_a_pipeline_stage_s_replicas_as_data_pa
   if constexpr (std::is_same_v<Stage, Zero1>) BOOST_TEST(max_difference(sharded, data_parallel) == 0.0);
   else BOOST_TEST(max_difference(sharded, data_parallel) <= 1e-12);
   // Every stage's momentum buffers once over its replicas: the world's sum is the model's parameters.
-  BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) == sum_over_ranks(world, data_parallel.state_tensors) /
-                                                                 (world.size() == 4 ? 2.0 : 1.0));
+  const double replicas = world.size() == 3 ? 1.0 : world.size() / 2.0;  // of each stage
+  BOOST_TEST(sum_over_ranks(world, sharded.state_tensors) ==
+             sum_over_ranks(world, data_parallel.state_tensors) / replicas);
 }
 
 // The grid above with MixedPrecision<Bf16> (the bf16 MLP of 12 equal layers, SGD + momentum on the
@@ -478,7 +481,7 @@ Outcome grid_mixed_precision_run(MpiComm& world, std::int64_t& held, std::int64_
   Trainer<Sequential<ptrain::bfloat16>, Policy, P, Amp> trainer(
       net, sgd, {.progress_bar = false, .print_epochs = false}, Policy(world, {.bucket_bytes = 512}), pipeline,
       mixed);
-  const std::int64_t rows = global_batch / pipeline.replicas(), begin = pipeline.replica() * rows;
+  const std::int64_t rows = global_batch() / pipeline.replicas(), begin = pipeline.replica() * rows;
   for (int s = 0; s < steps; ++s)
     trainer.train_step(x.slice(begin, begin + rows).clone(), {y.begin() + begin, y.begin() + begin + rows});
   const auto& amp = trainer.template policy<Amp>();
@@ -583,8 +586,8 @@ std::vector<std::vector<double>> fit_epochs(MpiComm* comm, const std::filesystem
                                             Policies... policies) {
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
   auto net = test::make_small_conv_net<T>(rank == 0 ? 1 : 100 + static_cast<std::uint64_t>(rank));
-  const auto data = test::make_small_conv_batches<T>(steps, global_batch, 7);
-  const std::int64_t local = global_batch / world;
+  const auto data = test::make_small_conv_batches<T>(steps, global_batch(), 7);
+  const std::int64_t local = global_batch() / world;
   test::ListLoader<T> loader;
   for (int s = 0; s < steps; ++s) {
     const std::int64_t begin = rank * local;
