@@ -39,7 +39,7 @@ The rules, in order (a word that fits none is not a name: identifiers, values, d
     - a code span that starts with a flag (`--resume`, `--stages 2`, `--emsize --nhid`): each of its
       `--` words belongs to the examples the same table row names in backticks, else to those the
       nearest heading above names (`## ResNet on CIFAR-10: \\`resnet_cifar10\\``); a row or heading
-      naming another program in backticks (`tools/sweep.py`) leaves its flags unchecked; with no
+      naming another program in backticks (`tools/sweep.py`, `build/tools/ptrain_run`) leaves its flags unchecked; with no
       context some example must take the flag.
     An example's flags are its program's `--help` (the program BUILD/examples/NAME, or one given
     with --example NAME=PROGRAM); the flags of an example not built are not checked (said once).
@@ -269,7 +269,9 @@ class Checker:
                 e = self.example_of(word.strip(",;:()"))
                 if e:
                     found.append(e)
-                elif "/" in word and not FLAG.match(word) and os.path.splitext(word)[1] in (".py", ".sh"):
+                elif "/" in word and not FLAG.match(word) and (
+                        os.path.splitext(word)[1] in (".py", ".sh") or
+                        (word.startswith("build/") and not word.startswith("build/examples/"))):
                     other = True
         if found:
             return found
