@@ -108,7 +108,8 @@ run_step() {
   fi
   say "==== $name (limit ${limit} s): $*"
   local t0=${EPOCHREALTIME/./}
-  (cd "$work" && timeout -k 10 "$limit" "$@") 2>&1 | tee "$work/$name.out" >>"$log"
+  # No step reads stdin: mpiexec would forward it to rank 0 and die of SIGPIPE when a rank ends first.
+  (cd "$work" && timeout -k 10 "$limit" "$@" </dev/null) 2>&1 | tee "$work/$name.out" >>"$log"
   step_rc=${PIPESTATUS[0]}
   step_seconds=$(seconds_since "$t0")
   tail -n 5 "$work/$name.out"
@@ -339,6 +340,12 @@ two_ranks() {
     return
   fi
   run_step "$name" 90 "$multi_end" "${ours[@]}" "$bin/mpiexec" -launcher fork -n 2 "$bin/$program" "$@"
+  # Seen once on a loaded host: hydra died of SIGPIPE before any rank wrote a line. Once more, then
+  # the step's own verdict.
+  if [ "$step_rc" = 141 ] && [ ! -s "$work/$name.out" ]; then
+    say "$name: mpiexec died of SIGPIPE before starting the ranks; once more"
+    run_step "$name" 90 "$multi_end" "${ours[@]}" "$bin/mpiexec" -launcher fork -n 2 "$bin/$program" "$@"
+  fi
   if [ "$step_rc" != 0 ] && [ "$gpus" -lt 2 ] && grep -q "NCCL needs one GPU per rank" "$work/$name.out"; then
     refused="ptrain's NcclComm takes one GPU per rank, as NCCL does (refused as expected in $name)"
     record "$name" skipped "$step_seconds" "note=one GPU: $refused"
