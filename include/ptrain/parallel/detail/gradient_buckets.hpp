@@ -15,8 +15,9 @@
 // out as one block per rank holding that rank's parameters (each block as long as the longest,
 // the others padded with zeros), and each rank receives the average of its own block only. The
 // full gradient is let go once copied into its bucket; after finish() a rank holds the gradients
-// of its own parameters and none of the others'; a bucket's buffer lives from its first gradient,
-// and its shard from the reduction's start, until the reduction is unpacked.
+// of its own parameters (copies of their own) and none of the others'; a bucket's buffer lives
+// from its first gradient until its reduction is seen done, its shard from the reduction's start
+// until it is unpacked.
 //
 // Collectives must start in the same order on every rank, so buckets start strictly in index
 // order: a bucket that fills early waits for its predecessors. A parameter that got no gradient
@@ -136,16 +137,23 @@ class GradientBuckets final : public GradientSync {
         Tensor<T, D>& grad = slot.param.grad();
         const std::int64_t at = slot.offset - first;
         if constexpr (std::is_same_v<Wire, T>) {
-          // Averaged on the way in: the gradient becomes a view of the reduced bucket, no copy back
-          // (DDP's gradient_as_bucket_view). The next step's zero_grad lets go of it.
-          grad = reduced.slice(at, at + slot.numel).reshape(slot.param.shape());
+          if (scatter_) {
+            // Reduce-scattered: a copy of its own, so that the shard (its block padded to the
+            // longest rank's) goes with the bucket and a rank holds its own gradients once.
+            grad = Tensor<T, D>(slot.param.shape());
+            D::copy(grad.data(), reduced.data() + at, static_cast<std::size_t>(slot.numel));
+          } else {
+            // Averaged on the way in: the gradient becomes a view of the reduced bucket, no copy
+            // back (DDP's gradient_as_bucket_view). The next step's zero_grad lets go of it.
+            grad = reduced.slice(at, at + slot.numel).reshape(slot.param.shape());
+          }
         } else {
           if (!grad.defined()) grad = Tensor<T, D>(slot.param.shape());
           kernels::cast_scaled(kernels::executor_for<D>{}, reduced.data() + at, grad.data(), slot.numel,
                                inverse_world);
         }
       }
-      if (scatter_) bucket.buffer = bucket.shard = Tensor<Wire, D>();  // the gradients may still view the shard
+      if (scatter_) bucket.buffer = bucket.shard = Tensor<Wire, D>();
       bucket.pending = bucket.slots.size();
     }
     next_ = 0;
@@ -226,6 +234,8 @@ class GradientBuckets final : public GradientSync {
     for (std::size_t b = begin; b < end; ++b) {
       for (auto& request : buckets_[b].requests)
         if (!request.test()) return;
+      // A reduce-scatter's send buffer goes as soon as its reduction is done (its shard stays).
+      if (scatter_) buckets_[b].buffer = Tensor<Wire, D>();
       completed(b);
     }
   }
