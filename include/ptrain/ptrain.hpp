@@ -123,6 +123,12 @@
 #include "ptrain/io/heatmap_overlay.hpp"
 #include "ptrain/io/tensorboard.hpp"
 
+#include "ptrain/train/callback.hpp"
+#include "ptrain/train/callbacks/early_stopping.hpp"
+#include "ptrain/train/callbacks/model_checkpoint.hpp"
+#include "ptrain/train/callbacks/monitor.hpp"
+#include "ptrain/train/callbacks/reduce_lr_on_plateau.hpp"
+#include "ptrain/train/callbacks/weight_ema.hpp"
 #include "ptrain/train/grad_cam.hpp"
 #include "ptrain/train/loader.hpp"
 #include "ptrain/train/progress.hpp"

@@ -5,12 +5,12 @@
 //                                      per stage, each under the whole model's names)
 //   optimizer[.part...].safetensors    the optimizer's per-parameter tensors, its scalars as metadata
 //   policies[.part...].safetensors     the policies' state (MixedPrecision: fp32 masters, loss scale)
+//   callbacks[.part...].safetensors    the stateful callbacks' state (train/callback.hpp)
 //   rank-<R>.txt                       each rank's own: its RNG and the epoch's running sums
 // A checkpoint is written as <dir>/.tmp-step-<N>, every file fsync'd (io::write_atomically), the
 // directory fsync'd, then renamed to step-<N> and <dir> fsync'd: a save killed half-way leaves a
 // .tmp-step-* that nothing reads (the next save of that step removes it) and the earlier
-// checkpoints whole. A directory without manifest.txt is no checkpoint, so pruning removes the
-// manifest first. The Trainer (train/trainer.hpp) decides when to save and what goes in.
+// checkpoints whole; pruning renames a checkpoint to .pruned-step-<N> before removing its files. The Trainer (train/trainer.hpp) decides when to save and what goes in.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -50,6 +50,7 @@ struct CheckpointOptions {
   BestIs best_is = BestIs::lower;
   // SIGTERM or SIGUSR1 on any rank: every rank ends its step, saves, and fit returns (preempted()).
   bool save_on_preemption = true;
+  int keep_best = 1;  // the best N by best_metric kept beside the newest keep_last (Lightning's save_top_k)
 };
 
 namespace checkpoint {
@@ -221,28 +222,37 @@ inline std::filesystem::path publish(const std::filesystem::path& dir, std::int6
   return target;
 }
 
-// Removes all but the newest keep_last checkpoints and the best by its manifest's metric
-// (lower or higher); the manifest goes first, so a removal cut short leaves no checkpoint behind.
-inline void prune(const std::filesystem::path& dir, int keep_last, BestIs best_is) {
+// Removes all but the newest keep_last checkpoints and the best keep_best by their manifests'
+// metric (lower or higher; a checkpoint without one is not ranked). A checkpoint leaves its step-N
+// name by one rename before its files go, so one cut short by a kill is never read as a checkpoint
+// (the next prune finishes it).
+inline void prune(const std::filesystem::path& dir, int keep_last, BestIs best_is, int keep_best = 1) {
   const auto all = list(dir);
-  std::optional<std::size_t> best;
-  double best_value = 0;
+  std::vector<std::pair<double, std::size_t>> ranked;
   for (std::size_t i = 0; i < all.size(); ++i) {
     double m = std::numeric_limits<double>::quiet_NaN();
     try {
       m = Manifest::read(all[i].second / manifest_name).metric;
     } catch (const Error&) {  // an unreadable older checkpoint ranks last; it is not this save's concern
     }
-    if (std::isnan(m)) continue;
-    if (!best || (best_is == BestIs::lower ? m < best_value : m > best_value)) best = i, best_value = m;
+    if (!std::isnan(m)) ranked.emplace_back(best_is == BestIs::lower ? m : -m, i);
   }
-  const std::size_t keep_from = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0;
-  for (std::size_t i = 0; i < keep_from; ++i) {
-    if (best && *best == i) continue;
-    std::error_code error;
-    std::filesystem::remove(all[i].second / manifest_name, error);
-    std::filesystem::remove_all(all[i].second, error);
+  std::sort(ranked.begin(), ranked.end());  // best first; of equal metrics the older
+  std::vector<bool> keep(all.size(), false);
+  for (std::size_t r = 0; r < ranked.size() && r < static_cast<std::size_t>(std::max(keep_best, 0)); ++r)
+    keep[ranked[r].second] = true;
+  for (std::size_t i = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0; i < all.size(); ++i)
+    keep[i] = true;
+  std::error_code error;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (keep[i]) continue;
+    const auto doomed = dir / (".pruned-" + all[i].second.filename().string());
+    std::filesystem::remove_all(doomed, error);
+    std::filesystem::rename(all[i].second, doomed, error);
+    if (!error) std::filesystem::remove_all(doomed, error);
   }
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error))  // left by a prune cut short
+    if (entry.path().filename().string().rfind(".pruned-", 0) == 0) std::filesystem::remove_all(entry.path(), error);
 }
 
 // An optimizer's or a policy's state as a safetensors file: tensors stored exactly as T, scalars

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "ptrain/nn/module.hpp"
 #include "ptrain/nn/state_dict.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
+#include "ptrain/train/callback.hpp"
 #include "ptrain/train/checkpoint.hpp"
 #include "ptrain/train/detail/trainer_checkpoints.hpp"
 #include "ptrain/train/preemption.hpp"
@@ -38,8 +40,8 @@ class Checkpointing {
   // Where and how often; CheckpointOptions in train/checkpoint.hpp.
   void configure(CheckpointOptions options) {
     check(!options.directory.empty(), "Trainer::save_checkpoints: CheckpointOptions::directory is empty");
-    check(options.keep_last >= 1 && options.every_steps >= 0 && options.every_epochs >= 0,
-          "Trainer::save_checkpoints: keep_last must be >= 1 and every_steps, every_epochs >= 0");
+    check(options.keep_last >= 1 && options.every_steps >= 0 && options.every_epochs >= 0 && options.keep_best >= 0,
+          "Trainer::save_checkpoints: keep_last must be >= 1 and every_steps, every_epochs, keep_best >= 0");
     options_ = std::move(options);
   }
   bool configured() const { return options_.has_value(); }
@@ -50,6 +52,11 @@ class Checkpointing {
         optimizer, Set::shards_optimizer_state,
         [this](auto state) { return policies_.gather_optimizer_state(std::move(state)); },
         [this](auto state) { return policies_.shard_optimizer_state(std::move(state)); });
+  }
+  // The callbacks whose state goes into each checkpoint, and what runs once one is published.
+  void track_callbacks(detail::CallbackList& callbacks, std::function<void(const std::filesystem::path&)> saved) {
+    callbacks_ = &callbacks;
+    saved_ = std::move(saved);
   }
   template <class S>
   void track_scheduler(S& scheduler) {
@@ -119,6 +126,8 @@ class Checkpointing {
           checkpoint::save_state(staging / checkpoint::part_file("policies", part), *state);
           has_policy_state = true;
         }
+        if (const auto state = callbacks_ ? callbacks_->state() : std::nullopt)
+          checkpoint::save_state(staging / checkpoint::part_file("callbacks", part), *state);
       }
       checkpoint::RankState own{global_rng().engine(), totals, {}};
       for (const auto& [name, rng] : model_.named_generators()) own.generators.emplace_back(name, rng->engine());
@@ -143,10 +152,11 @@ class Checkpointing {
       m.metric = metric;
       m.best = best_;
       saved = checkpoint::publish(dir, step, m);
-      checkpoint::prune(dir, options_->keep_last, options_->best_is);
+      checkpoint::prune(dir, options_->keep_last, options_->best_is, options_->keep_best);
     });
     check(!policies_.any_rank(!error.empty()), "Trainer: checkpoint at step ", step, ": ",
           error.empty() ? "the main rank failed to publish it" : error);
+    if (saved_) saved_(saved);
     return saved;
   }
 
@@ -171,6 +181,7 @@ class Checkpointing {
     if (m.policies)
       policies_.load_checkpoint_state(checkpoint::read_state<float>(directory / checkpoint::part_file("policies", part)));
     if (scheduler_.set_step && m.scheduler_step >= 0) scheduler_.set_step(m.scheduler_step);
+    load_callback_state(directory / checkpoint::part_file("callbacks", part));
     const int rank = part.rank(), world = part.ranks();
     const auto rank_file = directory / checkpoint::rank_file(rank % m.world_size);
     const checkpoint::RankState own = checkpoint::read_rank_state(rank_file);
@@ -204,6 +215,15 @@ class Checkpointing {
     }
   }
 
+  // A checkpoint without the file (no stateful callback when it was saved) leaves the callbacks as
+  // they are, and says so where some have state.
+  void load_callback_state(const std::filesystem::path& file) {
+    if (!callbacks_ || !callbacks_->stateful()) return;
+    if (std::filesystem::exists(file)) callbacks_->load_state(checkpoint::read_state<double>(file), file.string());
+    else if (policies_.is_main())
+      log_line("Trainer: " + file.string() + " does not exist: the callbacks' state starts afresh", stderr);
+  }
+
   Model& model_;
   Module<T, D>& local_;
   Set& policies_;
@@ -211,6 +231,8 @@ class Checkpointing {
   detail::OptimizerCheckpoint optimizer_;
   detail::SchedulerCheckpoint scheduler_;
   detail::ResumePosition resume_;
+  detail::CallbackList* callbacks_ = nullptr;
+  std::function<void(const std::filesystem::path&)> saved_;
   double best_ = std::nan("");  // the best value of CheckpointOptions::best_metric so far
   bool preempted_ = false;
 };

@@ -3,7 +3,8 @@
 // policies and the order of their points (train/policy_set.hpp; the contract: train/policy.hpp,
 // docs/policies.md), checkpoints (train/checkpointing.hpp), the task's loss and metrics
 // (tasks/task.hpp: a Task among the Trainer's types, Classification{} when there is none), what fit
-// needs of a loader (train/loader.hpp), the logs (train/detail/run_logs.hpp).
+// needs of a loader (train/loader.hpp), the logs (train/detail/run_logs.hpp), and the callbacks
+// run at the points of fit (train/callback.hpp; built in: train/callbacks/).
 //   Trainer<Net, DataParallel<MpiAllreduce>, Segmentation> t(model, adam, {}, dp, Segmentation{.classes = 3});
 // Forward, backward and the optimizer run on the model's device; each batch goes over once
 // (BatchUpload) and only the loss and the metric sums come back.
@@ -28,6 +29,7 @@
 #include "ptrain/parallel/loss_scaler.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
 #include "ptrain/tasks/task.hpp"
+#include "ptrain/train/callback.hpp"
 #include "ptrain/train/checkpointing.hpp"
 #include "ptrain/train/detail/optimizer_handle.hpp"
 #include "ptrain/train/detail/rank_timelines.hpp"
@@ -71,6 +73,9 @@ class Trainer {
     check(options_.clip_grad_norm == 0 || bool(optimizer_.clip),
           "Trainer: clip_grad_norm needs an optimizer whose params() gives the parameters it steps (as Sgd and Adam do)");
     checkpoints_.track_optimizer(optimizer);
+    checkpoints_.track_callbacks(callbacks_, [this](const std::filesystem::path& saved) {
+      callbacks_.save_checkpoint(view_, saved);
+    });
     policies_.offer_optimizer_parameters(*optimizer);
     if (is_main()) logs_.emplace(options_, task_.metric_names());
     if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
@@ -92,6 +97,28 @@ class Trainer {
   // clipping; NaN before the first.
   double last_gradient_norm() const { return last_gradient_norm_; }
   bool is_main() { return policies_.is_main(); }
+
+  // The optimizer's learning rate (group 0's); set_lr sets it as a schedule does (train/callback.hpp).
+  double lr() const { return optimizer_.lr(); }
+  void set_lr(double lr) { optimizer_.set_lr(lr); }
+
+  // A callback (train/callback.hpp: EarlyStopping, ModelCheckpoint, WeightEma, ... or any type with
+  // some of its points), run after those added before it. Every rank adds the same callbacks.
+  template <class C>
+  std::shared_ptr<C> add_callback(std::shared_ptr<C> callback) {
+    callbacks_.add(callback);
+    return callback;
+  }
+  template <class C>
+  std::shared_ptr<C> add_callback(C callback) {
+    return add_callback(std::make_shared<C>(std::move(callback)));
+  }
+  // What the callbacks see of this Trainer (to drive one by hand in a test).
+  TrainerView& view() { return view_; }
+  // Whether the last fit ended early because a callback asked (every rank stopped at the same
+  // step), and what the asking callback said.
+  bool stopped_early() const { return stopped_early_; }
+  const std::string& stop_reason() const { return stop_reason_; }
 
   // Called after every optimizer step with the global step count (learning-rate schedules).
   void on_step_end(std::function<void(std::int64_t step)> callback) { step_callbacks_.push_back(std::move(callback)); }
@@ -134,6 +161,7 @@ class Trainer {
     }
     step_loss_sum_ = step_loss_weight_ = 0;
     if (proceed) {
+      callbacks_.before_optimizer_step(view_);
       NoGradGuard no_grad;
       const TimelineSpan span(active_timeline(), SpanKind::optimizer);
       if (options_.clip_grad_norm > 0) last_gradient_norm_ = optimizer_.clip(options_.clip_grad_norm);
@@ -146,6 +174,7 @@ class Trainer {
       logs_->step(step_, loss, optimizer_.lr(), step_loss_scale, step_samples_, seconds);
     }
     for (auto& callback : step_callbacks_) callback(step_);
+    callbacks_.step_end(view_, step_);
     return batch;
   }
 
@@ -154,7 +183,8 @@ class Trainer {
     static_assert(LoaderContract<L, TaskType>::satisfied, "Trainer::train_epoch: see the sentence above");
     model_->train();
     loader.set_epoch(epoch);
-    epoch_ = epoch + 1;
+    epoch_ = fit_epoch_ = epoch + 1;
+    callbacks_.train_epoch_start(view_, epoch_);
     // 0, or (the first epoch after load_checkpoint) the batches of it already trained: left out.
     const std::int64_t first = checkpoints_.take_resume_batch();
     std::int64_t skip = first;
@@ -173,13 +203,22 @@ class Trainer {
       if (skip > 0 && skip--) continue;  // a loader that cannot begin mid-epoch: read and left out
       if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
       if (timeline) timeline->add(SpanKind::data, -1, data_from, timeline->now());
+      callbacks_.train_batch_start(view_, done);
       const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
       if (timeline) data_from = timeline->now();
       totals += b;
+      callbacks_.train_batch_end(view_, done, b);
       bar.update(++done, b.loss());
-      if (micro_step_ == 0 && checkpoints_.after_step(step_, epoch, done, totals)) break;
+      if (micro_step_ != 0) continue;
+      position_ = {epoch, done, &totals};
+      if (checkpoints_.after_step(step_, epoch, done, totals)) break;
+      if (mid_epoch_validation_ && options_.val_every_steps > 0 && step_ % options_.val_every_steps == 0) {
+        mid_epoch_validation_();
+        if (stop_agreed()) break;
+      }
     }
     bar.finish();
+    position_ = {epoch, done, nullptr};
     epoch_ = 0;
     reduce(totals);
     return totals;
@@ -197,38 +236,65 @@ class Trainer {
     return totals;
   }
 
-  // Trains for epochs, evaluating on val (when given) after each; prints one line per epoch.
+  // Trains for epochs, evaluating on val (when given) after each and every
+  // TrainerOptions::val_every_steps steps; prints one line per epoch. Returns early, with
+  // stopped_early(), when a callback asks to stop.
   template <class TrainLoader, class ValLoader>
   std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs) {
     std::vector<EpochResult> results;
     const ActiveTimeline active(timeline_.get());  // the spans of the steps and the policies go here
-    std::optional<PreemptionWatch> watch;
-    if (checkpoints_.begin_fit()) watch.emplace();
-    for (int epoch = checkpoints_.take_resume_epoch(); epoch < epochs; ++epoch) {
-      const auto start = std::chrono::steady_clock::now();
-      const EpochTotals t = train_epoch(train, epoch);
-      if (checkpoints_.preempted()) break;
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      EpochResult r;
-      r.epoch = epoch + 1;
-      r.train_loss = t.loss();
-      r.train = metrics(t);
-      r.seconds = seconds;
-      r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
-      r.lr = optimizer_.lr();
-      if (val) {
-        const EpochTotals v = evaluate(*val);
-        r.val_loss = v.loss();
-        r.val = metrics(v);
+    stop_requested_ = stopped_early_ = false;
+    stop_reason_.clear();
+    last_validation_.reset();
+    struct MidEpochValidation {
+      std::function<void()>& slot;
+      ~MidEpochValidation() { slot = nullptr; }
+    } mid_epoch{mid_epoch_validation_};
+    if (val) mid_epoch_validation_ = [this, val] { validate(*val, false); };
+    try {
+      callbacks_.fit_start(view_);
+      std::optional<PreemptionWatch> watch;
+      if (checkpoints_.begin_fit()) watch.emplace();
+      for (int epoch = checkpoints_.take_resume_epoch(); epoch < epochs; ++epoch) {
+        const auto start = std::chrono::steady_clock::now();
+        const EpochTotals t = train_epoch(train, epoch);
+        if (checkpoints_.preempted()) break;
+        position_ = {epoch + 1, 0, nullptr};
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EpochResult r;
+        r.epoch = epoch + 1;
+        r.train_loss = t.loss();
+        r.train = metrics(t);
+        r.seconds = seconds;
+        r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
+        r.lr = optimizer_.lr();
+        if (val) {
+          // A validation at this very step in this epoch (val_every_steps) is the epoch's.
+          const bool validated = last_validation_ && last_validation_->step == step_ && last_validation_->epoch == r.epoch;
+          const ValidationResult v = validated ? *last_validation_ : validate(*val, true);
+          r.val_loss = v.loss;
+          r.val = v.metrics;
+        }
+        if (logs_) logs_->epoch(r, epochs, writes_tensorboard() ? policies_.loss_scale() : 1.0);
+        if (timeline_)
+          detail::write_rank_timelines(*timeline_, timeline_events_, options_.timeline, is_main(),
+                                       [&](std::span<double> sums) { policies_.sum_over_ranks(sums); });
+        results.push_back(r);
+        for (auto& callback : epoch_callbacks_) callback(r);
+        callbacks_.train_epoch_end(view_, r);
+        if (micro_step_ == 0) checkpoints_.after_epoch(step_, r, epochs);
+        if (stop_agreed()) break;
       }
-      if (logs_) logs_->epoch(r, epochs, writes_tensorboard() ? policies_.loss_scale() : 1.0);
-      if (timeline_)
-        detail::write_rank_timelines(*timeline_, timeline_events_, options_.timeline, is_main(),
-                                     [&](std::span<double> sums) { policies_.sum_over_ranks(sums); });
-      results.push_back(r);
-      for (auto& callback : epoch_callbacks_) callback(r);
-      if (micro_step_ == 0) checkpoints_.after_epoch(step_, r, epochs);
+    } catch (const std::exception& e) {
+      callbacks_.exception(view_, e);
+      fit_epoch_ = 0;
+      throw;
     }
+    if (stopped_early_ && is_main())
+      log_line("Trainer: stopping at step " + std::to_string(step_) + " (epoch " + std::to_string(fit_epoch_) +
+               "): " + stop_reason_);
+    fit_epoch_ = 0;
+    callbacks_.fit_end(view_);
     return results;
   }
   template <class TrainLoader>
@@ -288,6 +354,51 @@ class Trainer {
 
   bool writes_tensorboard() const { return logs_ && logs_->writes_tensorboard(); }
 
+  // A validation pass inside fit, with the callbacks around it; one inside an epoch is logged
+  // here, one at an epoch's end with the epoch.
+  template <class L>
+  ValidationResult validate(L& loader, bool epoch_end) {
+    callbacks_.validation_start(view_);
+    const EpochTotals v = evaluate(loader);
+    const ValidationResult r{step_, fit_epoch_, epoch_end, v.loss(), metrics(v)};
+    if (!epoch_end && logs_) logs_->validation(step_, r.loss, r.metrics);
+    callbacks_.validation_end(view_, r);
+    last_validation_ = r;
+    return r;
+  }
+
+  // Whether any rank's callback asked to stop; every rank calls it at the same points of fit.
+  bool stop_agreed() {
+    if (callbacks_.empty()) return false;
+    stopped_early_ = policies_.any_rank(stop_requested_);
+    if (stopped_early_ && !stop_requested_) stop_reason_ = "a callback on another rank asked to stop";
+    return stopped_early_;
+  }
+
+  // What the callbacks see: this Trainer, behind TrainerView's untemplated face.
+  class View final : public TrainerView {
+   public:
+    explicit View(Trainer& trainer) : t_(trainer) {}
+    std::int64_t global_step() const override { return t_.step_; }
+    int epoch() const override { return t_.fit_epoch_; }
+    bool is_main() override { return t_.is_main(); }
+    double lr() const override { return t_.optimizer_.lr(); }
+    void set_lr(double lr) override { t_.optimizer_.set_lr(lr); }
+    void request_stop(std::string reason) override {
+      if (!t_.stop_requested_) t_.stop_reason_ = std::move(reason);
+      t_.stop_requested_ = true;
+    }
+    void configure_checkpoints(CheckpointOptions options) override { t_.checkpoints_.configure(std::move(options)); }
+    // Where fit stands: the epochs done and the batches of the next, as a checkpoint resumes them.
+    std::filesystem::path save_checkpoint(double metric) override {
+      const auto& at = t_.position_;
+      return t_.checkpoints_.save(t_.step_, at.epoch, at.batch, at.totals ? *at.totals : EpochTotals{}, metric);
+    }
+
+   private:
+    Trainer& t_;
+  };
+
   // loss_scale: 1/k under gradient accumulation, so k batches add up to their mean's gradient, times
   // the policies' loss scales (applied in float to the loss's gradient: fp16 cannot hold 65536).
   template <class BeforeBackward>
@@ -338,6 +449,19 @@ class Trainer {
   double last_gradient_norm_ = std::nan("");
   std::vector<std::function<void(std::int64_t)>> step_callbacks_;
   std::vector<std::function<void(const EpochResult&)>> epoch_callbacks_;
+  detail::CallbackList callbacks_;
+  View view_{*this};
+  std::function<void()> mid_epoch_validation_;  // fit's, with a validation loader
+  std::optional<ValidationResult> last_validation_;
+  bool stop_requested_ = false, stopped_early_ = false;
+  std::string stop_reason_;
+  // Where fit stands, as a checkpoint saved now records it: epochs done, batches of the next done,
+  // and their sums on this rank.
+  struct Position {
+    std::int64_t epoch = 0, batch = 0;
+    const EpochTotals* totals = nullptr;
+  } position_;
+  int fit_epoch_ = 0;  // the epoch fit is in, from 1; 0 outside fit
   std::int64_t step_ = 0;
   int micro_step_ = 0;
   std::int64_t skipped_steps_ = 0;

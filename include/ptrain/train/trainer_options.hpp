@@ -1,6 +1,7 @@
 #pragma once
 // What a Trainer is told (TrainerOptions) and what each of its epochs gives back (EpochResult).
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "ptrain/core/error.hpp"
@@ -13,6 +14,10 @@ struct TrainerOptions {
   bool progress_bar = true;   // drawn only when stdout is a terminal
   bool print_epochs = true;   // one line per epoch
   int accumulation_steps = 1;  // batches whose gradients add up before one optimizer step
+  // > 0: fit also validates every N optimizer steps inside an epoch (Lightning's
+  // val_check_interval), besides at each epoch's end; the callbacks see each validation and the
+  // TensorBoard file gets val_step/loss and val_step/<metric> at the step. 0: at epoch ends only.
+  std::int64_t val_every_steps = 0;
   // > 0: clip the gradients the optimizer steps to this global L2 norm before each step (PyTorch's
   // clip_grad_norm_, train/clip_grad_norm.hpp): averaged over data-parallel replicas, unscaled by
   // mixed precision, the norm taken over every pipeline stage and Sharded rank. 0: no clipping.
@@ -40,6 +45,8 @@ struct TrainerOptions {
 inline void check_trainer_options(const TrainerOptions& options) {
   check(options.accumulation_steps >= 1, "Trainer: accumulation_steps must be at least 1, got ",
         options.accumulation_steps);
+  check(options.val_every_steps >= 0, "Trainer: val_every_steps must be >= 0 (0: validate at epoch ends only), got ",
+        options.val_every_steps);
   check(options.clip_grad_norm >= 0 && std::isfinite(options.clip_grad_norm), "Trainer: clip_grad_norm ",
         options.clip_grad_norm, " (expected 0 for none, or a positive norm)");
 }

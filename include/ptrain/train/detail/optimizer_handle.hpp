@@ -1,5 +1,5 @@
 #pragma once
-// The Trainer's optimizer with its type erased: step, the learning rate, and clipping the
+// The Trainer's optimizer with its type erased: step, the learning rate (read and set), and clipping the
 // gradients it steps to a global norm (train/clip_grad_norm.hpp) over the ranks the policies say.
 #include <functional>
 #include <memory>
@@ -14,6 +14,7 @@ namespace ptrain::detail {
 struct OptimizerHandle {
   std::function<void()> step;
   std::function<double()> lr;
+  std::function<void(double)> set_lr;
   // Clips to max_norm, returns the norm before; empty for an optimizer without params().
   std::function<double(double max_norm)> clip;
 
@@ -23,6 +24,7 @@ struct OptimizerHandle {
     OptimizerHandle h;
     h.step = [optimizer] { optimizer->step(); };
     h.lr = [optimizer] { return optimizer->lr(); };
+    h.set_lr = [optimizer](double lr) { optimizer->set_lr(lr); };
     if constexpr (requires { optimizer->params(); }) {
       h.clip = [optimizer, &policies](double max_norm) {
         const auto& params = optimizer->params();

@@ -50,6 +50,21 @@ class RunLogs {
     if (samples > 0 && seconds > 0) tensorboard_->add_scalar("step/images_per_second", samples / seconds, step);
   }
 
+  // A validation inside an epoch (TrainerOptions::val_every_steps): a line, and TensorBoard's
+  // val_step/ scalars at the step.
+  void validation(std::int64_t step, double loss, const MetricValues& metrics) {
+    if (print_epochs_) {
+      char line[96];
+      std::snprintf(line, sizeof line, "step %lld val_loss %.4f", static_cast<long long>(step), loss);
+      log_line(line + metrics_text("val_", metrics));
+    }
+    if (!tensorboard_) return;
+    tensorboard_->add_scalar("val_step/loss", loss, step);
+    for (std::size_t i = 0; i < metrics.names.size(); ++i)
+      tensorboard_->add_scalar("val_step/" + metrics.names[i], metrics.values[i], step);
+    tensorboard_->flush();
+  }
+
   void epoch(const EpochResult& r, int epochs, double loss_scale) {
     if (print_epochs_) {
       char line[256];

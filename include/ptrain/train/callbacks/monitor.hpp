@@ -1,0 +1,32 @@
+#pragma once
+// Monitor: the metric a callback watches (EarlyStopping, ReduceLROnPlateau, ModelCheckpoint) and
+// what counts as better: lower or higher by more than min_delta. The value comes from the
+// validation when the name is val_<...>, from the epoch's training sums when it is train_<...>
+// (train/callback.hpp's monitored_value).
+#include <cmath>
+#include <string>
+
+#include "ptrain/train/callback.hpp"
+#include "ptrain/train/checkpoint.hpp"
+
+namespace ptrain {
+
+struct Monitor {
+  std::string name = "val_loss";
+  BestIs mode = BestIs::lower;
+  double min_delta = 0;  // an improvement is a change by more than this (absolute, >= 0)
+
+  void check_valid(const char* who) const {
+    check_monitor_name(who, name);
+    check(min_delta >= 0 && std::isfinite(min_delta), who, ": min_delta ", min_delta, " (expected a finite value >= 0)");
+  }
+  // Whether value improves on best (NaN: nothing yet, any finite value does).
+  bool improves(double value, double best) const {
+    if (std::isnan(best)) return std::isfinite(value);
+    return mode == BestIs::lower ? value < best - min_delta : value > best + min_delta;
+  }
+  // Whether the callback acts at a validation's end (val_ metrics) or at the training epoch's end.
+  bool on_validation() const { return monitors_validation(name); }
+};
+
+}  // namespace ptrain
