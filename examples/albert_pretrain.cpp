@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
                      "where rank 0 writes the trained weights under HuggingFace's names (empty: nowhere)")
       .output_option("--csv", "", "CSV log written by rank 0, one row per --log-every steps (empty: none)");
   const examples::FinalMetric metric{"--max-mlm-loss-ratio", "ratio of the last logged MLM loss to the first", "",
-                                     true};
+                                     true, {.name = "train_mlm_loss"}};
   return examples::run_example<examples::Pipelines::with, examples::Sharding::with>(
       cli, metric, argc, argv, [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
         return train<D>(cli, world, shard, policies...);

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
       .integer_option("--seed", 0, "seed for the heads (and a trunk from scratch), the split and shuffling", 0,
                       LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0, each head's loss and accuracy (empty: none)");
-  return examples::run_example(cli, examples::accuracy_percent("lowest per-head validation accuracy"), argc, argv,
+  return examples::run_example(cli, examples::FinalMetric{"--min-accuracy", "lowest per-head validation accuracy", "%", false, {.name = "val_loss"}}, argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);
                                });

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       .integer_option("--warmup-steps", 100, "steps over which the rate climbs linearly from --lr to N x --lr", 0)
       .integer_option("--seed", 0, "seed for the weights, the split, shuffling and augmentation", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
-  return examples::run_example(cli, {"--min-iou", "validation IoU of the foreground", ""}, argc, argv,
+  return examples::run_example(cli, {"--min-iou", "validation IoU of the foreground", "", false, {.name = "val_mean_iou", .mode = ptrain::BestIs::higher}}, argc, argv,
                                [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
                                  return train<D>(cli, world, shard, policies...);
                                });

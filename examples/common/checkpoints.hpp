@@ -5,11 +5,13 @@
 // newest checkpoint under DIR, --epochs staying the total, and continues the --csv log (the
 // Trainer keeps its rows up to the checkpoint's epoch). A checkpoint of another model or a
 // corrupt manifest ends the run with the file and the mismatch named, and nothing on disk changes.
+// With --keep-top-k K, ModelCheckpoint keeps the K best by the example's metric and the newest.
 #include <cstdio>
 #include <string>
 
 #include <ptrain/core/error.hpp>
 
+#include "callbacks.hpp"
 #include "cli.hpp"
 
 namespace examples {
@@ -28,19 +30,23 @@ inline bool& preempted_run() {
   return preempted;
 }
 
-// Sets the trainer's checkpoints up from the flags, resumes if asked, and runs fit() (the
-// example's call of trainer.fit). Register a scheduler (trainer.checkpoint_scheduler) before.
+// Sets the trainer's checkpoints and callbacks up from the flags (common/callbacks.hpp), resumes
+// if asked, and runs fit() (the example's call of trainer.fit). Register a scheduler
+// (trainer.checkpoint_scheduler) before.
 template <class Trainer, class Fit>
 auto fit_with_checkpoints(const Cli& cli, Trainer& trainer, Fit&& fit) {
   const std::string dir = cli.str("--checkpoint-dir");
   ptrain::check(!cli.flag("--resume") || !dir.empty(), "--resume needs --checkpoint-dir DIR");
+  const bool ranked = add_flagged_callbacks(cli, trainer, dir);
   if (!dir.empty()) {
-    trainer.save_checkpoints({.directory = dir, .every_steps = cli.integer("--checkpoint-every")});
+    if (!ranked) trainer.save_checkpoints({.directory = dir, .every_steps = cli.integer("--checkpoint-every")});
     if (cli.flag("--resume") && !trainer.resume_latest(dir) && trainer.is_main())
       std::printf("%s: no checkpoint under %s yet: starting from the first epoch\n", cli.program().c_str(), dir.c_str());
   }
   auto results = fit();
   preempted_run() = trainer.preempted();
+  if (trainer.stopped_early() && trainer.is_main())
+    std::printf("%s: stopped early: %s\n", cli.program().c_str(), trainer.stop_reason().c_str());
   return results;
 }
 

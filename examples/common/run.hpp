@@ -2,7 +2,8 @@
 // The main() every example shares. An example declares its own flags and hands run_example its
 // training function; run_example adds the strategy's flags (common/strategy.hpp), --device and
 // the floor on the example's final validation metric, the flags of a launch without mpiexec
-// (common/launch.hpp) and of checkpoints (common/checkpoints.hpp), parses, starts MPI through
+// (common/launch.hpp), of checkpoints (common/checkpoints.hpp) and of the training loop's callbacks
+// (common/callbacks.hpp: early stopping, top-k checkpoints, EMA, ...), parses, starts MPI through
 // run_main (an exception on any rank ends every rank with its message) and calls
 //   train(device, world, shard, policies...)
 // with a value of the device the model trains on and the policies with_strategy chooses: over MPI
@@ -13,7 +14,7 @@
 // largest resident set of any rank) and the total run time (launch to the end of training), as the
 // projects' tables report it.
 // --tensorboard DIR and --timeline FILE are every example's too: trainer_options(cli) passes them,
-// with the example's own --csv, to its Trainer.
+// with the example's own --csv, --accumulate and --val-every, to its Trainer.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,10 +46,16 @@ struct FinalMetric {
   std::string name;  // as the run's last lines call it: "test accuracy", "validation IoU of the foreground"
   std::string unit;  // printed after the value: "%" for accuracies in percent
   bool lower_is_better = false;  // perplexity: the flag is a ceiling, any positive value
+  // What --early-stop-patience and --keep-top-k watch (common/callbacks.hpp), as the CSV names it.
+  ptrain::Monitor monitor{.name = "val_loss"};
 };
 
-inline FinalMetric accuracy_percent(std::string name) { return {"--min-accuracy", std::move(name), "%"}; }
-inline FinalMetric perplexity(std::string name) { return {"--max-perplexity", std::move(name), "", true}; }
+inline FinalMetric accuracy_percent(std::string name, std::string monitor = "val_accuracy") {
+  return {"--min-accuracy", std::move(name), "%", false, {.name = std::move(monitor), .mode = ptrain::BestIs::higher}};
+}
+inline FinalMetric perplexity(std::string name) {
+  return {"--max-perplexity", std::move(name), "", true, {.name = "val_perplexity"}};
+}
 
 // True when no floor is set (0) or value reaches it; otherwise rank 0 says by how much it missed.
 // A metric that was never measured (NaN: no validation data) misses any floor.
@@ -86,8 +93,12 @@ inline void print_run_summary(ptrain::MpiComm& world, const FinalMetric& metric,
 
 // The Trainer's outputs the flags name: --csv (each example declares its own default),
 // --tensorboard and --timeline.
+// And the loop's: --accumulate, --val-every (common/callbacks.hpp).
 inline ptrain::TrainerOptions trainer_options(const Cli& cli) {
-  return {.csv_log = cli.str("--csv"), .tensorboard = cli.str("--tensorboard"), .timeline = cli.str("--timeline")};
+  ptrain::TrainerOptions options{
+      .csv_log = cli.str("--csv"), .tensorboard = cli.str("--tensorboard"), .timeline = cli.str("--timeline")};
+  set_loop_options(cli, options);
+  return options;
 }
 
 // Examples that compile the pipelines in (--stages) pass Pipelines::with, those that compile
@@ -102,6 +113,8 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
       .output_option("--timeline", "",
                      "Chrome trace JSON (chrome://tracing, ui.perfetto.dev) of every rank's steps (empty: none)");
   add_checkpoint_options(cli);
+  add_callback_options(cli);
+  example_monitor() = metric.monitor;
   if (metric.lower_is_better)
     cli.real_option(metric.flag, "0", "exit with code 1 when the final " + metric.name + " is above this (0: no limit)");
   else

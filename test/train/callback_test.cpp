@@ -384,4 +384,13 @@ BOOST_AUTO_TEST_CASE(bad_options_are_refused_with_a_sentence) {
                         [](const Error& e) { return contains(e.what(), "decay 1"); });
 }
 
+BOOST_AUTO_TEST_CASE(a_validation_metric_without_validation_is_refused) {
+  Setup<float> s(0.1);
+  Trainer<Linear<float>> trainer(s.model, s.sgd, quiet());
+  trainer.add_callback(EarlyStopping({.monitor = {.name = "val_accuracy", .mode = BestIs::higher}}));
+  auto train = loader_of(blob_batches<float>(1, 4, 1));
+  BOOST_CHECK_EXCEPTION(trainer.fit(train, 1), Error,
+                        [](const Error& e) { return contains(e.what(), "needs a validation loader"); });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

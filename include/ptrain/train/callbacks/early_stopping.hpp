@@ -33,6 +33,7 @@ class EarlyStopping {
     if (options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
   }
   void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
+    options_.monitor.check_measured("EarlyStopping", r);
     if (!options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
   }
 

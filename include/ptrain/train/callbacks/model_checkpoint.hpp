@@ -53,8 +53,7 @@ class ModelCheckpoint {
     if (ranks_on_validation()) last_ = view.save_checkpoint(monitored_value(r, options_.monitor.name));
   }
   void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
-    check(!ranks_on_validation() || !r.val.empty(), "ModelCheckpoint: monitor '", options_.monitor.name,
-          "' needs a validation loader in fit (or monitor a train_ metric)");
+    if (!options_.monitor.name.empty()) options_.monitor.check_measured("ModelCheckpoint", r);
     if (!ranks_on_validation())
       last_ = view.save_checkpoint(options_.monitor.name.empty() ? std::nan("") : monitored_value(r, options_.monitor.name));
   }

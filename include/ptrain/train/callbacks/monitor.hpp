@@ -27,6 +27,11 @@ struct Monitor {
   }
   // Whether the callback acts at a validation's end (val_ metrics) or at the training epoch's end.
   bool on_validation() const { return monitors_validation(name); }
+  // At an epoch's end: a val_ metric in a fit without validation is refused, not ignored.
+  void check_measured(const char* who, const EpochResult& r) const {
+    check(!on_validation() || !r.val.empty(), who, ": monitor '", name,
+          "' needs a validation loader in fit (or monitor a train_ metric)");
+  }
 };
 
 }  // namespace ptrain

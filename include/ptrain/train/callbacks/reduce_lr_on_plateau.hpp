@@ -37,6 +37,7 @@ class ReduceLROnPlateau {
     if (options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
   }
   void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
+    options_.monitor.check_measured("ReduceLROnPlateau", r);
     if (!options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
   }
 

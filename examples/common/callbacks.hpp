@@ -1,0 +1,72 @@
+#pragma once
+// The training-loop flags every example takes, beside its checkpoints (common/checkpoints.hpp):
+//   --val-every N             validate every N optimizer steps too (TrainerOptions::val_every_steps)
+//   --accumulate N            add N batches' gradients before each optimizer step
+//   --early-stop-patience N   stop when the example's metric has not improved for N validations
+//   --early-stop-min-delta X  (what counts as an improvement)
+//   --keep-top-k K            keep the K best checkpoints by the metric and the newest (--checkpoint-dir)
+//   --ema DECAY               validate and checkpoint an exponential moving average of the weights
+// The metric is the example's own (run.hpp's FinalMetric: test accuracy, perplexity, IoU).
+#include <string>
+
+#include <ptrain/core/error.hpp>
+#include <ptrain/train/callbacks/early_stopping.hpp>
+#include <ptrain/train/callbacks/model_checkpoint.hpp>
+#include <ptrain/train/callbacks/weight_ema.hpp>
+#include <ptrain/train/trainer_options.hpp>
+
+#include "cli.hpp"
+
+namespace examples {
+
+// The metric the callbacks watch: the example's, by the name the CSV log gives it.
+inline ptrain::Monitor& example_monitor() {
+  static ptrain::Monitor monitor;
+  return monitor;
+}
+
+inline void add_callback_options(Cli& cli) {
+  cli.integer_option("--val-every", 0, "also validate every N optimizer steps inside an epoch (0: at epoch ends only)", 0)
+      .integer_option("--accumulate", 1, "batches whose gradients add up before one optimizer step", 1, 4096)
+      .integer_option("--early-stop-patience", 0,
+                      "stop when the example's metric has not improved for N validations in a row (0: never)", 0)
+      .real_option("--early-stop-min-delta", "0", "the least change of the metric that counts as an improvement")
+      .integer_option("--keep-top-k", 0,
+                      "keep the K best checkpoints by the example's metric, and the newest (needs --checkpoint-dir; "
+                      "0: the newest two)",
+                      0)
+      .real_option("--ema", "0",
+                   "keep an exponential moving average of the weights with this decay (0.999), validated and "
+                   "checkpointed in their place (0: none)",
+                   0, 0.999999);
+}
+
+// The TrainerOptions the flags set: accumulation and validation inside epochs.
+inline void set_loop_options(const Cli& cli, ptrain::TrainerOptions& options) {
+  options.accumulation_steps = static_cast<int>(cli.integer("--accumulate"));
+  options.val_every_steps = cli.integer("--val-every");
+}
+
+// Adds the callbacks the flags ask for; returns whether checkpoints are kept by the metric
+// (ModelCheckpoint then saves them, instead of Trainer::save_checkpoints).
+template <class Trainer>
+bool add_flagged_callbacks(const Cli& cli, Trainer& trainer, const std::string& checkpoint_dir) {
+  ptrain::Monitor monitor = example_monitor();
+  monitor.min_delta = cli.real("--early-stop-min-delta");
+  // First, so that validation runs on the averages and the callbacks after it see their metric.
+  if (const double decay = cli.real("--ema"); decay > 0)
+    trainer.add_callback(
+        ptrain::WeightEma<typename Trainer::T, typename Trainer::D>(trainer.local_model(), decay));
+  if (const long patience = cli.integer("--early-stop-patience"); patience > 0)
+    trainer.add_callback(ptrain::EarlyStopping({.monitor = monitor, .patience = static_cast<int>(patience)}));
+  const long top_k = cli.integer("--keep-top-k");
+  if (top_k == 0) return false;
+  ptrain::check(!checkpoint_dir.empty(), "--keep-top-k needs --checkpoint-dir DIR");
+  trainer.add_callback(ptrain::ModelCheckpoint({.directory = checkpoint_dir,
+                                                .monitor = monitor,
+                                                .top_k = static_cast<int>(top_k),
+                                                .every_steps = cli.integer("--checkpoint-every")}));
+  return true;
+}
+
+}  // namespace examples
