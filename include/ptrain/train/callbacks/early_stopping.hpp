@@ -22,20 +22,16 @@ struct EarlyStoppingOptions {
   int patience = 3;  // checks without improvement before stopping (>= 1)
 };
 
-class EarlyStopping {
+class EarlyStopping : public ObservesMonitor<EarlyStopping> {
  public:
+  static constexpr const char* callback_name = "EarlyStopping";
+
   explicit EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
     options_.monitor.check_valid("EarlyStopping");
     check(options_.patience >= 1, "EarlyStopping: patience ", options_.patience, " (expected at least 1)");
   }
 
-  void on_validation_end(TrainerView& view, const ValidationResult& r) {
-    if (options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
-  }
-  void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
-    options_.monitor.check_measured("EarlyStopping", r);
-    if (!options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
-  }
+  const Monitor& monitor() const { return options_.monitor; }
 
   double best() const { return best_; }
   int checks_without_improvement() const { return waited_; }
@@ -54,6 +50,7 @@ class EarlyStopping {
   }
 
  private:
+  friend ObservesMonitor<EarlyStopping>;
   void observe(TrainerView& view, double value) {
     std::string reason;
     if (!std::isfinite(value)) {

@@ -34,4 +34,24 @@ struct Monitor {
   }
 };
 
+// The points of a callback that acts on each value of its monitor (EarlyStopping,
+// ReduceLROnPlateau): Derived has monitor() and observe(view, value); observe runs at each
+// validation for a val_ metric, at each epoch's end for a train_ one.
+template <class Derived>
+class ObservesMonitor {
+ public:
+  void on_validation_end(TrainerView& view, const ValidationResult& r) {
+    const Monitor& m = derived().monitor();
+    if (m.on_validation()) derived().observe(view, monitored_value(r, m.name));
+  }
+  void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
+    const Monitor& m = derived().monitor();
+    m.check_measured(Derived::callback_name, r);
+    if (!m.on_validation()) derived().observe(view, monitored_value(r, m.name));
+  }
+
+ private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+};
+
 }  // namespace ptrain

@@ -23,8 +23,10 @@ struct ReduceLROnPlateauOptions {
   double min_lr = 0;
 };
 
-class ReduceLROnPlateau {
+class ReduceLROnPlateau : public ObservesMonitor<ReduceLROnPlateau> {
  public:
+  static constexpr const char* callback_name = "ReduceLROnPlateau";
+
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options) : options_(std::move(options)) {
     options_.monitor.check_valid("ReduceLROnPlateau");
     check(options_.factor > 0 && options_.factor < 1, "ReduceLROnPlateau: factor ", options_.factor,
@@ -33,13 +35,7 @@ class ReduceLROnPlateau {
           "ReduceLROnPlateau: patience, cooldown and min_lr must be >= 0");
   }
 
-  void on_validation_end(TrainerView& view, const ValidationResult& r) {
-    if (options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
-  }
-  void on_train_epoch_end(TrainerView& view, const EpochResult& r) {
-    options_.monitor.check_measured("ReduceLROnPlateau", r);
-    if (!options_.monitor.on_validation()) observe(view, monitored_value(r, options_.monitor.name));
-  }
+  const Monitor& monitor() const { return options_.monitor; }
 
   int reductions() const { return reductions_; }
 
@@ -58,6 +54,7 @@ class ReduceLROnPlateau {
   }
 
  private:
+  friend ObservesMonitor<ReduceLROnPlateau>;
   void observe(TrainerView& view, double value) {
     if (options_.monitor.improves(value, best_)) {
       best_ = value;
