@@ -5,8 +5,10 @@ then, with a third argument `profile`, one per model and kernel family: the self
 step that torch.profiler gives the aten ops of two more steps, grouped as bench/train_step groups
 its own (FAMILIES below; the optimizer is every op under Optimizer.step). A third argument `bf16`
 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) instead, the weights and
-the optimizer in float (PyTorch's CPU mixed precision)."""
+the optimizer in float (PyTorch's CPU mixed precision). Each model's line has its peak resident
+memory (peak_mb: VmHWM, reset before the model)."""
 import contextlib
+import gc
 import json
 import re
 import statistics
@@ -39,6 +41,27 @@ def make_step(model, shape, batch, classes, per_pixel, bf16=False):
         loss.backward()
         opt.step()
     return step
+
+
+def reset_peak_memory():
+    """The kernel's high-water mark of this process's resident set, reset (Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_memory_mb():
+    """VmHWM in MiB: the peak resident set since reset_peak_memory (0 without /proc)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def time_steps(step, warmup, steps):
@@ -119,10 +142,12 @@ def main():
     profiling, bf16 = mode == "profile", mode == "bf16"
     for name in which:
         make, shape, batch, warmup, steps, classes, per_pixel = configs[name]
+        gc.collect()
+        reset_peak_memory()
         step = make_step(make().train(), shape, batch, classes, per_pixel, bf16)
         median = time_steps(step, warmup, steps)
         print(json.dumps({"model": name, "batch": batch, "precision": "bf16" if bf16 else "fp32", "median_s": median,
-                          "images_per_sec": batch / median, "torch": torch.__version__, "threads": torch.get_num_threads(),
+                          "images_per_sec": batch / median, "peak_mb": peak_memory_mb(), "torch": torch.__version__, "threads": torch.get_num_threads(),
                           "mkldnn": torch.backends.mkldnn.is_available()}), flush=True)
         if profiling:
             for family, ms in sorted(profile_families(step).items()):

@@ -8,11 +8,15 @@
 // machine-readable line per figure:
 //   bench=train_step model=... impl=ptrain|pytorch_pip|pytorch_debian ... images_per_sec=...
 //   bench=op_breakdown model=... impl=... family=conv_forward|...|autograd_and_allocation ms_per_step=...
-// Precision bf16 (third argument) times instead the small CNN and ResNet-18 under
-// MixedPrecision<Bf16> (a bfloat16 model, float masters) against torch.autocast("cpu", bfloat16)
-// on the same networks, on CPUs with AVX512_BF16 (kernels/cpu/gemm_bf16.hpp); ptrain runs twice,
+// Precision bf16 (third argument) times instead the same five models under MixedPrecision<Bf16>
+// (a bfloat16 model, float masters) against torch.autocast("cpu", bfloat16) on the same networks,
+// on CPUs with AVX512_BF16 (kernels/cpu/gemm_bf16.hpp), and the bf16 GEMM's rate beside the fp32
+// GEMM's (vdpbf16ps does two products per float lane: twice the rate at best); ptrain runs twice,
 // on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float). Elsewhere it says
 // "bf16 not measured: no AVX512_BF16/AMX".
+// Each model's line has the peak resident memory of its step (peak_mb: VmHWM, reset before each
+// model through /proc/self/clear_refs, after the Cpu block cache is emptied), ptrain's in this
+// process and each peer's in its own.
 // Usage: bench_train_step [THREADS [MODELS [fp32|bf16]]]
 #include <algorithm>
 #include <chrono>
@@ -40,15 +44,40 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// One n x n x n GEMM's rate: float operands, or (T = bfloat16) bfloat16 operands summed into a
+// float C, as the bf16 convolutions call it.
+template <class T = float>
 double gemm_gflops(std::int64_t n, int repeats) {
-  ptrain::Tensor<float> a = ptrain::Tensor<float>::full({n, n}, 0.5f), b = a.clone(), c({n, n});
+  ptrain::Tensor<T> a = ptrain::Tensor<T>::full({n, n}, T(0.5f)), b = a.clone();
+  ptrain::Tensor<float> c({n, n});
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
     const auto start = Clock::now();
-    ptrain::kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    ptrain::kernels::gemm(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   return 2.0 * double(n) * n * n / median(times) / 1e9;
+}
+
+// The peak resident set from here on: the Cpu block cache handed back (it would otherwise hold the
+// last model's blocks) and the kernel's high-water mark reset.
+void reset_peak_memory() {
+  ptrain::Cpu::empty_cache();
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+// VmHWM in MiB: the peak resident set since reset_peak_memory (0 where /proc is absent).
+double peak_memory_mb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib / 1024;
 }
 
 // The timed steps' median, their kernel families' self time (the OpProfile of the timed steps:
@@ -113,8 +142,9 @@ StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int st
 // A bfloat16 model's step under MixedPrecision<Bf16>, as the Trainer runs it: forward and backward
 // in bfloat16, the gradients copied to the float masters, SGD on them, the masters rounded back.
 template <class Model>
-StepTimes time_bf16_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps) {
-  const Batch batch = random_batch(input_shape, 10, false);
+StepTimes time_bf16_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
+                          bool per_pixel = false) {
+  const Batch batch = random_batch(input_shape, classes, per_pixel);
   const ptrain::Tensor<ptrain::bfloat16> x = ptrain::tensor_cast<ptrain::bfloat16>(batch.x);
   ptrain::MixedPrecision<ptrain::Bf16> amp(model);
   ptrain::Sgd<float> sgd(amp.master_parameters(), {.lr = 0.01, .momentum = 0.9});
@@ -151,8 +181,9 @@ void report(std::map<std::string, double>& ours, const std::string& name, int th
             const StepTimes& times, double peak) {
   const double seconds = times.median_seconds;
   ours[name] = static_cast<double>(batch) / seconds;
-  std::printf("bench=train_step model=%s impl=ptrain threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f",
-              name.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ours[name]);
+  std::printf("bench=train_step model=%s impl=ptrain threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f "
+              "peak_mb=%.1f",
+              name.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ours[name], peak_memory_mb());
   if (train_flops_per_image.count(name))
     std::printf(" gflops=%.1f peak_fraction=%.3f", ours[name] * train_flops_per_image.at(name) / 1e9,
                 ours[name] * train_flops_per_image.at(name) / 1e9 / peak);
@@ -163,7 +194,7 @@ void report(std::map<std::string, double>& ours, const std::string& name, int th
 
 // Each peer's images/s by model, with its torch version and thread count.
 struct PeerRun {
-  std::map<std::string, double> images_per_sec;
+  std::map<std::string, double> images_per_sec, peak_mb;
   std::string torch_version, threads;
 };
 
@@ -178,6 +209,7 @@ PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string
       continue;
     }
     run.images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
+    run.peak_mb[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "peak_mb").c_str());
     run.torch_version = bench::json_field(line, "torch");
     run.threads = bench::json_field(line, "threads");
   }
@@ -195,8 +227,9 @@ void compare_with_peers(const std::map<std::string, double>& ours, int threads, 
       continue;
     }
     for (const auto& [model, ips] : torch.images_per_sec) {
-      std::printf("bench=train_step model=%s%s impl=pytorch_%s torch=%s threads=%s images_per_sec=%.1f\n", model.c_str(),
-                  tag, peer.name.c_str(), torch.torch_version.c_str(), torch.threads.c_str(), ips);
+      std::printf("bench=train_step model=%s%s impl=pytorch_%s torch=%s threads=%s images_per_sec=%.1f peak_mb=%.1f\n",
+                  model.c_str(), tag, peer.name.c_str(), torch.torch_version.c_str(), torch.threads.c_str(), ips,
+                  torch.peak_mb.at(model));
       if (ours.count(model))
         std::printf("bench=train_step model=%s%s ratio_ptrain_over_pytorch_%s=%.3f\n", model.c_str(), tag,
                     peer.name.c_str(), ours.at(model) / ips);
@@ -204,38 +237,53 @@ void compare_with_peers(const std::map<std::string, double>& ours, int threads, 
   }
 }
 
-// Precision bf16 (see the top of the file): the small CNN and ResNet-18 among `only`.
+// Precision bf16 (see the top of the file): the five models among `only`.
 int run_bf16(int threads, const std::string& only) {
   if (!ptrain::kernels::cpu_has_bf16_dot()) {
     std::printf("bench=train_step precision=bf16 status=not_measured reason=\"bf16 not measured: no AVX512_BF16/AMX\"\n");
     return 0;
   }
+  const double fp32 = gemm_gflops<float>(2048, 5), bf16 = gemm_gflops<ptrain::bfloat16>(2048, 5);
+  std::printf("bench=gemm impl=ptrain n=2048 threads=%d fp32_gflops=%.1f bf16_gflops=%.1f bf16_over_fp32=%.3f\n",
+              threads, fp32, bf16, bf16 / fp32);
   // impl -> model -> images/s; ptrain_widened: PTRAIN_CPU_BF16=off.
   std::map<std::string, std::map<std::string, double>> ips;
   std::string models;
   const auto run = [&](const std::string& model, std::int64_t batch, auto make, ptrain::Shape shape, int warmup,
-                       int steps) {
+                       int steps, int classes = 10, bool per_pixel = false) {
     if (only.find(model) == std::string::npos) return;
     models += (models.empty() ? "" : ",") + model;
     for (const char* path : {"on", "off"}) {
       ::setenv("PTRAIN_CPU_BF16", path, 1);
       ptrain::manual_seed(0);
+      reset_peak_memory();
       auto net = make();
-      const double seconds = time_bf16_steps(*net, shape, warmup, steps).median_seconds;
+      const double seconds = time_bf16_steps(*net, shape, warmup, steps, classes, per_pixel).median_seconds;
       const std::string impl = std::string(path) == "on" ? "ptrain" : "ptrain_widened";
       ips[impl][model] = static_cast<double>(batch) / seconds;
       std::printf("bench=train_step model=%s precision=bf16 impl=%s threads=%d batch=%lld median_ms=%.2f "
-                  "images_per_sec=%.2f\n",
-                  model.c_str(), impl.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ips[impl][model]);
+                  "images_per_sec=%.2f peak_mb=%.1f\n",
+                  model.c_str(), impl.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ips[impl][model],
+                  peak_memory_mb());
       std::fflush(stdout);
     }
     ::unsetenv("PTRAIN_CPU_BF16");
   };
-  run("small_cnn", 128, [] { return ptrain::make<ptrain::SmallCnn<ptrain::bfloat16>>(); }, {128, 1, 28, 28}, 3, 20);
-  run("resnet18_cifar", 64, [] { return ptrain::resnet18<ptrain::bfloat16>({.num_classes = 10, .cifar_stem = true}); },
+  using ptrain::bfloat16;
+  run("small_cnn", 128, [] { return ptrain::make<ptrain::SmallCnn<bfloat16>>(); }, {128, 1, 28, 28}, 3, 20);
+  run("resnet18_cifar", 64, [] { return ptrain::resnet18<bfloat16>({.num_classes = 10, .cifar_stem = true}); },
       {64, 3, 32, 32}, 2, 8);
+  run("resnet50_cifar", 64, [] { return ptrain::resnet50<bfloat16>({.num_classes = 10, .cifar_stem = true}); },
+      {64, 3, 32, 32}, 1, 4);
+  run("vgg16_128", 16, [] { return ptrain::vgg16<bfloat16>({.num_classes = 3}); }, {16, 3, 128, 128}, 1, 4, 3);
+  run("unet_128", 16,
+      [] {
+        return ptrain::make<ptrain::UNet<bfloat16>>(
+            ptrain::UNetOptions{.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
+      },
+      {16, 3, 128, 128}, 1, 4, 2, true);
   if (models.empty()) {
-    std::printf("bench=train_step precision=bf16 status=not_measured reason=\"bf16 runs small_cnn and resnet18_cifar\"\n");
+    std::printf("bench=train_step precision=bf16 status=not_measured reason=\"no model of %s\"\n", only.c_str());
     return 0;
   }
   for (const auto& [model, ours] : ips["ptrain"])
@@ -259,7 +307,7 @@ int main(int argc, char** argv) {
   ptrain::manual_seed(0);
   if (precision == "bf16") return run_bf16(threads, only);
 
-  const double peak = gemm_gflops(2048, 5);
+  const double peak = gemm_gflops<float>(2048, 5);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f openblas_core=%s OPENBLAS_CORETYPE=%s\n", threads,
               peak, openblas_get_corename ? openblas_get_corename() : "none", coretype ? coretype : "unset");
@@ -267,22 +315,27 @@ int main(int argc, char** argv) {
   std::map<std::string, double> ours;
   const auto wanted = [&](const char* name) { return only.find(name) != std::string::npos; };
   if (wanted("small_cnn")) {
+    reset_peak_memory();
     ptrain::SmallCnn<float> net;
     report(ours, "small_cnn", threads, 128, time_steps(net, {128, 1, 28, 28}, 3, 20), peak);
   }
   if (wanted("resnet18_cifar")) {
+    reset_peak_memory();
     auto net = ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true});
     report(ours, "resnet18_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 2, 8), peak);
   }
   if (wanted("resnet50_cifar")) {
+    reset_peak_memory();
     auto net = ptrain::resnet50<float>({.num_classes = 10, .cifar_stem = true});
     report(ours, "resnet50_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 1, 4), peak);
   }
   if (wanted("vgg16_128")) {
+    reset_peak_memory();
     auto net = ptrain::vgg16<float>({.num_classes = 3});
     report(ours, "vgg16_128", threads, 16, time_steps(*net, {16, 3, 128, 128}, 1, 4, 3), peak);
   }
   if (wanted("unet_128")) {
+    reset_peak_memory();
     ptrain::UNet<float> net({.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
     report(ours, "unet_128", threads, 16, time_steps(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
   }
