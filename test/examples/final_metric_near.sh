@@ -1,0 +1,14 @@
+#!/bin/sh
+# final_metric_near.sh REFERENCE.csv OTHER.csv COLUMN TOLERANCE: the last row's COLUMN of two runs'
+# per-epoch CSV logs differ by at most TOLERANCE (bf16 against fp32 on the same data and steps).
+set -eu
+last() {
+  awk -F, -v column="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == column) c = i; next }
+                          { value = $c } END { if (!c || value == "") exit 1; print value }' "$1" ||
+    { echo "final_metric_near: $1 has no $2 column or no rows" >&2; exit 1; }
+}
+reference=$(last "$1" "$3")
+other=$(last "$2" "$3")
+echo "final_metric_near: $3 $reference in $1, $other in $2 (tolerance $4)"
+awk -v a="$reference" -v b="$other" -v t="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
+  { echo "final_metric_near: they differ by more than $4" >&2; exit 1; }
