@@ -101,6 +101,20 @@ class Trainer {
   // The optimizer's learning rate (group 0's); set_lr sets it as a schedule does (train/callback.hpp).
   double lr() const { return optimizer_.lr(); }
   void set_lr(double lr) { optimizer_.set_lr(lr); }
+  // The optimizer's state as it is now (moments, rates), put back by calling what this returns (the
+  // learning-rate finder's undo, train/lr_finder.hpp).
+  std::function<void()> remember_optimizer() {
+    check(bool(optimizer_.remember), "Trainer::remember_optimizer: the optimizer has no state()/load_state()");
+    return optimizer_.remember();
+  }
+  // f(model) with every parameter whole on this rank (Sharded<Zero3> gathers them, and lets them
+  // go after): a summary or an export of the whole model. Every rank calls it.
+  template <class F>
+  void with_whole_model(F&& f) {
+    policies_.gather_parameters();
+    f(*model_);
+    policies_.shard_parameters();
+  }
 
   // A callback (train/callback.hpp: EarlyStopping, ModelCheckpoint, WeightEma, ... or any type with
   // some of its points), run after those added before it. Every rank adds the same callbacks.

@@ -1,6 +1,7 @@
 #pragma once
-// The Trainer's optimizer with its type erased: step, the learning rate (read and set), and clipping the
-// gradients it steps to a global norm (train/clip_grad_norm.hpp) over the ranks the policies say.
+// The Trainer's optimizer with its type erased: step, the learning rate (read and set), its state
+// remembered and put back, and clipping the gradients it steps to a global norm
+// (train/clip_grad_norm.hpp) over the ranks the policies say.
 #include <functional>
 #include <memory>
 #include <span>
@@ -17,6 +18,9 @@ struct OptimizerHandle {
   std::function<void(double)> set_lr;
   // Clips to max_norm, returns the norm before; empty for an optimizer without params().
   std::function<double(double max_norm)> clip;
+  // The state as it is now, put back by calling what it returns; empty for an optimizer without
+  // state()/load_state().
+  std::function<std::function<void()>()> remember;
 
   template <class Opt, class Set>
   static OptimizerHandle of(const std::shared_ptr<Opt>& optimizer, Set& policies) {
@@ -25,6 +29,13 @@ struct OptimizerHandle {
     h.step = [optimizer] { optimizer->step(); };
     h.lr = [optimizer] { return optimizer->lr(); };
     h.set_lr = [optimizer](double lr) { optimizer->set_lr(lr); };
+    if constexpr (requires { optimizer->load_state(optimizer->state()); }) {
+      h.remember = [optimizer] {
+        auto state = optimizer->state();
+        for (auto& [name, tensor] : state.tensors) tensor = tensor.clone();  // state() may hand out live buffers
+        return std::function<void()>([optimizer, state = std::move(state)] { optimizer->load_state(state); });
+      };
+    }
     if constexpr (requires { optimizer->params(); }) {
       h.clip = [optimizer, &policies](double max_norm) {
         const auto& params = optimizer->params();
