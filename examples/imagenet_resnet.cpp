@@ -22,6 +22,7 @@
 
 #include "common/cli.hpp"
 #include "common/image_folders.hpp"
+#include "common/init_weights.hpp"
 #include "common/run.hpp"
 
 namespace {
@@ -66,14 +67,13 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
   trainer.on_step_end([&](std::int64_t step) {
     if (step < total_steps) schedule.step();
   });
+  // Validated through fit, so the validation loss, Acc@1 and Acc@5 go to --csv and TensorBoard too.
   double top1 = 0;
   trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
-    const ptrain::EpochTotals totals = trainer.evaluate(val_loader);
-    const ptrain::MetricValues accuracy = trainer.metrics(totals);
-    top1 = 100 * accuracy.at("accuracy");
+    top1 = 100 * r.val.at("accuracy");
     if (trainer.is_main())
-      std::printf("Epoch %d: validation Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, top1,
-                  100 * accuracy.at("top5_accuracy"), static_cast<long long>(totals.samples));
+      std::printf("Epoch %d: validation loss %.4f Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, r.val_loss,
+                  top1, 100 * r.val.at("top5_accuracy"), static_cast<long long>(val_set.size()));
   });
   if (trainer.is_main())
     std::printf("imagenet_resnet: %s, %lld parameters, %lld classes, %lld training and %lld validation images at "
@@ -84,7 +84,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
                 Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   trainer.checkpoint_scheduler(schedule);
-  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, epochs); });
+  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &val_loader, epochs); });
   return top1;
 }
 
@@ -95,6 +95,18 @@ std::shared_ptr<ptrain::Sequential<T, D>> make_resnet(const std::string& arch, s
   if (arch == "resnet34") return ptrain::resnet34<T, D>(options);
   if (arch == "resnet50") return ptrain::resnet50<T, D>(options);
   ptrain::fail("--arch '", arch, "': expected resnet18, resnet34 or resnet50");
+}
+
+// --arch's network with the --init weights (if any) loaded, before anything copies them.
+template <class T, class D>
+std::shared_ptr<ptrain::Sequential<T, D>> make_model(const examples::Cli& cli, const ptrain::MpiComm& world,
+                                                     std::int64_t num_classes) {
+  auto model = make_resnet<T, D>(cli.str("--arch"), num_classes);
+  if (const std::string init = cli.str("--init"); !init.empty()) {
+    const auto loaded = examples::load_init_weights(*model, init);
+    if (world.rank() == 0) examples::print_init_weights(loaded, "imagenet_resnet");
+  }
+  return model;
 }
 
 // The folders under --data, opened and checked on every rank before the model is made.
@@ -109,7 +121,7 @@ template <class... Policies>
 double train_on(const examples::Cli& cli, ptrain::Cpu, ptrain::MpiComm& world, examples::DataShard shard,
                 Policies... policies) {
   const examples::SplitFolders data = open_data(cli);
-  auto model = make_resnet<float, ptrain::Cpu>(cli.str("--arch"), data.train.num_classes());
+  auto model = make_model<float, ptrain::Cpu>(cli, world, data.train.num_classes());
   auto sgd = make_sgd(cli, model->parameters());
   return train(cli, world, data, model, sgd, shard, policies...);
 }
@@ -129,7 +141,7 @@ double train_on(const examples::Cli& cli, ptrain::Cuda, ptrain::MpiComm& world, 
                   "--device cuda averages gradients in fp16 over NCCL; --compression ", cli.str("--compression"),
                   " is for --device cpu");
     const examples::SplitFolders data = open_data(cli);
-    auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
+    auto model = make_model<ptrain::half, Cuda>(cli, world, data.train.num_classes());
     ptrain::MixedPrecision<Fp16, Cuda> amp(
         *model, ptrain::LossScalerOptions{.initial_scale = cli.real("--loss-scale"),
                                           .scale_window = static_cast<int>(cli.integer("--loss-scale-window"))});
@@ -154,6 +166,9 @@ int main(int argc, char** argv) {
       .integer_option("--image-size", 224, "crop size; images are first resized to 8/7 of it on the shorter side")
       .integer_option("--workers", 4, "threads decoding images for each loader (0: in the training thread)", 0)
       .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
+      .option("--init", "",
+              "weights in torchvision's names to start from (safetensors; tools/torch_to_safetensors.py converts a "
+              ".pth): the model's entries the file lacks start fresh; another shape is an error (empty: all fresh)")
       .real_option("--loss-scale", "65536", "fp16 (--device cuda): the first dynamic loss scale", 1.0 / 65536, 16777216)
       .integer_option("--loss-scale-window", 2000, "fp16: steps without overflow before the loss scale doubles")
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
