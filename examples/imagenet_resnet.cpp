@@ -14,14 +14,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <ptrain/mpi.hpp>
 
 #include "common/cli.hpp"
 #include "common/image_folders.hpp"
+#include "common/init_weights.hpp"
 #include "common/run.hpp"
 
 namespace {
@@ -33,6 +37,61 @@ auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> param
       std::move(parameters),
       ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
 }
+
+// Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5) that also adds each batch's loss and
+// counts into a tally shared by its copies (the Trainer holds one), which the step's callback reads
+// for PyTorch's per-iteration lines and clears: training batches only, as it is cleared after
+// each step and after each epoch's validation.
+struct TalliedClassification : ptrain::Classification {
+  struct Tally {
+    std::array<double, 4> sums{};  // loss x samples, correct at 1, correct at 5, samples
+  };
+  std::shared_ptr<Tally> tally = std::make_shared<Tally>();
+
+  TalliedClassification() : ptrain::Classification{.top_k = {1, 5}} {}
+  template <class T, class D>
+  void accumulate(const ptrain::Tensor<T, D>& scores, const target_type& targets, double loss,
+                  std::span<double> state) const {
+    std::vector<double> batch(state_size(), 0.0);  // [correct at 1, correct at 5, samples]
+    ptrain::Classification::accumulate(scores, targets, loss, std::span<double>(batch));
+    for (std::size_t i = 0; i < batch.size(); ++i) state[i] += batch[i];
+    tally->sums[0] += loss * batch[2];
+    for (std::size_t i = 0; i < batch.size(); ++i) tally->sums[i + 1] += batch[i];
+  }
+};
+
+// `Epoch: [E][I/N] Loss L (avg) Acc@1 A (avg) Acc@5 B (avg)` every --print-freq steps (and at an
+// epoch's last) on rank 0, as PyTorch's ImageNet example prints them: the step's batch summed over
+// the ranks, and in brackets the average over the epoch's printed steps. The ranks meet only on
+// those steps.
+class IterationLines {
+ public:
+  IterationLines(long every, std::int64_t steps_per_epoch) : every_(every), steps_per_epoch_(steps_per_epoch) {}
+
+  // Every rank calls it after every step.
+  void after_step(std::int64_t step, TalliedClassification::Tally& tally, ptrain::MpiComm& world) {
+    std::array<double, 4> batch = tally.sums;
+    tally = {};
+    const std::int64_t index = (step - 1) % steps_per_epoch_;
+    if (index == 0) printed_ = {};
+    if (every_ <= 0 || (index % every_ != 0 && index + 1 != steps_per_epoch_)) return;
+    if (world.size() > 1) world.allreduce_sum(std::span<double>(batch));
+    for (std::size_t i = 0; i < batch.size(); ++i) printed_[i] += batch[i];
+    if (world.rank() != 0) return;
+    const auto ratio = [](double sum, double count, double scale) { return count > 0 ? scale * sum / count : 0.0; };
+    std::printf("Epoch: [%lld][%lld/%lld] Loss %.4f (%.4f) Acc@1 %.3f (%.3f) Acc@5 %.3f (%.3f)\n",
+                static_cast<long long>((step - 1) / steps_per_epoch_ + 1), static_cast<long long>(index),
+                static_cast<long long>(steps_per_epoch_), ratio(batch[0], batch[3], 1),
+                ratio(printed_[0], printed_[3], 1), ratio(batch[1], batch[3], 100), ratio(printed_[1], printed_[3], 100),
+                ratio(batch[2], batch[3], 100), ratio(printed_[2], printed_[3], 100));
+    std::fflush(stdout);
+  }
+
+ private:
+  long every_;
+  std::int64_t steps_per_epoch_;
+  std::array<double, 4> printed_{};  // the epoch's printed steps: loss x samples, correct at 1 and 5, samples
+};
 
 // Returns the final validation top-1 accuracy in percent.
 template <class Net, class Optimizer, class... Policies>
@@ -57,23 +116,26 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
 
   const double max_lr = cli.real("--lr");
   // Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5), counted over every rank's shard.
-  ptrain::Trainer<Net, Policies..., ptrain::Classification> trainer(
-      model, sgd, examples::trainer_options(cli), policies..., ptrain::Classification{.top_k = {1, 5}});
+  const TalliedClassification task;
+  ptrain::Trainer<Net, Policies..., TalliedClassification> trainer(model, sgd, examples::trainer_options(cli),
+                                                                   policies..., task);
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
   ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps});
   // No step after the last one: the rate reported for the final epoch is the one it ended with.
+  IterationLines lines(cli.integer("--print-freq"), train_loader.size());
   trainer.on_step_end([&](std::int64_t step) {
     if (step < total_steps) schedule.step();
+    lines.after_step(step, *task.tally, world);
   });
+  // Validated through fit, so the validation loss, Acc@1 and Acc@5 go to --csv and TensorBoard too.
   double top1 = 0;
   trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
-    const ptrain::EpochTotals totals = trainer.evaluate(val_loader);
-    const ptrain::MetricValues accuracy = trainer.metrics(totals);
-    top1 = 100 * accuracy.at("accuracy");
+    *task.tally = {};  // the validation batches'
+    top1 = 100 * r.val.at("accuracy");
     if (trainer.is_main())
-      std::printf("Epoch %d: validation Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, top1,
-                  100 * accuracy.at("top5_accuracy"), static_cast<long long>(totals.samples));
+      std::printf("Epoch %d: validation loss %.4f Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, r.val_loss,
+                  top1, 100 * r.val.at("top5_accuracy"), static_cast<long long>(val_set.size()));
   });
   if (trainer.is_main())
     std::printf("imagenet_resnet: %s, %lld parameters, %lld classes, %lld training and %lld validation images at "
@@ -84,7 +146,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
                 Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   trainer.checkpoint_scheduler(schedule);
-  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, epochs); });
+  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &val_loader, epochs); });
   return top1;
 }
 
@@ -95,6 +157,18 @@ std::shared_ptr<ptrain::Sequential<T, D>> make_resnet(const std::string& arch, s
   if (arch == "resnet34") return ptrain::resnet34<T, D>(options);
   if (arch == "resnet50") return ptrain::resnet50<T, D>(options);
   ptrain::fail("--arch '", arch, "': expected resnet18, resnet34 or resnet50");
+}
+
+// --arch's network with the --init weights (if any) loaded, before anything copies them.
+template <class T, class D>
+std::shared_ptr<ptrain::Sequential<T, D>> make_model(const examples::Cli& cli, const ptrain::MpiComm& world,
+                                                     std::int64_t num_classes) {
+  auto model = make_resnet<T, D>(cli.str("--arch"), num_classes);
+  if (const std::string init = cli.str("--init"); !init.empty()) {
+    const auto loaded = examples::load_init_weights(*model, init);
+    if (world.rank() == 0) examples::print_init_weights(loaded, "imagenet_resnet");
+  }
+  return model;
 }
 
 // The folders under --data, opened and checked on every rank before the model is made.
@@ -109,7 +183,7 @@ template <class... Policies>
 double train_on(const examples::Cli& cli, ptrain::Cpu, ptrain::MpiComm& world, examples::DataShard shard,
                 Policies... policies) {
   const examples::SplitFolders data = open_data(cli);
-  auto model = make_resnet<float, ptrain::Cpu>(cli.str("--arch"), data.train.num_classes());
+  auto model = make_model<float, ptrain::Cpu>(cli, world, data.train.num_classes());
   auto sgd = make_sgd(cli, model->parameters());
   return train(cli, world, data, model, sgd, shard, policies...);
 }
@@ -129,7 +203,7 @@ double train_on(const examples::Cli& cli, ptrain::Cuda, ptrain::MpiComm& world, 
                   "--device cuda averages gradients in fp16 over NCCL; --compression ", cli.str("--compression"),
                   " is for --device cpu");
     const examples::SplitFolders data = open_data(cli);
-    auto model = make_resnet<ptrain::half, Cuda>(cli.str("--arch"), data.train.num_classes());
+    auto model = make_model<ptrain::half, Cuda>(cli, world, data.train.num_classes());
     ptrain::MixedPrecision<Fp16, Cuda> amp(
         *model, ptrain::LossScalerOptions{.initial_scale = cli.real("--loss-scale"),
                                           .scale_window = static_cast<int>(cli.integer("--loss-scale-window"))});
@@ -154,6 +228,13 @@ int main(int argc, char** argv) {
       .integer_option("--image-size", 224, "crop size; images are first resized to 8/7 of it on the shorter side")
       .integer_option("--workers", 4, "threads decoding images for each loader (0: in the training thread)", 0)
       .integer_option("--seed", 0, "seed for initialisation, shuffling and augmentation", 0, LONG_MAX)
+      .integer_option("--print-freq", 10,
+                      "every N steps rank 0 prints `Epoch: [E][I/N] Loss Acc@1 Acc@5`: the step's batch over every "
+                      "rank and the average over the epoch's printed steps (0: none)",
+                      0)
+      .option("--init", "",
+              "weights in torchvision's names to start from (safetensors; tools/torch_to_safetensors.py converts a "
+              ".pth): the model's entries the file lacks start fresh; another shape is an error (empty: all fresh)")
       .real_option("--loss-scale", "65536", "fp16 (--device cuda): the first dynamic loss scale", 1.0 / 65536, 16777216)
       .integer_option("--loss-scale-window", 2000, "fp16: steps without overflow before the loss scale doubles")
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");

@@ -132,6 +132,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   examples::TrainVal parts =
       cache.empty() ? examples::split_train_val(std::make_shared<const ptrain::ImageCsv>(csv), val_fraction, seed)
                     : examples::split_train_val(open_cache(cache, csv, prepare, size, world), val_fraction, seed);
+  parts = {parts.train.first(cli.integer("--train-limit")), parts.val.first(cli.integer("--val-limit"))};
   ptrain::AnyTransform augment = ptrain::Compose(ptrain::RandomHorizontalFlip(), to_unit_range);
   ptrain::AnyTransform plain = to_unit_range;
   if (cache.empty()) {
@@ -194,9 +195,11 @@ int main(int argc, char** argv) {
                       inception_min_size)
       .option("--cache", "", "tensor cache of the resized images: written if missing, read otherwise")
       .real_option("--val-fraction", "0.2", "part of the labelled images held out for validation", 0, 1)
+      .integer_option("--train-limit", 0, "train on the first N images of the training part (0: all)", 0, LONG_MAX)
+      .integer_option("--val-limit", 0, "validate on the first N images of the validation part (0: all)", 0, LONG_MAX)
       .integer_option("--epochs", 5, "training epochs")
       .integer_option("--batch", 32, "global batch size (split over the ranks)")
-      .real_option("--lr", "0.001", "Adam learning rate of the head")
+      .real_option("--lr", "0.0001", "Adam learning rate of the head")
       .integer_option("--seed", 0, "seed for the head, the split, shuffling and flips", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   return examples::run_example(cli, examples::accuracy_percent("validation accuracy"), argc, argv,

@@ -21,6 +21,7 @@
 #include <ptrain/tasks/multi_head.hpp>
 
 #include "common/cli.hpp"
+#include "common/frame_augmentation.hpp"
 #include "common/run.hpp"
 #include "common/triplet_net.hpp"
 #include "common/validation.hpp"
@@ -80,9 +81,15 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const ptrain::Compose prepare(ptrain::Resize(size, size),
                                 ptrain::Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}));
   const auto image_only = [prepare](ptrain::Tensor<float>& x, ptrain::Rng& rng) { prepare(x, rng); };
+  const bool augment = cli.flag("--augment");
+  const ptrain::Compose augmented(ptrain::Resize(size, size), examples::frame_augmentation(),
+                                  ptrain::Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}));
+  const auto train_transform = [augment, augmented, prepare](ptrain::Tensor<float>& x, ptrain::Rng& rng) {
+    augment ? augmented(x, rng) : prepare(x, rng);
+  };
   ptrain::DataLoader train_loader(parts.train,
                                   ptrain::DistributedSampler(parts.train.size(), shard.count, shard.index, true, seed),
-                                  {.batch_size = batch / shard.count, .seed = seed}, image_only);
+                                  {.batch_size = batch / shard.count, .seed = seed}, train_transform);
   ptrain::DataLoader val_loader(parts.val, examples::EvalShard(parts.val.size(), shard.count, shard.index),
                                 {.batch_size = batch / shard.count}, image_only);
 
@@ -115,9 +122,10 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     });
     trainer.checkpoint_scheduler(schedule);
     if (main)
-      std::printf("triplet_transfer: %s %s, heads %lld/%lld/%lld classes, %lld training and %lld validation images "
+      std::printf("triplet_transfer: %s %s%s, heads %lld/%lld/%lld classes, %lld training and %lld validation images "
                   "at %ldx%ld, batch %ld, %d rank(s) x %d thread(s) on %s\n",
                   cli.str("--arch").c_str(), weights.empty() ? "from scratch" : "pretrained",
+                  augment ? ", augmented (flips, contrast, quarter turns)" : "",
                   static_cast<long long>(counts[0]), static_cast<long long>(counts[1]),
                   static_cast<long long>(counts[2]), static_cast<long long>(parts.train.size()),
                   static_cast<long long>(parts.val.size()), size, size, batch, world.size(), ptrain::num_threads(),
@@ -168,6 +176,8 @@ int main(int argc, char** argv) {
       .real_option("--wd", "0.0001", "weight decay (every group)", 0)
       .integer_option("--image-size", 224, "images are resized to this square")
       .real_option("--val-fraction", "0.2", "part of the CSV's rows held out for validation", 0, 1)
+      .switch_option("--augment",
+                     "augment the training images: horizontal and vertical flips, contrast (0.2), quarter turns")
       .integer_option("--epochs", 10, "training epochs")
       .integer_option("--batch", 32, "global batch size (split over the ranks)")
       .integer_option("--seed", 0, "seed for the heads (and a trunk from scratch), the split and shuffling", 0,

@@ -12,6 +12,7 @@
 
 #include "common/cli.hpp"
 #include "common/image_folders.hpp"
+#include "common/init_weights.hpp"
 #include "common/run.hpp"
 
 namespace {
@@ -26,6 +27,11 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
   auto model = ptrain::vgg_f<float, D>({.num_classes = data.train.num_classes()});
+  if (const std::string init = cli.str("--init"); !init.empty()) {
+    // VGG-16's features and its first two classifier layers; the funnel (classifier.6, .9, .12) is VGG-F's own.
+    const auto loaded = examples::load_init_weights(*model, init, {"classifier.6.", "classifier.9.", "classifier.12."});
+    if (world.rank() == 0) examples::print_init_weights(loaded, "vggf_coil100");
+  }
   const long size = cli.integer("--image-size"), mini_batch = cli.integer("-mb");
   const auto workers = static_cast<int>(cli.integer("--workers"));
   const ptrain::Normalize normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
@@ -70,6 +76,9 @@ int main(int argc, char** argv) {
       .integer_option("--image-size", 128, "images are resized to this height and width (COIL-100's are 128)")
       .integer_option("--workers", 2, "threads decoding images for each loader (0: in the training thread)", 0)
       .integer_option("--seed", 0, "seed for initialisation, shuffling, augmentation and dropout", 0, LONG_MAX)
+      .option("--init", "",
+              "VGG-16 weights in torchvision's names to start from (safetensors; tools/torch_to_safetensors.py "
+              "converts a .pth); the funnel layers classifier.6/.9/.12 start fresh (empty: all fresh)")
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
   // The VGG-F project's launch flags: distributedVggf.py -iu tcp://10.128.0.8 -rn <rank> -ws <world size>
   cli.alias("-iu", "--init-url").alias("-rn", "--rank").alias("-ws", "--world-size");

@@ -12,6 +12,9 @@ again; OUT/sweep.json records the sweep, and another sweep's arguments are refus
 
 for example: hyper_sweep.py --example fashion_mnist --grid batch=32,64,128 --grid lr=0.01,0.001,0.0001
                              --sample 5 --seed 1 --epochs 10 --procs 4 --trial-procs 1 --out DIR [-- FLAGS...]
+An --axis sets several flags to one value at each point, under a name of its own (the column of
+trials.csv): --axis heads=--lr-instrument,--lr-verb,--lr-target:1e-2,1e-3 trains every head at 1e-2,
+then every head at 1e-3.
 """
 import concurrent.futures
 import json
@@ -22,12 +25,14 @@ import sys
 
 import sweep_plots
 from sweep_runs import (SweepError, block_stop_signals, example_binary, grid_points, main_guard, markdown_table,
-                        parse_grid, parse_with_passthrough, point_flags, read_csv, run_example, stop_runs_on_signals,
-                        sweep_parser, writable_dir, write_csv, write_text)
+                        parse_axes, parse_grid, parse_with_passthrough, point_flags, read_csv, run_example,
+                        stop_runs_on_signals, sweep_parser, writable_dir, write_csv, write_text)
 
 
 def parse_args(argv):
-    parser = sweep_parser("hyper_sweep.py", __doc__, grid_required=True)
+    parser = sweep_parser("hyper_sweep.py", __doc__, grid_required=False)
+    parser.add_argument("--axis", action="append", metavar="NAME=FLAG1,FLAG2:V1,V2",
+                        help="one axis of the grid that sets each of its flags to the same value; repeat for more")
     parser.add_argument("--sample", type=int, default=0, help="train N points drawn from the grid (0: all of it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     parser.add_argument("--epochs", type=int, required=True, help="the epoch budget of each trial")
@@ -140,19 +145,26 @@ def write_outputs(out, keys, rows, epochs, goal, command):
 
 def main():
     args = parse_args(sys.argv[1:])
+    if not args.grid and not args.axis:
+        raise SweepError("no grid: give at least one --grid KEY=V1,V2 or --axis NAME=FLAG1,FLAG2:V1,V2")
     grid = parse_grid(args.grid)
+    axes, axis_flags = parse_axes(args.axis, grid)
+    grid += axes
     keys = [k for k, _ in grid]
     points = sampled_points(grid, args.sample, args.seed)
     trials = [(f"trial-{i:03d}", point) for i, point in enumerate(points, 1)]
     if args.list:
         for name, point in trials:
-            print(name, " ".join(point_flags(point)))
+            print(name, " ".join(point_flags(point, axis_flags)))
         return 0
     binary = example_binary(args.example, args.bin_dir)
     out = writable_dir(args.out)
-    check_same_sweep(out, {"example": os.path.basename(binary), "grid": grid, "sample": args.sample,
-                           "seed": args.seed, "epochs": args.epochs, "epochs_flag": args.epochs_flag,
-                           "trial_procs": args.trial_procs, "flags": args.passthrough})
+    spec = {"example": os.path.basename(binary), "grid": grid, "sample": args.sample, "seed": args.seed,
+            "epochs": args.epochs, "epochs_flag": args.epochs_flag, "trial_procs": args.trial_procs,
+            "flags": args.passthrough}
+    if axis_flags:  # absent otherwise, as sweeps recorded before --axis existed
+        spec["axes"] = axis_flags
+    check_same_sweep(out, spec)
     results_path = os.path.join(out, "trials.csv")
     rows = read_csv(results_path) if os.path.exists(results_path) else []
     done = {configuration_key({k: row[k] for k in keys}) for row in rows}
@@ -167,7 +179,7 @@ def main():
     env = {} if "PTRAIN_NUM_THREADS" in os.environ else {"PTRAIN_NUM_THREADS": threads_per_rank}
 
     def run(name, point, cpus):
-        flags = point_flags(point) + [args.epochs_flag, str(args.epochs)] + args.passthrough
+        flags = point_flags(point, axis_flags) + [args.epochs_flag, str(args.epochs)] + args.passthrough
         return run_example(binary, args.trial_procs, flags, os.path.join(out, "trials", name), args.timeout, cpus, env)
 
     pending = list(to_run)
@@ -184,14 +196,14 @@ def main():
                 free.append(cpus)
                 rows.append(trial_row(name, point, future.result()))
                 row = rows[-1]
-                print(f"{name} {' '.join(point_flags(point))}: {row['status']}" +
+                print(f"{name} {' '.join(point_flags(point, axis_flags))}: {row['status']}" +
                       (f": {row['error']}" if row["error"] else f": {row['metric']} {row['final_metric']:.4g}"),
                       flush=True)
                 write_outputs(out, keys, rows, args.epochs, args.goal, command)  # kept as each trial ends
     ranked = write_outputs(out, keys, rows, args.epochs, args.goal, command)
     if ranked:
         best = ranked[0]
-        print(f"hyper_sweep: best {' '.join(point_flags({k: best[k] for k in keys}))}: "
+        print(f"hyper_sweep: best {' '.join(point_flags({k: best[k] for k in keys}, axis_flags))}: "
               f"{best['metric']} {float(best['final_metric']):.4g}; {out}/summary.md")
     else:
         print(f"hyper_sweep: no trial finished; {out}/summary.md")

@@ -78,6 +78,33 @@ def parse_grid(specs):
     return grid
 
 
+def parse_axes(specs, grid):
+    """--axis NAME=FLAG1,FLAG2,...:V1,V2,... (repeatable) as ([(NAME, [values])], {NAME: [flags]}): one
+    axis of the grid, under its own NAME, that sets every one of its flags to the same value
+    (lr=--lr-head1,--lr-head2:1e-3,1e-4 trains each head at 1e-3, then each at 1e-4)."""
+    axes, flags = [], {}
+    taken = {k for k, _ in grid}
+    for spec in specs or []:
+        name, sep, rest = spec.partition("=")
+        name = name.strip()
+        flag_list, colon, values = rest.partition(":")
+        named = [f.strip() for f in flag_list.split(",") if f.strip()]
+        parsed = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not colon or not name or not named or not parsed:
+            raise SweepError(f"--axis '{spec}': expected NAME=FLAG1,FLAG2,...:V1,V2,... (a name, the flags it sets "
+                             "and at least one value)")
+        if name in taken:
+            raise SweepError(f"--axis '{spec}': {name} is already in the grid")
+        if any(not f.startswith("-") for f in named):
+            raise SweepError(f"--axis '{spec}': each flag is written as the example takes it (--lr-head1, -lr)")
+        if len(set(named)) != len(named) or len(set(parsed)) != len(parsed):
+            raise SweepError(f"--axis '{spec}': a flag or a value is listed twice")
+        taken.add(name)
+        axes.append((name, parsed))
+        flags[name] = named
+    return axes, flags
+
+
 def grid_points(grid):
     """Every point of the grid, as dicts key -> value, the last key varying fastest."""
     keys = [k for k, _ in grid]
@@ -88,8 +115,10 @@ def flag(key):
     return key if key.startswith("-") else "--" + key
 
 
-def point_flags(point):
-    return [part for key, value in point.items() for part in (flag(key), value)]
+def point_flags(point, axes=None):
+    """The example's flags for a point; an --axis (parse_axes's flags) sets each of its flags."""
+    axes = axes or {}
+    return [part for key, value in point.items() for name in axes.get(key, [flag(key)]) for part in (name, value)]
 
 
 def parse_counts(text, option):

@@ -22,6 +22,11 @@ class DatasetPart {
       : source_(std::move(source)), indices_(std::move(indices)) {}
   std::int64_t size() const { return static_cast<std::int64_t>(indices_.size()); }
   ptrain::Example get(std::int64_t i) const { return (*source_)(indices_.at(static_cast<std::size_t>(i))); }
+  // Its first n examples; all of them when n is 0 or at least its size.
+  DatasetPart first(std::int64_t n) const {
+    if (n <= 0 || n >= size()) return *this;
+    return DatasetPart(source_, {indices_.begin(), indices_.begin() + n});
+  }
 
  private:
   std::shared_ptr<const Source> source_;

@@ -3,8 +3,9 @@
 # count, each writing results/unet_<N>nodes_<job>.csv.
 #   examples/slurm/unet_scaling.sh [--wait] [NODE_COUNT...]      (default node counts: 1 2 4 8)
 # Without --wait it prints the job ids and returns. With --wait it waits for every job, prints
-# per node count the job, its state, the last epoch's validation IoU of the foreground and the
-# training images per second, and exits non-zero if a job failed. sbatch options (a partition,
+# per node count the job, its state, the last epoch's validation IoU of the foreground, the
+# training images per second, and the speed-up and scaling efficiency (speed-up over the node
+# ratio) against the smallest node count that reported a rate, and exits non-zero if a job failed. sbatch options (a partition,
 # an account, a time limit) go in SBATCH_* variables, e.g. SBATCH_PARTITION=gpu.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +38,9 @@ done
 [ -n "$wait_for_jobs" ] || exit 0
 
 failed=0
-printf '%-6s %-8s %-10s %-8s %s\n' nodes job state val_IoU images/s
+rows=()
+base_nodes="" base_rate=""
+number='^[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'
 for i in "${!node_counts[@]}"; do
   nodes=${node_counts[$i]}
   state=COMPLETED
@@ -53,6 +56,20 @@ for i in "${!node_counts[@]}"; do
     failed=1
   fi
   read -r iou rate <<<"$metrics"
-  printf '%-6s %-8s %-10s %-8s %s\n' "$nodes" "${job:--}" "$state" "$iou" "$rate"
+  rows+=("$nodes ${job:--} $state $iou $rate")
+  if [[ $rate =~ $number ]] && { [ -z "$base_nodes" ] || [ "$nodes" -lt "$base_nodes" ]; }; then
+    base_nodes=$nodes base_rate=$rate
+  fi
+done
+printf '%-6s %-8s %-10s %-8s %-10s %-8s %s\n' nodes job state val_IoU images/s speed-up efficiency
+for row in "${rows[@]}"; do
+  read -r nodes job state iou rate <<<"$row"
+  scaling="- -"
+  if [ -n "$base_nodes" ] && [[ $rate =~ $number ]]; then
+    scaling=$(awk -v r="$rate" -v b="$base_rate" -v n="$nodes" -v bn="$base_nodes" \
+              'BEGIN { s = b > 0 ? r / b : 0; printf "%.2f %.0f%%", s, 100 * s * bn / n }')
+  fi
+  read -r speedup efficiency <<<"$scaling"
+  printf '%-6s %-8s %-10s %-8s %-10s %-8s %s\n' "$nodes" "$job" "$state" "$iou" "$rate" "$speedup" "$efficiency"
 done
 exit $failed

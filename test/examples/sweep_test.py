@@ -120,6 +120,22 @@ def hyper(bin_dir, data, work):
     expect(draws[0] != draws[2], "--seed 7 and --seed 8 drew the same points")
     expect(len(draws[0].splitlines()) == 3 and len(set(draws[0].splitlines())) == 3, f"3 distinct trials: {draws[0]}")
 
+    # An --axis sets each of its flags to the point's value; it crosses the --grid as a key does.
+    listed = tool("hyper_sweep.py", "--example", "triplet_transfer", "--grid", "batch=8,16", "--axis",
+                  "heads=--lr-instrument,--lr-verb,--lr-target:1e-2,1e-3", "--epochs", "1", "--out", "unused",
+                  "--list").splitlines()
+    expect(listed == ["trial-001 --batch 8 --lr-instrument 1e-2 --lr-verb 1e-2 --lr-target 1e-2",
+                      "trial-002 --batch 8 --lr-instrument 1e-3 --lr-verb 1e-3 --lr-target 1e-3",
+                      "trial-003 --batch 16 --lr-instrument 1e-2 --lr-verb 1e-2 --lr-target 1e-2",
+                      "trial-004 --batch 16 --lr-instrument 1e-3 --lr-verb 1e-3 --lr-target 1e-3"],
+           f"the --axis trials: {listed}")
+    for axis, error in (("heads=--lr-verb", "expected NAME=FLAG1,FLAG2,...:V1,V2"),
+                        ("heads=lr-verb:1", "each flag is written as the example takes it"),
+                        ("batch=--lr:1", "batch is already in the grid")):
+        message = tool("hyper_sweep.py", "--example", "fashion_mnist", "--grid", "batch=8", "--axis", axis,
+                       "--epochs", "1", "--out", "unused", "--list", expect_code=2)
+        expect(error in message, f"--axis {axis}: {message}")
+
     # Trials on disjoint CPUs: 2 processes, trials of 1, the fake example reporting its CPUs.
     fake = os.path.join(work, "fake_example.sh")
     with open(fake, "w") as f:
