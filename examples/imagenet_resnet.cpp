@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <array>
+#include <utility>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,59 +39,48 @@ auto make_sgd(const examples::Cli& cli, std::vector<ptrain::Var<float, D>> param
       ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = cli.real("--wd")});
 }
 
-// Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5) that also adds each batch's loss and
-// counts into a tally shared by its copies (the Trainer holds one), which the step's callback reads
-// for PyTorch's per-iteration lines and clears: training batches only, as it is cleared after
-// each step and after each epoch's validation.
-struct TalliedClassification : ptrain::Classification {
-  struct Tally {
-    std::array<double, 4> sums{};  // loss x samples, correct at 1, correct at 5, samples
-  };
-  std::shared_ptr<Tally> tally = std::make_shared<Tally>();
-
-  TalliedClassification() : ptrain::Classification{.top_k = {1, 5}} {}
-  template <class T, class D>
-  void accumulate(const ptrain::Tensor<T, D>& scores, const target_type& targets, double loss,
-                  std::span<double> state) const {
-    std::vector<double> batch(state_size(), 0.0);  // [correct at 1, correct at 5, samples]
-    ptrain::Classification::accumulate(scores, targets, loss, std::span<double>(batch));
-    for (std::size_t i = 0; i < batch.size(); ++i) state[i] += batch[i];
-    tally->sums[0] += loss * batch[2];
-    for (std::size_t i = 0; i < batch.size(); ++i) tally->sums[i + 1] += batch[i];
-  }
-};
-
 // `Epoch: [E][I/N] Loss L (avg) Acc@1 A (avg) Acc@5 B (avg)` every --print-freq steps (and at an
-// epoch's last) on rank 0, as PyTorch's ImageNet example prints them: the step's batch summed over
-// the ranks, and in brackets the average over the epoch's printed steps. The ranks meet only on
-// those steps.
+// epoch's last) on rank 0, as PyTorch's ImageNet example prints them: the step's batches summed over
+// the ranks, and in brackets the average over the epoch's printed steps. A callback: it adds up
+// each training batch's sums (the task's [correct at 1, correct at 5, samples]); the ranks meet only
+// on the printed steps.
 class IterationLines {
  public:
-  IterationLines(long every, std::int64_t steps_per_epoch) : every_(every), steps_per_epoch_(steps_per_epoch) {}
+  IterationLines(long every, std::int64_t steps_per_epoch, ptrain::MpiComm& world)
+      : every_(every), steps_per_epoch_(steps_per_epoch), world_(&world) {}
 
-  // Every rank calls it after every step.
-  void after_step(std::int64_t step, TalliedClassification::Tally& tally, ptrain::MpiComm& world) {
-    std::array<double, 4> batch = tally.sums;
-    tally = {};
+  void on_train_epoch_start(ptrain::TrainerView&, int epoch) {
+    epoch_ = epoch;
+    printed_ = {};
+    step_ = {};
+  }
+  void on_train_batch_end(ptrain::TrainerView&, std::int64_t, const ptrain::EpochTotals& batch) {
+    step_[0] += batch.loss_sum;
+    step_[1] += batch.loss_weight;
+    for (std::size_t i = 0; i < 3 && i < batch.metric_state.size(); ++i) step_[i + 2] += batch.metric_state[i];
+  }
+  void on_step_end(ptrain::TrainerView&, std::int64_t step) {
+    std::array<double, 5> sums = std::exchange(step_, {});
     const std::int64_t index = (step - 1) % steps_per_epoch_;
-    if (index == 0) printed_ = {};
     if (every_ <= 0 || (index % every_ != 0 && index + 1 != steps_per_epoch_)) return;
-    if (world.size() > 1) world.allreduce_sum(std::span<double>(batch));
-    for (std::size_t i = 0; i < batch.size(); ++i) printed_[i] += batch[i];
-    if (world.rank() != 0) return;
+    if (world_->size() > 1) world_->allreduce_sum(std::span<double>(sums));
+    for (std::size_t i = 0; i < sums.size(); ++i) printed_[i] += sums[i];
+    if (world_->rank() != 0) return;
     const auto ratio = [](double sum, double count, double scale) { return count > 0 ? scale * sum / count : 0.0; };
-    std::printf("Epoch: [%lld][%lld/%lld] Loss %.4f (%.4f) Acc@1 %.3f (%.3f) Acc@5 %.3f (%.3f)\n",
-                static_cast<long long>((step - 1) / steps_per_epoch_ + 1), static_cast<long long>(index),
-                static_cast<long long>(steps_per_epoch_), ratio(batch[0], batch[3], 1),
-                ratio(printed_[0], printed_[3], 1), ratio(batch[1], batch[3], 100), ratio(printed_[1], printed_[3], 100),
-                ratio(batch[2], batch[3], 100), ratio(printed_[2], printed_[3], 100));
+    std::printf("Epoch: [%d][%lld/%lld] Loss %.4f (%.4f) Acc@1 %.3f (%.3f) Acc@5 %.3f (%.3f)\n", epoch_,
+                static_cast<long long>(index), static_cast<long long>(steps_per_epoch_), ratio(sums[0], sums[1], 1),
+                ratio(printed_[0], printed_[1], 1), ratio(sums[2], sums[4], 100), ratio(printed_[2], printed_[4], 100),
+                ratio(sums[3], sums[4], 100), ratio(printed_[3], printed_[4], 100));
     std::fflush(stdout);
   }
 
  private:
   long every_;
   std::int64_t steps_per_epoch_;
-  std::array<double, 4> printed_{};  // the epoch's printed steps: loss x samples, correct at 1 and 5, samples
+  ptrain::MpiComm* world_;
+  int epoch_ = 0;
+  // loss x weight, weight, correct at 1, correct at 5, samples: the step's and the epoch's printed steps'
+  std::array<double, 5> step_{}, printed_{};
 };
 
 // Returns the final validation top-1 accuracy in percent.
@@ -116,22 +106,22 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
 
   const double max_lr = cli.real("--lr");
   // Top-1 and top-5 accuracy (torchvision's Acc@1 and Acc@5), counted over every rank's shard.
-  const TalliedClassification task;
-  ptrain::Trainer<Net, Policies..., TalliedClassification> trainer(model, sgd, examples::trainer_options(cli),
-                                                                   policies..., task);
+  ptrain::Trainer<Net, Policies..., ptrain::Classification> trainer(model, sgd, examples::trainer_options(cli),
+                                                                   policies..., ptrain::Classification{.top_k = {1, 5}});
   const int epochs = static_cast<int>(cli.integer("--epochs"));
-  const std::int64_t total_steps = std::max<std::int64_t>(1, epochs * train_loader.size());
+  // Optimizer steps: --accumulate batches make one.
+  const std::int64_t steps_per_epoch =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(train_loader.size()) / cli.integer("--accumulate"));
+  const std::int64_t total_steps = epochs * steps_per_epoch;
   ptrain::Scheduler schedule(*sgd, ptrain::OneCycleLR{.max_lr = max_lr, .total_steps = total_steps});
   // No step after the last one: the rate reported for the final epoch is the one it ended with.
-  IterationLines lines(cli.integer("--print-freq"), train_loader.size());
   trainer.on_step_end([&](std::int64_t step) {
     if (step < total_steps) schedule.step();
-    lines.after_step(step, *task.tally, world);
   });
+  trainer.add_callback(IterationLines(cli.integer("--print-freq"), steps_per_epoch, world));
   // Validated through fit, so the validation loss, Acc@1 and Acc@5 go to --csv and TensorBoard too.
   double top1 = 0;
   trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
-    *task.tally = {};  // the validation batches'
     top1 = 100 * r.val.at("accuracy");
     if (trainer.is_main())
       std::printf("Epoch %d: validation loss %.4f Acc@1 %.2f%% Acc@5 %.2f%% over %lld images\n", r.epoch, r.val_loss,

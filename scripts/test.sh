@@ -16,6 +16,18 @@ if ! "$tensorboard_venv/bin/python" -c "import tensorboard" 2>/dev/null; then
     echo "test.sh: could not install tensorboard into $tensorboard_venv; examples/fashion_mnist/np2_outputs_read will fail" >&2
 fi
 
+# PyTorch's references (tools/torch_to_safetensors, nn/torch_conversion_test, the examples' --init
+# runs): pip's torch, torchvision and safetensors in bench/torch_venv.sh's venv (~/.cache, made once
+# and kept). Where it cannot be made those tests fail and say why.
+torch_python=""
+if torch_python=$(sh bench/torch_venv.sh); then
+  "$torch_python" -c "import torchvision, safetensors" 2>/dev/null ||
+    "$(dirname "$torch_python")/pip" install --quiet torchvision safetensors ||
+    echo "test.sh: could not install torchvision and safetensors beside torch in $(dirname "$torch_python")" >&2
+else
+  echo "test.sh: no venv with pip's torch; the PyTorch conversion tests will fail" >&2
+fi
+
 # Without a GPU the CUDA code is compiled and never run: one device front-end pass (compute_80 PTX,
 # assembled for sm_80 and sm_90) and unoptimised host code take half of nvcc's time, most of the
 # build's. A host with a GPU builds what users build (CMAKE_CUDA_ARCHITECTURES 80 90, -O3).
@@ -30,7 +42,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   cuda_examples=${PTRAIN_CUDA_EXAMPLES:-fashion_mnist;resnet_cifar10;imagenet_resnet;transformer_lm}
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
-  -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" "-DPTRAIN_CUDA_EXAMPLES=$cuda_examples" "${cuda_compile_only[@]}"
+  -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" ${torch_python:+"-DPTRAIN_TORCH_PYTHON=$torch_python"} \
+  "-DPTRAIN_CUDA_EXAMPLES=$cuda_examples" "${cuda_compile_only[@]}"
 cmake --build build -j "$jobs"
 
 failed=()
