@@ -60,6 +60,18 @@ BOOST_AUTO_TEST_CASE(resnet18_totals_equal_parameter_count_and_every_layer_is_re
   BOOST_TEST(rows.at("layer1").parameters() == 4 * (64 * 64 * 9 + 2 * 64));
 }
 
+BOOST_AUTO_TEST_CASE(every_layer_of_resnet50_is_reached) {
+  manual_seed(5);
+  auto model = resnet50<float>({.num_classes = 10, .cifar_stem = true});
+  const ModelSummary s = summarize(*model, Shape{3, 32, 32}, 1);
+  BOOST_TEST(s.total_parameters() == model->parameter_count());
+  for (const auto& row : s.layers)
+    BOOST_TEST(row.output_shape.has_value(), row.name << " (" << row.type << ") has no output shape");
+  const auto rows = rows_by_name(s);
+  BOOST_TEST(rows.at("layer1.0").type == "Bottleneck");
+  BOOST_TEST(rows.at("layer3.0.conv3").output_shape->str() == "[1, 1024, 8, 8]");
+}
+
 BOOST_AUTO_TEST_CASE(resnet18_cifar_stem_output_shapes) {
   manual_seed(2);
   auto model = resnet18<float>({.num_classes = 10, .cifar_stem = true});
