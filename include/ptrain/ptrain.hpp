@@ -59,6 +59,7 @@
 #include "ptrain/nn/module.hpp"
 #include "ptrain/nn/sequential.hpp"
 #include "ptrain/nn/state_dict.hpp"
+#include "ptrain/nn/summary.hpp"
 
 #include "ptrain/models/inception.hpp"
 #include "ptrain/models/resnet.hpp"
@@ -121,6 +122,7 @@
 #include "ptrain/io/safetensors.hpp"
 #include "ptrain/io/csv_log.hpp"
 #include "ptrain/io/heatmap_overlay.hpp"
+#include "ptrain/io/line_plot.hpp"
 #include "ptrain/io/tensorboard.hpp"
 
 #include "ptrain/train/callback.hpp"
@@ -131,5 +133,6 @@
 #include "ptrain/train/callbacks/weight_ema.hpp"
 #include "ptrain/train/grad_cam.hpp"
 #include "ptrain/train/loader.hpp"
+#include "ptrain/train/lr_finder.hpp"
 #include "ptrain/train/progress.hpp"
 #include "ptrain/train/trainer.hpp"

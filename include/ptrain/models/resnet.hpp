@@ -3,6 +3,7 @@
 // optional CIFAR stem (3x3 stride-1 conv, no max-pool). The network is a Sequential of its
 // torchvision children (plus a parameter-free flatten), so a pipeline can cut it. Each block's
 // batch norms run fused with the relu (and residual add) after them (BatchNorm2d::forward_relu).
+// Blocks call their layers through operator(), so a forward hook (a summary, Grad-CAM) reaches each.
 // On any device D with the ops ResNet needs (Cpu, HostEmulated, Cuda): resnet50<half, Cuda>().
 #include <memory>
 #include <string>
@@ -50,8 +51,8 @@ class BasicBlock : public Module<T, D> {
                             detail::resnet_conv<T, D>(in, planes, 1, stride), make<BatchNorm2d<T, D>>(planes)}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    const Var<T, D> out = bn1_->forward_relu(conv1_->forward(x));
-    return bn2_->forward_relu(conv2_->forward(out), downsample_ ? downsample_->forward(x) : x);
+    const Var<T, D> out = bn1_->forward_relu((*conv1_)(x));
+    return bn2_->forward_relu((*conv2_)(out), downsample_ ? (*downsample_)(x) : x);
   }
 
  private:
@@ -78,9 +79,9 @@ class Bottleneck : public Module<T, D> {
                             make<BatchNorm2d<T, D>>(planes * expansion)}));
   }
   Var<T, D> forward(const Var<T, D>& x) override {
-    Var<T, D> out = bn1_->forward_relu(conv1_->forward(x));
-    out = bn2_->forward_relu(conv2_->forward(out));
-    return bn3_->forward_relu(conv3_->forward(out), downsample_ ? downsample_->forward(x) : x);
+    Var<T, D> out = bn1_->forward_relu((*conv1_)(x));
+    out = bn2_->forward_relu((*conv2_)(out));
+    return bn3_->forward_relu((*conv3_)(out), downsample_ ? (*downsample_)(x) : x);
   }
 
  private:

@@ -1,5 +1,6 @@
 #pragma once
 // nn.Conv2d and nn.ConvTranspose2d: parameters named weight and bias, initialised as PyTorch's.
+#include <string>
 #include <type_traits>
 
 #include "ptrain/autograd/ops/conv.hpp"
@@ -45,6 +46,7 @@ class Convolution2d : public Module<T, D> {
     else return conv_transpose2d(x, weight, bias, options_);
   }
   const Options& options() const { return options_; }
+  std::string type_name() const override { return name; }
 
   Var<T, D> weight, bias;
 

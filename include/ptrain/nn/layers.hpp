@@ -1,5 +1,7 @@
 #pragma once
 // The parameter-free layers: activations, pooling, dropout, flatten, upsampling.
+#include <string>
+
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/dropout.hpp"
 #include "ptrain/autograd/ops/pool.hpp"
@@ -58,6 +60,8 @@ class Pool2d : public Module<T, D> {
     if constexpr (kind == PoolKind::max) return max_pool2d(x, options_);
     else return avg_pool2d(x, options_);
   }
+  std::string type_name() const override { return kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"; }
+  const Pool2dOptions& options() const { return options_; }
 
  private:
   Pool2dOptions options_;

@@ -12,6 +12,7 @@
 // embedding): each is listed once, under the name it is first reached by.
 #include <algorithm>
 #include <functional>
+#include <typeinfo>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -23,6 +24,12 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/device/cpu.hpp"
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+
+#include <cstdlib>
+#endif
 
 namespace ptrain {
 
@@ -55,6 +62,25 @@ class Module {
   using ForwardHook = std::function<Var<T, D>(const Var<T, D>& output)>;
   void set_forward_hook(ForwardHook hook) { forward_hook_ = std::move(hook); }
   bool has_forward_hook() const { return static_cast<bool>(forward_hook_); }
+  // The hook now set (empty if none), for a tool that hooks a module for a while and puts it back.
+  const ForwardHook& forward_hook() const { return forward_hook_; }
+
+  // A readable name of the layer's kind, as PyTorch prints it ("Conv2d", "BatchNorm2d"): by
+  // default the class's own name without namespace and template arguments; a layer whose class
+  // serves several kinds (Convolution2d, Pool2d) says which it is.
+  virtual std::string type_name() const {
+    std::string name = typeid(*this).name();
+#if __has_include(<cxxabi.h>)
+    int status = 0;
+    if (char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
+      if (status == 0) name = demangled;
+      std::free(demangled);
+    }
+#endif
+    name = name.substr(0, name.find('<'));
+    const auto scope = name.rfind("::");
+    return scope == std::string::npos ? name : name.substr(scope + 2);
+  }
 
   // Parameters in registration order, depth first: the order of torchvision's state_dict.
   std::vector<std::pair<std::string, Var<T, D>>> named_parameters() const {
