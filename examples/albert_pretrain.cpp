@@ -119,7 +119,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 static_cast<long long>(config.num_hidden_layers), static_cast<long long>(config.num_attention_heads),
                 static_cast<long long>(model->parameter_count()), batch, steps, world.size(), ptrain::num_threads(),
                 D::name);
-  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(run, run.periods()); });
+  examples::fit_with_checkpoints(cli, trainer, run, [&] { return trainer.fit(run, run.periods()); });
   if (examples::preempted_run()) return std::nan("");
   if (const std::string out = cli.str("--out"); !out.empty()) {
     const auto gather = [&]<class P>(P& policy) {

@@ -65,13 +65,13 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
     auto adam = std::make_shared<ptrain::Adam<T, D>>(model->parameters(), adam_options);
     ptrain::Trainer<Net, std::decay_t<Policies>...> trainer(model, adam, trainer_options, std::move(policies)...);
-    results = examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
+    results = examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
   } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
     ptrain::MixedPrecision<Precision, D> amp(*model);
     auto adam = std::make_shared<ptrain::Adam<float, D>>(amp.master_parameters(), adam_options);
     ptrain::Trainer<Net, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision, D>> trainer(
         model, adam, trainer_options, std::move(policies)..., std::move(amp));
-    results = examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
+    results = examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
   }
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

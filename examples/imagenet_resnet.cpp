@@ -136,7 +136,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, const examples::S
                 Net::device_type::name, shard.count > 1 ? ", gradients on the wire as " : "",
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   trainer.checkpoint_scheduler(schedule);
-  examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &val_loader, epochs); });
+  examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &val_loader, epochs); });
   return top1;
 }
 

@@ -160,7 +160,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
         static_cast<long long>(trained), static_cast<long long>(model->parameter_count()), batch, world.size(),
         ptrain::num_threads(), D::name, world.size() > 1 ? ", gradients as " : "",
         world.size() > 1 ? cli.str("--compression").c_str() : "");
-  examples::fit_with_checkpoints(cli, trainer, [&] {
+  examples::fit_with_checkpoints(cli, trainer, train_loader, [&] {
     const int epochs = static_cast<int>(cli.integer("--epochs"));
     return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
   });

@@ -78,7 +78,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 ptrain::num_threads(), Net::device_type::name);
   trainer.checkpoint_scheduler(schedule);
   const auto results =
-      examples::fit_with_checkpoints(cli, trainer, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
+      examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
   return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
 

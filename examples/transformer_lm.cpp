@@ -106,7 +106,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   }
   const int epochs = static_cast<int>(cli.integer("--epochs"));
   const auto results = examples::fit_with_checkpoints(
-      cli, trainer, [&] { return trainer.fit(train_loader, &valid_loader, epochs); });
+      cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &valid_loader, epochs); });
   if (examples::preempted_run()) return std::nan("");
   const ptrain::EpochTotals test = trainer.evaluate(test_loader);
   if (trainer.is_main())

@@ -131,7 +131,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                   static_cast<long long>(parts.val.size()), size, size, batch, world.size(), ptrain::num_threads(),
                   D::name);
     std::vector<ptrain::EpochResult> results;
-    examples::fit_with_checkpoints(cli, trainer, [&] {
+    examples::fit_with_checkpoints(cli, trainer, train_loader, [&] {
       results = trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
       return results;
     });

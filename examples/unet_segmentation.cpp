@@ -94,7 +94,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
     if (main) ptrain::log_line(line + text);
   });
   trainer.checkpoint_scheduler(schedule);
-  examples::fit_with_checkpoints(cli, trainer, [&] {
+  examples::fit_with_checkpoints(cli, trainer, train_loader, [&] {
     return trainer.fit(train_loader, parts.val.size() > 0 ? &val_loader : nullptr, epochs);
   });
   const double min_iou = cli.real("--min-iou");

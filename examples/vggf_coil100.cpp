@@ -58,7 +58,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 shard.count > 1 ? cli.str("--compression").c_str() : "");
   }
   const auto results = examples::fit_with_checkpoints(
-      cli, trainer, [&] { return trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep"))); });
+      cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &val_loader, static_cast<int>(cli.integer("-ep"))); });
   return results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
 }
 

@@ -11,7 +11,7 @@
 
 #include <ptrain/core/error.hpp>
 
-#include "callbacks.hpp"
+#include "training_loop.hpp"
 #include "cli.hpp"
 
 namespace examples {
@@ -30,11 +30,13 @@ inline bool& preempted_run() {
   return preempted;
 }
 
-// Sets the trainer's checkpoints and callbacks up from the flags (common/callbacks.hpp), resumes
-// if asked, and runs fit() (the example's call of trainer.fit). Register a scheduler
-// (trainer.checkpoint_scheduler) before.
-template <class Trainer, class Fit>
-auto fit_with_checkpoints(const Cli& cli, Trainer& trainer, Fit&& fit) {
+// Sets the trainer's checkpoints and callbacks up from the flags (common/training_loop.hpp),
+// resumes if asked, prints the summary or runs the learning-rate finder on the train loader if
+// asked, and runs fit() (the example's call of trainer.fit). Register a scheduler
+// (trainer.checkpoint_scheduler) before. Returns what fit returned (nothing after the finder).
+template <class Trainer, class Loader, class Fit>
+auto fit_with_checkpoints(const Cli& cli, Trainer& trainer, Loader& train_loader, Fit&& fit) {
+  if (!before_training(cli, trainer, train_loader)) return decltype(fit()){};
   const std::string dir = cli.str("--checkpoint-dir");
   ptrain::check(!cli.flag("--resume") || !dir.empty(), "--resume needs --checkpoint-dir DIR");
   const bool ranked = add_flagged_callbacks(cli, trainer, dir);

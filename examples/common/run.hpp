@@ -3,7 +3,7 @@
 // training function; run_example adds the strategy's flags (common/strategy.hpp), --device and
 // the floor on the example's final validation metric, the flags of a launch without mpiexec
 // (common/launch.hpp), of checkpoints (common/checkpoints.hpp) and of the training loop's callbacks
-// (common/callbacks.hpp: early stopping, top-k checkpoints, EMA, ...), parses, starts MPI through
+// (common/training_loop.hpp: early stopping, top-k checkpoints, EMA, ...), parses, starts MPI through
 // run_main (an exception on any rank ends every rank with its message) and calls
 //   train(device, world, shard, policies...)
 // with a value of the device the model trains on and the policies with_strategy chooses: over MPI
@@ -46,7 +46,7 @@ struct FinalMetric {
   std::string name;  // as the run's last lines call it: "test accuracy", "validation IoU of the foreground"
   std::string unit;  // printed after the value: "%" for accuracies in percent
   bool lower_is_better = false;  // perplexity: the flag is a ceiling, any positive value
-  // What --early-stop-patience and --keep-top-k watch (common/callbacks.hpp), as the CSV names it.
+  // What --early-stop-patience and --keep-top-k watch (common/training_loop.hpp), as the CSV names it.
   ptrain::Monitor monitor{.name = "val_loss"};
 };
 
@@ -93,7 +93,7 @@ inline void print_run_summary(ptrain::MpiComm& world, const FinalMetric& metric,
 
 // The Trainer's outputs the flags name: --csv (each example declares its own default),
 // --tensorboard and --timeline.
-// And the loop's: --accumulate, --val-every (common/callbacks.hpp).
+// And the loop's: --accumulate, --val-every (common/training_loop.hpp).
 inline ptrain::TrainerOptions trainer_options(const Cli& cli) {
   ptrain::TrainerOptions options{
       .csv_log = cli.str("--csv"), .tensorboard = cli.str("--tensorboard"), .timeline = cli.str("--timeline")};
@@ -148,6 +148,7 @@ int run_example(Cli& cli, const FinalMetric& metric, int argc, char** argv, Trai
     const double value = final_metric();
     print_run_summary(world, metric, value, start);
     if (preempted_run()) return 0;  // saved; --resume goes on
+    if (lr_find_run()) return 0;    // the finder's run: no training to hold to a floor
     return meets_floor(cli, metric, value, world.rank() == 0) ? 0 : 1;
   }, ptrain::MpiThreading::funneled, std::move(url));
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # loop_flags_smoke.sh DIR PROGRAM ARGS...: the training-loop flags every example takes
-# (examples/common/callbacks.hpp), end to end on one example:
+# (examples/common/training_loop.hpp), end to end on one example:
 #   1. --val-every 4 --accumulate 2 --ema 0.9 --keep-top-k 2, with --early-stop-patience 1 and a
 #      --early-stop-min-delta no change reaches: the run validates at step 4 inside the first epoch,
 #      stops at the next validation (its epoch's end), says so, keeps two checkpoints (the better

@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(weights_buffers_optimizer_state_and_generator_are_restored_
   BOOST_TEST(sgd->state().tensors.size() == model->named_parameters().size());
   Rng rng_before = global_rng();
 
-  const LrFinderResult found = find_lr(trainer, sgd, loader, {.steps = 30});
+  const LrFinderResult found = find_lr(trainer, loader, {.steps = 30});
   BOOST_TEST(found.points.size() > 3u);
 
   const auto after = bytes_of(*model, *sgd);
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(suggestion_lies_inside_the_sweep_in_the_decade_that_trains)
   auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.01});
   Trainer<Sequential<float>> trainer(model, sgd, quiet);
   auto loader = blobs(16, 32, 2, 4);
-  const LrFinderResult found = find_lr(trainer, sgd, loader);
+  const LrFinderResult found = find_lr(trainer, loader);
   BOOST_REQUIRE(found.suggestion.has_value());
   const double lr = *found.suggestion;
   BOOST_TEST_MESSAGE("suggested " << lr << " of " << found.points.size() << " points, last lr " << found.points.back().lr);
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(csv_has_a_row_per_step_at_most_and_the_plot_is_written_wher
   Trainer<Sequential<float>> trainer(model, sgd, quiet);
   auto loader = blobs(8, 16, 3);
   const LrFinderResult found =
-      find_lr(trainer, sgd, loader, {.steps = 40, .csv = dir / "lr.csv", .plot = dir / "lr.png"});
+      find_lr(trainer, loader, {.steps = 40, .csv = dir / "lr.csv", .plot = dir / "lr.png"});
   std::ifstream csv(dir / "lr.csv");
   std::string line;
   std::getline(csv, line);
@@ -182,14 +182,14 @@ BOOST_AUTO_TEST_CASE(a_non_finite_loss_ends_the_sweep_and_the_weights_are_restor
     if (terminate_on_nan) {
       std::string what;
       try {
-        find_lr(trainer, sgd, loader, {.steps = 10});
+        find_lr(trainer, loader, {.steps = 10});
       } catch (const Error& e) {
         what = e.what();
       }
       BOOST_TEST(what.find("find_lr: at lr 1e-07 (step 1 of the sweep)") != std::string::npos, what);
       BOOST_TEST(what.find("terminate_on_nan = false") != std::string::npos, what);
     } else {
-      const LrFinderResult found = find_lr(trainer, sgd, loader, {.steps = 10});
+      const LrFinderResult found = find_lr(trainer, loader, {.steps = 10});
       BOOST_TEST(found.diverged);
       BOOST_TEST(found.points.size() == 1u);
       BOOST_TEST(!found.suggestion.has_value());
@@ -203,9 +203,9 @@ BOOST_AUTO_TEST_CASE(options_out_of_range_are_refused) {
   auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.01});
   Trainer<Sequential<float>> trainer(model, sgd, quiet);
   auto loader = blobs(1, 4, 4);
-  BOOST_CHECK_THROW(find_lr(trainer, sgd, loader, {.min_lr = 1, .max_lr = 0.1}), Error);
-  BOOST_CHECK_THROW(find_lr(trainer, sgd, loader, {.steps = 0}), Error);
-  BOOST_CHECK_THROW(find_lr(trainer, sgd, loader, {.smoothing = 1}), Error);
+  BOOST_CHECK_THROW(find_lr(trainer, loader, {.min_lr = 1, .max_lr = 0.1}), Error);
+  BOOST_CHECK_THROW(find_lr(trainer, loader, {.steps = 0}), Error);
+  BOOST_CHECK_THROW(find_lr(trainer, loader, {.smoothing = 1}), Error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,10 +3,9 @@
 // for `steps` batches while the rate grows exponentially from min_lr to max_lr, record the loss,
 // then put everything back and suggest the rate where the smoothed loss fell fastest.
 //
-//   auto sgd = std::make_shared<Sgd<float>>(model->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
 //   Trainer<Net> trainer(model, sgd, options);
-//   LrFinderResult found = find_lr(trainer, sgd, train_loader, {.csv = "lr.csv", .plot = "lr.png"});
-//   if (found.suggestion) sgd->set_lr(*found.suggestion);
+//   LrFinderResult found = find_lr(trainer, train_loader, {.csv = "lr.csv", .plot = "lr.png"});
+//   if (found.suggestion) trainer.set_lr(*found.suggestion);
 //   trainer.fit(train_loader, &val_loader, epochs);
 //
 // - Smoothing is fastai's moving average, avg = beta * avg + (1 - beta) * loss, smoothed =
@@ -24,7 +23,8 @@
 //   log10(lr), by central differences, leaving out the first tenth of the points (the smoothing
 //   warms up there) and the last (it may be the divergence).
 // - Restored bit for bit afterwards: the parameters and buffers (16-bit models' float ones too),
-//   the optimizer's state (momentum or moment buffers, rates; through its state()/load_state()),
+//   the optimizer's state (momentum or moment buffers, rates: Trainer::remember_optimizer, through
+//   its state()/load_state()),
 //   the global generator and the model's own generators, and the modules' train/eval mode. The
 //   gradients are left zeroed.
 // - Not restored, because the Trainer does not let them be written: its global_step() (it has
@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iomanip>
 #include <limits>
@@ -83,28 +84,20 @@ struct LrFinderResult {
   bool plot_written = false;
 };
 
-// What the finder needs of an optimizer: the rate and a state it can put back.
-template <class O>
-concept RestorableOptimizer = Optimizer<O> && requires(O& o, const O& c) {
-  c.state();
-  o.load_state(c.state());
-};
-
 namespace detail {
 
 // Everything the sweep changes that find_lr puts back (see the header's list).
-template <class Model, class Opt>
+template <class Model>
 class LrFinderSnapshot {
  public:
-  LrFinderSnapshot(Model& model, Opt& optimizer) : model_(model), optimizer_(optimizer), global_rng_(global_rng()) {
+  LrFinderSnapshot(Model& model, std::function<void()> restore_optimizer)
+      : model_(model), restore_optimizer_(std::move(restore_optimizer)), global_rng_(global_rng()) {
     for (auto& [name, p] : model.named_parameters()) parameters_.push_back(p.value().clone());
     for (auto& [name, p] : model.named_float_parameters()) float_parameters_.push_back(p.value().clone());
     for (auto& [name, b] : model.named_buffers()) buffers_.push_back(b->clone());
     for (auto& [name, b] : model.named_float_buffers()) float_buffers_.push_back(b->clone());
     for (auto& [name, rng] : model.named_generators()) generators_.push_back(*rng);
     for (auto& [name, m] : model.named_modules()) training_.push_back(m->is_training());
-    optimizer_state_ = optimizer.state();
-    for (auto& [key, t] : optimizer_state_.tensors) t = t.clone();  // state() hands out the live buffers
   }
   LrFinderSnapshot(const LrFinderSnapshot&) = delete;
   LrFinderSnapshot& operator=(const LrFinderSnapshot&) = delete;
@@ -122,7 +115,7 @@ class LrFinderSnapshot {
     i = 0;  // parents before children: each module ends in its own mode
     for (auto& [name, m] : model_.named_modules()) m->train(training_[i++]);
     global_rng() = global_rng_;
-    optimizer_.load_state(optimizer_state_);
+    restore_optimizer_();
     model_.zero_grad();
   }
 
@@ -130,13 +123,12 @@ class LrFinderSnapshot {
   using T = typename Model::scalar_type;
   using D = typename Model::device_type;
   Model& model_;
-  Opt& optimizer_;
+  std::function<void()> restore_optimizer_;
   std::vector<Tensor<T, D>> parameters_, buffers_;
   std::vector<Tensor<float, D>> float_parameters_, float_buffers_;
   std::vector<Rng> generators_;
   std::vector<bool> training_;
   Rng global_rng_;
-  decltype(std::declval<Opt&>().state()) optimizer_state_;
 };
 
 // The rate of step i of n, min_lr at the first and max_lr at the last.
@@ -188,13 +180,11 @@ inline bool write_lr_plot(const std::filesystem::path& path, const LrFinderResul
 
 }  // namespace detail
 
-// The sweep described at the top, over trainer.train_step with the loader's batches; optimizer is
-// the one trainer was made with.
-template <class TrainerType, RestorableOptimizer Opt, class L>
-LrFinderResult find_lr(TrainerType& trainer, const std::shared_ptr<Opt>& optimizer, L& loader,
-                       const LrFinderOptions& options = {}) {
+// The sweep described at the top, over trainer.train_step with the loader's batches, the rate set
+// through trainer.set_lr.
+template <class TrainerType, class L>
+LrFinderResult find_lr(TrainerType& trainer, L& loader, const LrFinderOptions& options = {}) {
   using T = typename std::remove_cvref_t<decltype(trainer.model())>::scalar_type;
-  check(optimizer != nullptr, "find_lr: null optimizer");
   check(options.min_lr > 0 && options.max_lr > options.min_lr && std::isfinite(options.max_lr), "find_lr: the sweep ",
         options.min_lr, " to ", options.max_lr, " needs 0 < min_lr < max_lr");
   check(options.steps > 0, "find_lr: steps must be positive, got ", options.steps);
@@ -204,7 +194,7 @@ LrFinderResult find_lr(TrainerType& trainer, const std::shared_ptr<Opt>& optimiz
 
   LrFinderResult result;
   {
-    detail::LrFinderSnapshot snapshot(trainer.model(), *optimizer);
+    detail::LrFinderSnapshot snapshot(trainer.model(), trainer.remember_optimizer());
     trainer.model().train();
     double average = 0, best = std::numeric_limits<double>::infinity();
     std::int64_t step = 0;
@@ -214,7 +204,7 @@ LrFinderResult find_lr(TrainerType& trainer, const std::shared_ptr<Opt>& optimiz
       for (const auto& batch : loader) {
         if (step == options.steps) break;
         const double lr = detail::swept_lr(options, step);
-        optimizer->set_lr(lr);
+        trainer.set_lr(lr);
         double loss = std::numeric_limits<double>::quiet_NaN();
         try {
           if constexpr (requires { trainer.task().batch_targets(batch); })

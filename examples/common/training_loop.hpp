@@ -6,13 +6,23 @@
 //   --early-stop-min-delta X  (what counts as an improvement)
 //   --keep-top-k K            keep the K best checkpoints by the metric and the newest (--checkpoint-dir)
 //   --ema DECAY               validate and checkpoint an exponential moving average of the weights
+//   --summary                 print the model's summary (nn/summary.hpp) at the first batch, then train
+//   --lr-find                 run the learning-rate finder (train/lr_finder.hpp), print its
+//                             suggestion, write its curve as CSV and PNG, and exit
 // The metric is the example's own (run.hpp's FinalMetric: test accuracy, perplexity, IoU).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
 #include <string>
 
 #include <ptrain/core/error.hpp>
+#include <ptrain/launch/process_info.hpp>
+#include <ptrain/nn/summary.hpp>
+#include <ptrain/tensor/tensor.hpp>
 #include <ptrain/train/callbacks/early_stopping.hpp>
 #include <ptrain/train/callbacks/model_checkpoint.hpp>
 #include <ptrain/train/callbacks/weight_ema.hpp>
+#include <ptrain/train/lr_finder.hpp>
 #include <ptrain/train/trainer_options.hpp>
 
 #include "cli.hpp"
@@ -38,13 +48,64 @@ inline void add_callback_options(Cli& cli) {
       .real_option("--ema", "0",
                    "keep an exponential moving average of the weights with this decay (0.999), validated and "
                    "checkpointed in their place (0: none)",
-                   0, 0.999999);
+                   0, 0.999999)
+      .switch_option("--summary",
+                     "print each layer's output shape, parameters, FLOPs per sample and activation memory at the "
+                     "first batch, with totals, before training")
+      .switch_option("--lr-find",
+                     "run the learning-rate range test (100 steps from 1e-7 to 10, one process), print the suggested "
+                     "rate, write the curve as PROGRAM_lr_find.csv and .png (beside --csv when given) and exit");
+}
+
+// Whether the run was the learning-rate finder's (the example exits 0 after it, without a floor).
+inline bool& lr_find_run() {
+  static bool finder = false;
+  return finder;
 }
 
 // The TrainerOptions the flags set: accumulation and validation inside epochs.
 inline void set_loop_options(const Cli& cli, ptrain::TrainerOptions& options) {
   options.accumulation_steps = static_cast<int>(cli.integer("--accumulate"));
   options.val_every_steps = cli.integer("--val-every");
+}
+
+// --summary and --lr-find, at the train loader's first batch. Returns false when the run ends here
+// (the finder's).
+template <class Trainer, class Loader>
+bool before_training(const Cli& cli, Trainer& trainer, Loader& loader) {
+  using T = typename Trainer::T;
+  if (cli.flag("--summary")) {
+    bool printed = false;
+    for (const auto& batch : loader) {
+      trainer.with_whole_model([&](auto& model) {
+        const ptrain::ModelSummary summary = ptrain::summarize(model, ptrain::tensor_cast<T>(batch.inputs));
+        if (trainer.is_main()) ptrain::print_summary(summary, std::cout);
+      });
+      printed = true;
+      break;
+    }
+    ptrain::check(printed, "--summary: the training loader gave no batch");
+  }
+  if (!cli.flag("--lr-find")) return true;
+  ptrain::check(ptrain::detect_process_info().world_size == 1,
+                "--lr-find runs on one process (each rank would stop the sweep on its own loss); start it without "
+                "mpiexec");
+  const std::string csv = cli.str("--csv");
+  const std::filesystem::path stem =
+      csv.empty() ? std::filesystem::path(cli.program() + "_lr_find")
+                  : std::filesystem::path(csv).replace_filename(std::filesystem::path(csv).stem().string() + "_lr_find");
+  const ptrain::LrFinderResult found = ptrain::find_lr(
+      trainer, loader, {.csv = stem.string() + ".csv", .plot = stem.string() + ".png"});
+  std::printf("%s: learning-rate finder: %zu steps from %.3g to %.3g%s; curve in %s.csv%s\n", cli.program().c_str(),
+              found.points.size(), found.points.empty() ? 0.0 : found.points.front().lr,
+              found.points.empty() ? 0.0 : found.points.back().lr, found.diverged ? " (the loss diverged there)" : "",
+              stem.string().c_str(), found.plot_written ? (", plot in " + stem.string() + ".png").c_str() : "");
+  if (found.suggestion)
+    std::printf("%s: suggested learning rate %.3g\n", cli.program().c_str(), *found.suggestion);
+  else
+    std::printf("%s: no suggestion: too few steps before the loss diverged\n", cli.program().c_str());
+  lr_find_run() = true;
+  return false;
 }
 
 // Adds the callbacks the flags ask for; returns whether checkpoints are kept by the metric
