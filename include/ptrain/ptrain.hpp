@@ -36,6 +36,7 @@
 #include "ptrain/kernels/indexed/upsample.hpp"
 
 #include "ptrain/autograd/backward.hpp"
+#include "ptrain/autograd/checkpoint.hpp"
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
@@ -52,6 +53,7 @@
 #include "ptrain/autograd/variable.hpp"
 
 #include "ptrain/nn/batch_norm.hpp"
+#include "ptrain/nn/checkpoint_blocks.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/layers.hpp"

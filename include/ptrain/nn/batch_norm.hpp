@@ -43,11 +43,11 @@ class BatchNorm2d : public Module<T, D> {
 
   // relu(forward(x) + residual), the residual when defined, as one fused op (batch_norm_relu,
   // batch_norm_add_relu) with the same statistics and updates. A forward hook sees this layer's
-  // own output, so a hooked layer runs unfused through operator(); so does a 16-bit model, whose
-  // float weight the fused op does not take.
+  // own output, so a hooked (or checkpointed) layer runs unfused through operator(); so does a
+  // 16-bit model, whose float weight the fused op does not take.
   Var<T, D> forward_relu(const Var<T, D>& x, const Var<T, D>& residual = {}) {
     if constexpr (std::is_same_v<S, T>) {
-      if (!this->has_forward_hook()) {
+      if (!this->has_forward_hook() && !this->checkpoints_activations()) {
         const bool batch_statistics = count_batch();
         return residual.defined() ? batch_norm_add_relu(x, residual, weight, bias, running_mean, running_var,
                                                         batch_statistics, momentum_, eps_, sync_)

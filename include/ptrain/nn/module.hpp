@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/autograd/checkpoint.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/half.hpp"
 #include "ptrain/core/rng.hpp"
@@ -50,11 +51,24 @@ class Module {
 
   virtual Var<T, D> forward(const Var<T, D>& x) = 0;
   // forward, then the forward hook if one is set. Sequential runs its children through here, so
-  // any child of a Sequential can be hooked; a block calling its own members' forward cannot.
+  // any child of a Sequential can be hooked (or checkpointed); a block calling its own members'
+  // forward cannot.
   Var<T, D> operator()(const Var<T, D>& x) {
-    Var<T, D> y = forward(x);
+    Var<T, D> y = checkpointed_ && training_ && GradMode::enabled() ? checkpointed_forward(x) : forward(x);
     return forward_hook_ ? forward_hook_(y) : y;
   }
+
+  // Activation checkpointing, as torch.utils.checkpoint around this module: in training,
+  // operator() keeps only the input and runs forward again in backward (autograd/checkpoint.hpp),
+  // memory for compute. The recompute draws what the first run drew from global_rng(), from this
+  // module's named_generators() and from `generators` (those it draws from but does not own, such
+  // as TransformerLM's dropout generators, which the model holds), and leaves the buffers (batch
+  // norm's running statistics, already updated by the first run) as they were.
+  void checkpoint_activations(bool on = true, std::vector<Rng*> generators = {}) {
+    checkpointed_ = on;
+    replayed_generators_ = std::move(generators);
+  }
+  bool checkpoints_activations() const { return checkpointed_; }
 
   // As torch's register_forward_hook: called with this module's output each time operator() runs
   // it, and what it returns goes on in the output's place (Grad-CAM swaps in a leaf to read the
@@ -270,6 +284,28 @@ class Module {
     for (const auto& [name, child] : children_) child->visit(f, prefix + name + ".", seen);
   }
 
+  Var<T, D> checkpointed_forward(const Var<T, D>& x) {
+    std::vector<Rng*> generators = replayed_generators_;
+    for (const auto& [name, rng] : named_generators()) generators.push_back(rng);
+    return run_checkpointed<T, D>({.forward = [this](const Var<T, D>& in) { return forward(in); },
+                             .recompute = [this](const Var<T, D>& in) { return forward_keeping_buffers(in); },
+                             .parameters = parameters(),
+                             .generators = std::move(generators)},
+                            x);
+  }
+  // The first run already updated the running statistics; the recompute puts them back, so each
+  // batch counts once.
+  Var<T, D> forward_keeping_buffers(const Var<T, D>& x) {
+    std::vector<std::pair<Tensor<T, D>*, Tensor<T, D>>> kept;
+    for (auto& [name, b] : named_buffers()) kept.emplace_back(b, b->clone());
+    std::vector<std::pair<Tensor<float, D>*, Tensor<float, D>>> kept_float;
+    for (auto& [name, b] : named_float_buffers()) kept_float.emplace_back(b, b->clone());
+    Var<T, D> y = forward(x);
+    for (auto& [b, value] : kept) b->copy_from(value);
+    for (auto& [b, value] : kept_float) b->copy_from(value);
+    return y;
+  }
+
   bool has_name(const std::string& name) const {
     for (const auto& [n, p] : parameters_) if (n == name) return true;
     for (const auto& [n, p] : float_parameters_) if (n == name) return true;
@@ -288,6 +324,8 @@ class Module {
   std::vector<std::pair<std::string, Rng*>> generators_;
   ForwardHook forward_hook_;
   bool training_ = true;
+  bool checkpointed_ = false;
+  std::vector<Rng*> replayed_generators_;
 };
 
 }  // namespace ptrain

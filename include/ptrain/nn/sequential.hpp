@@ -68,13 +68,15 @@ class Sequential : public Module<T, D> {
 
  private:
   // Child i when it is a BatchNorm2d and child i + 1 a ReLU that may run as one op: neither hooked
-  // (a hook sees its own module's output) and no runner (it wraps each child on its own).
+  // (a hook sees its own module's output) nor checkpointed, and no runner (it wraps each child on
+  // its own).
   BatchNorm2d<T, D>* batch_norm_before_relu(std::size_t i) const {
     const auto& layers = this->children();
     if (runner_ || i + 1 >= layers.size()) return nullptr;
     auto* bn = dynamic_cast<BatchNorm2d<T, D>*>(layers[i].second.get());
     const Module<T, D>& next = *layers[i + 1].second;
-    if (!bn || bn->has_forward_hook() || next.has_forward_hook() || !dynamic_cast<const ReLU<T, D>*>(&next))
+    if (!bn || bn->has_forward_hook() || next.has_forward_hook() || bn->checkpoints_activations() ||
+        next.checkpoints_activations() || !dynamic_cast<const ReLU<T, D>*>(&next))
       return nullptr;
     return bn;
   }
