@@ -9,14 +9,22 @@
 //   --summary                 print the model's summary (nn/summary.hpp) at the first batch, then train
 //   --lr-find                 run the learning-rate finder (train/lr_finder.hpp), print its
 //                             suggestion, write its curve as CSV and PNG, and exit
+//   --activation-checkpointing  recompute each block's activations in backward instead of keeping
+//                             them (nn/checkpoint_blocks.hpp: ResNet's residual blocks, a transformer's
+//                             layers; a stack of single layers: each with parameters); a model that is
+//                             not a Sequential (UNet) is refused
 // The metric is the example's own (run.hpp's FinalMetric: test accuracy, perplexity, IoU).
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <concepts>
 #include <string>
+#include <vector>
+#include <type_traits>
 
 #include <ptrain/core/error.hpp>
 #include <ptrain/launch/process_info.hpp>
+#include <ptrain/nn/checkpoint_blocks.hpp>
 #include <ptrain/nn/summary.hpp>
 #include <ptrain/tensor/tensor.hpp>
 #include <ptrain/train/callbacks/early_stopping.hpp>
@@ -54,7 +62,10 @@ inline void add_callback_options(Cli& cli) {
                      "first batch, with totals, before training")
       .switch_option("--lr-find",
                      "run the learning-rate range test (100 steps from 1e-7 to 10, one process), print the suggested "
-                     "rate, write the curve as PROGRAM_lr_find.csv and .png (beside --csv when given) and exit");
+                     "rate, write the curve as PROGRAM_lr_find.csv and .png (beside --csv when given) and exit")
+      .switch_option("--activation-checkpointing",
+                     "keep only each block's input and recompute its activations in backward: less memory, about a "
+                     "third more time (ResNet's residual blocks, a transformer's layers)");
 }
 
 // Whether the run was the learning-rate finder's (the example exits 0 after it, without a floor).
@@ -74,6 +85,27 @@ inline void set_loop_options(const Cli& cli, ptrain::TrainerOptions& options) {
 template <class Trainer, class Loader>
 bool before_training(const Cli& cli, Trainer& trainer, Loader& loader) {
   using T = typename Trainer::T;
+  if (cli.flag("--activation-checkpointing")) {
+    auto& model = trainer.model();
+    using Model = std::remove_cvref_t<decltype(model)>;
+    if constexpr (std::derived_from<Model, ptrain::Sequential<T, typename Trainer::D>>) {
+      std::size_t blocks = ptrain::checkpoint_blocks(model);
+      const char* what = "blocks";
+      if (blocks == 0) {  // a stack of single layers (the small CNN): each layer with parameters
+        std::vector<ptrain::Rng*> generators;
+        for (const auto& [name, rng] : model.named_generators()) generators.push_back(rng);
+        for (const auto& [name, child] : model.children())
+          if (!child->parameters().empty()) child->checkpoint_activations(true, generators), ++blocks;
+        what = "layers";
+      }
+      if (trainer.is_main())
+        std::printf("%s: activation checkpointing on %zu %s\n", cli.program().c_str(), blocks, what);
+    } else {
+      ptrain::fail("--activation-checkpointing: ", model.type_name(),
+                   " is not a Sequential, so its blocks are not found (checkpoint its modules with "
+                   "Module::checkpoint_activations in code)");
+    }
+  }
   if (cli.flag("--summary")) {
     bool printed = false;
     for (const auto& batch : loader) {

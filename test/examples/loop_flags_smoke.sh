@@ -7,7 +7,10 @@
 #      of the two and the newest) and still reaches ARGS' floor;
 #   2. a run saving and pruning at every step (--val-every 1 --keep-top-k 1), killed with SIGKILL
 #      at three fixed times, each time resumed: every kill leaves a checkpoint that loads, and the
-#      last resume trains to the end with one or two checkpoints and nothing half-removed left.
+#      last resume trains to the end with one or two checkpoints and nothing half-removed left;
+#   3. --summary --lr-find: the summary's parameter total is the model's, the finder suggests a rate,
+#      writes its curve beside --csv and the run exits 0 without training;
+#   4. --activation-checkpointing: the run says what it checkpoints and still reaches ARGS' floor.
 set -u
 dir=$1
 shift
@@ -39,4 +42,15 @@ count=$(ls -d "$dir"/kill/step-* | wc -l)
 [ "$count" -ge 1 ] && [ "$count" -le 2 ] || fail "expected the best and the newest under $dir/kill: $(ls "$dir/kill")"
 leftovers=$(ls -A "$dir/kill" | grep -v '^step-')
 [ -z "$leftovers" ] || fail "left under $dir/kill: $leftovers"
+out=$("$@" --epochs 1 --summary --lr-find --csv "$dir/lr.csv" 2>&1) || { echo "$out"; fail "the --lr-find run failed"; }
+echo "$out"
+total=$(echo "$out" | sed -n 's/^Total params: //p' | tr -d ,)
+params=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) parameters in .*/\1/p' | head -n 1)
+[ -n "$total" ] && [ "$total" = "$params" ] || fail "the summary's total '$total' is not the model's $params parameters"
+echo "$out" | grep -q "suggested learning rate" || fail "the finder suggested no rate"
+[ "$(head -n 1 "$dir/lr_lr_find.csv")" = "lr,loss,smoothed_loss" ] || fail "no finder curve in $dir/lr_lr_find.csv"
+echo "$out" | grep -q "^epoch 1/" && fail "the --lr-find run trained"
+out=$("$@" --epochs 1 --activation-checkpointing --csv "$dir/ac.csv" 2>&1) ||
+  { echo "$out"; fail "the --activation-checkpointing run failed"; }
+echo "$out" | grep -q "activation checkpointing on [1-9]" || fail "the run did not say what it checkpoints"
 echo "loop_flags_smoke: passed"
