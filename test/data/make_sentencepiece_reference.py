@@ -9,9 +9,9 @@ sentencepiece. Needs `pip install sentencepiece` (the model file is the same for
 
     python3 test/data/make_sentencepiece_reference.py
 """
+import io
 import os
 import sys
-import tempfile
 import unicodedata
 
 import sentencepiece as spm
@@ -64,25 +64,24 @@ def tokenize(sp, text):
     return new_pieces
 
 
-def train(model_prefix):
+def train(model_file):
+    """Trains from an iterator into memory: the model records no file name of this checkout."""
     with open(os.path.join(HERE, "corpus.txt"), encoding="utf-8") as f:
         lines = [preprocess_text(line) for line in f if line.strip()]
-    with tempfile.TemporaryDirectory() as tmp:
-        text = os.path.join(tmp, "corpus.txt")
-        with open(text, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        spm.SentencePieceTrainer.train(
-            input=text, model_prefix=model_prefix, model_type="unigram", vocab_size=200,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols="[CLS],[SEP],[MASK]",
-            user_defined_symbols='(,),",-,.,–,£,€', character_coverage=1.0, num_threads=1,
-            shuffle_input_sentence=False, minloglevel=2)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=200,
+        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols="[CLS],[SEP],[MASK]",
+        user_defined_symbols='(,),",-,.,–,£,€', character_coverage=1.0, num_threads=1,
+        shuffle_input_sentence=False, minloglevel=2)
+    with open(model_file, "wb") as f:
+        f.write(model.getvalue())
 
 
 def main():
-    prefix = os.path.join(HERE, "albert_like")
-    train(prefix)
-    os.remove(prefix + ".vocab")
-    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    model_file = os.path.join(HERE, "albert_like.model")
+    train(model_file)
+    sp = spm.SentencePieceProcessor(model_file=model_file)
     assert [sp.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
     out = ["// Written by test/data/make_sentencepiece_reference.py: HuggingFace AlbertTokenizer's pieces and ids",
            "// of each text over albert_like.model (vocabulary %d)." % sp.get_piece_size()]
