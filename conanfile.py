@@ -72,6 +72,8 @@ class PtrainConan(ConanFile):
             switch = "REQUIRE" if self.options.get_safe(option) else "DISABLE"
             for package in packages:
                 toolchain.cache_variables[f"CMAKE_{switch}_FIND_PACKAGE_{package}"] = True
+        # No option brings libsentencepiece yet: the package must not pick up the system's.
+        toolchain.cache_variables["CMAKE_DISABLE_FIND_PACKAGE_SentencePiece"] = True
         toolchain.generate()
 
     def build(self):

@@ -22,7 +22,7 @@ macro(ptrain_find need package)
   endif()
 endmacro()
 
-# ptrain_find_dependencies(core|mpi|image|cuda): the dependencies of ptrain::ptrain or of one
+# ptrain_find_dependencies(core|mpi|image|sentencepiece|cuda): the dependencies of ptrain::ptrain or of one
 # component target.
 macro(ptrain_find_dependencies component)
   if("${component}" STREQUAL "core")
@@ -45,10 +45,12 @@ macro(ptrain_find_dependencies component)
   elseif("${component}" STREQUAL "image")
     ptrain_find(OPTIONAL PNG)
     ptrain_find(OPTIONAL JPEG)
+  elseif("${component}" STREQUAL "sentencepiece")
+    ptrain_find(OPTIONAL SentencePiece)  # cmake/FindSentencePiece.cmake: SentencePiece::SentencePiece, by pkg-config
   elseif("${component}" STREQUAL "cuda")
     ptrain_find(OPTIONAL CUDAToolkit)
     ptrain_find(OPTIONAL NCCL)  # cmake/FindNCCL.cmake: NCCL::NCCL, looked for next to the toolkit
   else()
-    message(FATAL_ERROR "ptrain_find_dependencies(${component}): expected core, mpi, image or cuda")
+    message(FATAL_ERROR "ptrain_find_dependencies(${component}): expected core, mpi, image, sentencepiece or cuda")
   endif()
 endmacro()

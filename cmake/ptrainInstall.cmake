@@ -22,5 +22,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ptrainConfigVersion
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ptrainConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ptrainConfigVersion.cmake
-              cmake/ptrainDependencies.cmake cmake/FindNCCL.cmake
+              cmake/ptrainDependencies.cmake cmake/FindNCCL.cmake cmake/FindSentencePiece.cmake
         DESTINATION ${PTRAIN_CMAKE_DIR})

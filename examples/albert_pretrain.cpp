@@ -1,6 +1,7 @@
 // ALBERT pre-training (Lan et al., 2019) as the project ptrain replaces ran it: a WordPiece
-// vocabulary (a BERT/ALBERT vocab.txt), a WikiText raw file as the corpus (one article per
-// document), sentence-order pairs packed to --max-seq-len and masked afresh each epoch
+// vocabulary (a BERT/ALBERT vocab.txt, --vocab) or ALBERT's own SentencePiece model (spiece.model,
+// --spm-model; data/sentencepiece.hpp, in a build with libsentencepiece), a WikiText raw file as
+// the corpus (one article per document), sentence-order pairs packed to --max-seq-len and masked afresh each epoch
 // (data/pretraining_batches.hpp), AlbertForPreTraining with HuggingFace's names (models/albert.hpp;
 // one layer shared by --layers applications, a factorised embedding of --embedding), its two losses
 // (tasks/albert_pretraining.hpp), LAMB with weight decay skipping LayerNorm and biases, the rate
@@ -22,8 +23,13 @@
 #include <filesystem>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <ptrain/data/pretraining_batches.hpp>
+#ifdef PTRAIN_HAS_SENTENCEPIECE
+#include <ptrain/data/sentencepiece.hpp>
+#endif
+#include <ptrain/data/wordpiece.hpp>
 #include <ptrain/models/albert.hpp>
 #include <ptrain/mpi.hpp>
 #include <ptrain/nn/state_dict.hpp>
@@ -58,6 +64,32 @@ concept CutsTheModel = requires(P& p) { p.pipeline_grid(); };
 template <class P>
 concept ShardsTheParameters = requires { requires P::shards_parameters; };
 
+struct TokenizedCorpus {
+  std::vector<ptrain::SentenceOrderPair> pairs;
+  ptrain::SpecialTokenIds special;
+};
+
+// --corpus's sentence-order pairs in the ids of --vocab's WordPiece or --spm-model's SentencePiece.
+TokenizedCorpus tokenized_corpus(const examples::Cli& cli, const ptrain::SentenceOrderOptions& options) {
+  const std::string vocab = cli.str("--vocab"), spm_model = cli.str("--spm-model");
+  ptrain::check(!vocab.empty() || !spm_model.empty(),
+                "no vocabulary: give --vocab FILE (a WordPiece vocab.txt) or --spm-model FILE (a SentencePiece "
+                ".model such as ALBERT's spiece.model)");
+  ptrain::check(vocab.empty() || spm_model.empty(), "--vocab ", vocab, " and --spm-model ", spm_model,
+                " both given: expected one vocabulary, a WordPiece vocab.txt or a SentencePiece model");
+  const fs::path corpus = cli.str("--corpus");
+  const auto pairs_of = [&](const ptrain::PretrainingTokenizer auto& tokenizer) {
+    return TokenizedCorpus{ptrain::sentence_order_pairs(corpus, tokenizer, options), tokenizer.special_ids()};
+  };
+  if (spm_model.empty()) return pairs_of(ptrain::WordPieceTokenizer(fs::path(vocab)));
+#ifdef PTRAIN_HAS_SENTENCEPIECE
+  return pairs_of(ptrain::SentencePieceTokenizer(fs::path(spm_model)));
+#else
+  ptrain::fail("--spm-model ", spm_model, ": this build has no SentencePiece library: install libsentencepiece-dev ",
+               "and build again (ptrain::sentencepiece), or give a WordPiece --vocab");
+#endif
+}
+
 template <class D, class... Policies>
 double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
   // A pipeline cuts a Sequential, and Zero3 gathers the parameters of one of its layers at a time.
@@ -67,19 +99,17 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
   ptrain::manual_seed(seed);
 
-  const ptrain::WordPieceTokenizer tokenizer{fs::path(cli.str("--vocab"))};
   const long max_len = cli.integer("--max-seq-len"), batch = cli.integer("--batch");
   const long steps = cli.integer("--steps"), warmup = cli.integer("--warmup-steps");
   ptrain::check(warmup <= steps, "--warmup-steps ", warmup, " is more than --steps ", steps);
   ptrain::check(batch % shard.count == 0, "--batch ", batch, " (the global batch of sequences) must divide by the ",
                 shard.count, " data-parallel replicas");
-  auto pairs = ptrain::sentence_order_pairs(fs::path(cli.str("--corpus")), tokenizer,
-                                            {.max_seq_len = max_len, .seed = seed});
+  auto [pairs, special] = tokenized_corpus(cli, {.max_seq_len = max_len, .seed = seed});
   const std::size_t pair_count = pairs.size();
   ptrain::check(pair_count >= static_cast<std::size_t>(batch), cli.str("--corpus"), ": ", pair_count,
                 " sentence-order pairs, fewer than one --batch of ", batch);
   pairs.resize(pair_count / static_cast<std::size_t>(batch) * static_cast<std::size_t>(batch));
-  ptrain::PretrainingSteps run(ptrain::PretrainingLoader(std::move(pairs), tokenizer,
+  ptrain::PretrainingSteps run(ptrain::PretrainingLoader(std::move(pairs), special,
                                                          {.batch_size = batch,
                                                           .max_seq_len = max_len,
                                                           .seed = seed,
@@ -87,7 +117,7 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                                                           .ranks = shard.count}),
                                steps, cli.integer("--log-every"));
 
-  const ptrain::AlbertConfig config = albert_config(cli, tokenizer.vocab().size());
+  const ptrain::AlbertConfig config = albert_config(cli, special.vocab_size);
   auto model = std::make_shared<Net>(config);
   if (const std::string init = cli.str("--init"); !init.empty()) ptrain::load_state_dict(*model, init);
   const double lr = cli.real("--lr");
@@ -140,10 +170,14 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
 
 int main(int argc, char** argv) {
   examples::Cli cli("albert_pretrain", "Pre-trains ALBERT (masked language modelling and sentence-order prediction) "
-                                       "on a WikiText raw file with a WordPiece vocab.txt; data-parallel under "
-                                       "mpiexec, sharded (--shard) or in pipeline stages (--stages).");
-  cli.option("--vocab", "vocab.txt", "a BERT/ALBERT WordPiece vocabulary, one token per line ([PAD] [UNK] [CLS] "
-                                     "[SEP] [MASK] among them)")
+                                       "on a WikiText raw file with a WordPiece vocab.txt or a SentencePiece model; "
+                                       "data-parallel under mpiexec, sharded (--shard) or in pipeline stages "
+                                       "(--stages).");
+  cli.option("--vocab", "", "a BERT/ALBERT WordPiece vocabulary, one token per line ([PAD] [UNK] [CLS] [SEP] "
+                            "[MASK] among them); give it or --spm-model")
+      .option("--spm-model", "", "a SentencePiece model (ALBERT's spiece.model: <pad> <unk> [CLS] [SEP] [MASK]), "
+                                 "text lower-cased and accents stripped first as ALBERT's tokenizer does; "
+                                 "instead of --vocab (needs a build with libsentencepiece)")
       .option("--corpus", "wikitext-2-raw/wiki.train.raw", "a WikiText raw file: each article one document")
       .integer_option("--max-seq-len", 128, "tokens of a sequence: [CLS] A [SEP] B [SEP], padded", 5, 1 << 20)
       .integer_option("--batch", 8, "sequences per step (split over the data-parallel replicas)")

@@ -38,10 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   });
   return ptrain::fuzz::refuse_cleanly([&] {
     const auto articles = ptrain::read_wikitext_articles(path);
-    auto pairs = ptrain::sentence_order_pairs(ptrain::tokenize_documents(articles, fixed), fixed,
+    auto pairs = ptrain::sentence_order_pairs(ptrain::tokenize_documents(articles, fixed), fixed.special_ids(),
                                               {.max_seq_len = 8, .short_seq_prob = 0.5});
     pairs.resize(std::min<std::size_t>(pairs.size(), 64));
-    ptrain::PretrainingLoader loader(std::move(pairs), fixed, {.batch_size = 2, .max_seq_len = 8});
+    ptrain::PretrainingLoader loader(std::move(pairs), fixed.special_ids(), {.batch_size = 2, .max_seq_len = 8});
     for (const auto& batch : loader)
       if (batch.input_ids.size(1) != 8 || batch.mlm_labels.numel() != batch.input_ids.numel()) std::abort();
   });

@@ -13,6 +13,7 @@ packages=(
   mpich libmpich-dev           # the multi-process component ptrain::mpi
   dataset-fashion-mnist        # the demo's data, in /usr/share/datasets/fashion-mnist
   libpng-dev libjpeg-dev       # image datasets
+  libsentencepiece-dev         # SentencePiece tokenization (ALBERT's spiece.model): ptrain::sentencepiece
   python3 python3-venv         # a venv for TensorBoard's own reader of the event files (test.sh)
   python3-matplotlib           # the sweeps' plots (tools/sweep.py, tools/hyper_sweep.py) and their tests
 )

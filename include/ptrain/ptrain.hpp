@@ -90,6 +90,7 @@
 #include "ptrain/data/pretraining_batches.hpp"
 #include "ptrain/data/sampler.hpp"
 #include "ptrain/data/sentence_order.hpp"
+#include "ptrain/data/special_tokens.hpp"
 #include "ptrain/data/tensor_cache.hpp"
 #include "ptrain/data/transforms.hpp"
 #include "ptrain/data/vocab.hpp"
@@ -101,6 +102,9 @@
 #include "ptrain/data/image_csv.hpp"
 #include "ptrain/data/image_folder.hpp"
 #include "ptrain/data/image_mask.hpp"
+#endif
+#ifdef PTRAIN_HAS_SENTENCEPIECE  // defined by ptrain::sentencepiece (libsentencepiece)
+#include "ptrain/data/sentencepiece.hpp"
 #endif
 
 #include "ptrain/tasks/classification.hpp"

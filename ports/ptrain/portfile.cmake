@@ -25,6 +25,8 @@ vcpkg_cmake_configure(
   SOURCE_PATH "${SOURCE_PATH}"
   OPTIONS
     ${feature_options}
+    # No feature brings libsentencepiece yet: the port must not pick up the system's.
+    -DCMAKE_DISABLE_FIND_PACKAGE_SentencePiece=ON
     -DPTRAIN_BUILD_TESTS=OFF
     -DPTRAIN_BUILD_EXAMPLES=OFF
     -DPTRAIN_BUILD_BENCH=OFF

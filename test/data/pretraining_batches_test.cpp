@@ -8,6 +8,7 @@
 
 #include <ptrain/data/pretraining_batches.hpp>
 #include <ptrain/data/wikitext.hpp>
+#include <ptrain/data/wordpiece.hpp>
 #include <ptrain/models/albert.hpp>
 #include <ptrain/tasks/albert_pretraining.hpp>
 
@@ -90,7 +91,7 @@ BOOST_AUTO_TEST_CASE(pairs_are_consecutive_segments_in_or_out_of_order) {
   const auto tokenizer = word_tokenizer(2000);
   const auto docs = counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7, 3, 6}, {4, 4, 4, 4, 4, 4}, {20}, {1}});
   const SentenceOrderOptions options{.max_seq_len = 24, .short_seq_prob = 0.2, .seed = 7};
-  const auto pairs = sentence_order_pairs(docs, tokenizer, options);
+  const auto pairs = sentence_order_pairs(docs, tokenizer.special_ids(), options);
   BOOST_TEST_REQUIRE(pairs.size() >= 5u);
   int swapped = 0;
   for (const auto& p : pairs) {
@@ -111,12 +112,14 @@ BOOST_AUTO_TEST_CASE(pairs_are_consecutive_segments_in_or_out_of_order) {
   BOOST_TEST(swapped > 0);
   BOOST_TEST(swapped < static_cast<int>(pairs.size()));
   // The one-sentence document of 20 tokens is cut at its middle; the one-token document gives none.
-  const auto single = sentence_order_pairs(counting_documents({{20}, {1}}), tokenizer, {.short_seq_prob = 0});
+  const auto single =
+      sentence_order_pairs(counting_documents({{20}, {1}}), tokenizer.special_ids(), {.short_seq_prob = 0});
   BOOST_TEST_REQUIRE(single.size() == 1u);
   BOOST_TEST(single[0].first_b == 1 + 10 + 1);
   // The same seed builds the same pairs; another builds others.
-  const auto again = sentence_order_pairs(docs, tokenizer, options);
-  const auto other = sentence_order_pairs(docs, tokenizer, {.max_seq_len = 24, .short_seq_prob = 0.2, .seed = 8});
+  const auto again = sentence_order_pairs(docs, tokenizer.special_ids(), options);
+  const auto other =
+      sentence_order_pairs(docs, tokenizer.special_ids(), {.max_seq_len = 24, .short_seq_prob = 0.2, .seed = 8});
   const auto same = [](const auto& x, const auto& y) {
     if (x.size() != y.size()) return false;
     for (std::size_t k = 0; k < x.size(); ++k)
@@ -130,7 +133,7 @@ BOOST_AUTO_TEST_CASE(pairs_are_consecutive_segments_in_or_out_of_order) {
 BOOST_AUTO_TEST_CASE(long_segments_are_trimmed_to_max_seq_len) {
   const auto tokenizer = word_tokenizer(2000);
   // Each sentence passes the target alone: two chunks of one sentence, each cut at its middle.
-  const auto pairs = sentence_order_pairs(counting_documents({{300, 201}}), tokenizer,
+  const auto pairs = sentence_order_pairs(counting_documents({{300, 201}}), tokenizer.special_ids(),
                                           {.max_seq_len = 32, .short_seq_prob = 0});
   BOOST_TEST_REQUIRE(pairs.size() == 2u);
   for (const auto& p : pairs) {
@@ -139,7 +142,7 @@ BOOST_AUTO_TEST_CASE(long_segments_are_trimmed_to_max_seq_len) {
     BOOST_TEST(p.first_b == 1 + 15 + 1);
   }
   const std::vector<std::vector<Ids>> none;
-  BOOST_TEST(contains(error_of([&] { sentence_order_pairs(none, tokenizer, {.max_seq_len = 4}); }),
+  BOOST_TEST(contains(error_of([&] { sentence_order_pairs(none, tokenizer.special_ids(), {.max_seq_len = 4}); }),
                       "max_seq_len 4, expected at least 5"));
 }
 
@@ -149,12 +152,12 @@ BOOST_AUTO_TEST_CASE(masking_depends_on_seed_epoch_and_example_only) {
   for (int k = 0; k < 98; ++k) ids.push_back(10 + k);
   ids.push_back(tokenizer.sep_id());
   const MaskingOptions options{.seed = 3};
-  const auto m = mask_tokens(ids, tokenizer, options, 2, 17);
-  BOOST_TEST(m.input_ids == mask_tokens(ids, tokenizer, options, 2, 17).input_ids);
-  BOOST_TEST(m.labels == mask_tokens(ids, tokenizer, options, 2, 17).labels);
-  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer, options, 3, 17).labels);
-  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer, options, 2, 18).labels);
-  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer, {.seed = 4}, 2, 17).labels);
+  const auto m = mask_tokens(ids, tokenizer.special_ids(), options, 2, 17);
+  BOOST_TEST(m.input_ids == mask_tokens(ids, tokenizer.special_ids(), options, 2, 17).input_ids);
+  BOOST_TEST(m.labels == mask_tokens(ids, tokenizer.special_ids(), options, 2, 17).labels);
+  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer.special_ids(), options, 3, 17).labels);
+  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer.special_ids(), options, 2, 18).labels);
+  BOOST_TEST(m.labels != mask_tokens(ids, tokenizer.special_ids(), {.seed = 4}, 2, 17).labels);
   // round(0.15 * 98) = 15 of the 98 non-special tokens, labelled with their ids; the rest -100.
   int chosen = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -167,9 +170,9 @@ BOOST_AUTO_TEST_CASE(masking_depends_on_seed_epoch_and_example_only) {
     BOOST_TEST(!tokenizer.is_special(ids[i]));
   }
   BOOST_TEST(chosen == 15);
-  BOOST_TEST(mask_tokens({tokenizer.cls_id(), tokenizer.sep_id()}, tokenizer, options, 0, 0).labels ==
+  BOOST_TEST(mask_tokens({tokenizer.cls_id(), tokenizer.sep_id()}, tokenizer.special_ids(), options, 0, 0).labels ==
              (Ids{ignored_label, ignored_label}));
-  BOOST_TEST(mask_tokens(ids, tokenizer, {.mask_prob = 0}, 0, 0).input_ids == ids);
+  BOOST_TEST(mask_tokens(ids, tokenizer.special_ids(), {.mask_prob = 0}, 0, 0).input_ids == ids);
 }
 
 BOOST_AUTO_TEST_CASE(chosen_tokens_are_masked_replaced_or_kept_80_10_10) {
@@ -178,7 +181,7 @@ BOOST_AUTO_TEST_CASE(chosen_tokens_are_masked_replaced_or_kept_80_10_10) {
   for (int k = 0; k < 100; ++k) ids.push_back(500 + k);
   int masked = 0, replaced = 0, kept = 0;
   for (std::int64_t example = 0; example < 400; ++example) {  // 400 x 15 = 6000 chosen tokens
-    const auto m = mask_tokens(ids, tokenizer, {.seed = 11}, 0, example);
+    const auto m = mask_tokens(ids, tokenizer.special_ids(), {.seed = 11}, 0, example);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (m.labels[i] == ignored_label) continue;
       if (m.input_ids[i] == tokenizer.mask_id())
@@ -199,11 +202,11 @@ BOOST_AUTO_TEST_CASE(chosen_tokens_are_masked_replaced_or_kept_80_10_10) {
 BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
   const auto tokenizer = word_tokenizer(2000);
   const auto docs = counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7}, {4, 4, 4, 4, 4, 4, 9, 9}, {6, 6, 6}});
-  auto pairs = sentence_order_pairs(docs, tokenizer, {.max_seq_len = 16, .short_seq_prob = 0.3});
+  auto pairs = sentence_order_pairs(docs, tokenizer.special_ids(), {.max_seq_len = 16, .short_seq_prob = 0.3});
   BOOST_TEST_REQUIRE(pairs.size() >= 6u);
   pairs.resize(6);
   const PretrainingLoaderOptions serial_options{.batch_size = 6, .max_seq_len = 16, .seed = 5};
-  PretrainingLoader serial(pairs, tokenizer, serial_options);
+  PretrainingLoader serial(pairs, tokenizer.special_ids(), serial_options);
   BOOST_TEST(serial.size() == 1u);
   serial.set_epoch(1);
   const PretrainingBatch b = *serial.begin();
@@ -215,7 +218,8 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
   for (std::int64_t r = 0; r < 6; ++r) {
     const auto& pair = pairs[static_cast<std::size_t>(b.indices[static_cast<std::size_t>(r)])];
     const auto length = static_cast<std::int64_t>(pair.input_ids.size());
-    const auto masked = mask_tokens(pair.input_ids, tokenizer, {.seed = 5}, 1, b.indices[static_cast<std::size_t>(r)]);
+    const auto masked =
+        mask_tokens(pair.input_ids, tokenizer.special_ids(), {.seed = 5}, 1, b.indices[static_cast<std::size_t>(r)]);
     BOOST_TEST(b.sop_labels.data()[r] == pair.sop_label);
     for (std::int64_t t = 0; t < 16; ++t) {
       const std::int64_t at = r * 16 + t;
@@ -239,7 +243,7 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
       auto options = serial_options;
       options.rank = rank;
       options.ranks = ranks;
-      PretrainingLoader share(pairs, tokenizer, options);
+      PretrainingLoader share(pairs, tokenizer.special_ids(), options);
       share.set_epoch(1);
       const PretrainingBatch part = *share.begin();
       BOOST_TEST(part.input_ids.size(0) == 6 / ranks);
@@ -255,10 +259,12 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
     BOOST_TEST(joined_labels == b.mlm_labels.to_vector());
     BOOST_TEST(joined_indices == b.indices);
   }
-  BOOST_TEST(contains(error_of([&] { PretrainingLoader({}, tokenizer, {}); }), "no sentence-order pairs"));
-  BOOST_TEST(contains(error_of([&] { PretrainingLoader(pairs, tokenizer, {.batch_size = 6, .max_seq_len = 8}); }),
+  BOOST_TEST(
+      contains(error_of([&] { PretrainingLoader({}, tokenizer.special_ids(), {}); }), "no sentence-order pairs"));
+  BOOST_TEST(contains(
+      error_of([&] { PretrainingLoader(pairs, tokenizer.special_ids(), {.batch_size = 6, .max_seq_len = 8}); }),
                       "expected at most max_seq_len 8 tokens"));
-  PretrainingLoader uneven(pairs, tokenizer, {.batch_size = 4, .max_seq_len = 16, .rank = 2, .ranks = 3});
+  PretrainingLoader uneven(pairs, tokenizer.special_ids(), {.batch_size = 4, .max_seq_len = 16, .rank = 2, .ranks = 3});
   BOOST_TEST(uneven.size() == 2u);
   BOOST_TEST(contains(error_of([&] { uneven.batch(0, 1, uneven.order(0)); }),
                       "the last batch has 2 pairs for 3 data-parallel ranks"));
@@ -268,10 +274,10 @@ BOOST_AUTO_TEST_CASE(batches_are_padded_and_split_across_ranks) {
 // them), targets that AlbertPreTraining's batch_targets reads back as the MLM and SOP labels.
 BOOST_AUTO_TEST_CASE(trainer_batch_is_the_model_inputs_and_the_task_targets) {
   const auto tokenizer = word_tokenizer(2000);
-  auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6}, {4, 4, 9, 9}, {6, 6, 6}}), tokenizer,
-                                    {.max_seq_len = 16});
+  auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6}, {4, 4, 9, 9}, {6, 6, 6}}),
+                                    tokenizer.special_ids(), {.max_seq_len = 16});
   BOOST_TEST_REQUIRE(pairs.size() >= 3u);
-  PretrainingLoader loader(pairs, tokenizer, {.batch_size = 3, .max_seq_len = 16, .seed = 2});
+  PretrainingLoader loader(pairs, tokenizer.special_ids(), {.batch_size = 3, .max_seq_len = 16, .seed = 2});
   const PretrainingBatch b = *loader.begin();
   const Batch t = trainer_batch(b);
   const auto whole = [](const Tensor<float>& x) {
@@ -294,10 +300,10 @@ BOOST_AUTO_TEST_CASE(trainer_batch_is_the_model_inputs_and_the_task_targets) {
 BOOST_AUTO_TEST_CASE(pretraining_steps_read_on_across_epochs_in_periods) {
   const auto tokenizer = word_tokenizer(2000);
   auto pairs = sentence_order_pairs(counting_documents({{5, 7, 3, 9, 4, 6, 8, 2, 5, 7}, {4, 4, 4, 4, 4, 9, 9}}),
-                                    tokenizer, {.max_seq_len = 16});
+                                    tokenizer.special_ids(), {.max_seq_len = 16});
   BOOST_TEST_REQUIRE(pairs.size() >= 6u);
   pairs.resize(6);
-  const PretrainingLoader loader(pairs, tokenizer, {.batch_size = 2, .max_seq_len = 16, .seed = 3});
+  const PretrainingLoader loader(pairs, tokenizer.special_ids(), {.batch_size = 2, .max_seq_len = 16, .seed = 3});
   BOOST_TEST_REQUIRE(loader.size() == 3u);
   // Run batch g: batch g % 3 of the loader's epoch g / 3.
   const auto expected = [&](std::int64_t g) { return trainer_batch(loader.batch(g / 3, g % 3, loader.order(g / 3))); };
@@ -339,7 +345,7 @@ BOOST_AUTO_TEST_CASE(wikitext_and_vocab_files_to_batches) {
   BOOST_TEST(pairs[2].input_ids.size() == 11u);
   BOOST_TEST(contains(error_of([&] { sentence_order_pairs(write_file("short.raw", " = A = \n the\n"), tokenizer); }),
                       "short.raw: no sentence-order pair: expected an article of two tokens or more"));
-  PretrainingLoader loader(pairs, tokenizer, {.batch_size = 2, .max_seq_len = 12});
+  PretrainingLoader loader(pairs, tokenizer.special_ids(), {.batch_size = 2, .max_seq_len = 12});
   std::vector<Shape> shapes;
   for (const auto& batch : loader) shapes.push_back(batch.input_ids.shape());
   BOOST_TEST(shapes == (std::vector<Shape>{{2, 12}, {1, 12}}));

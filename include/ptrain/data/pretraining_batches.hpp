@@ -23,7 +23,7 @@
 #include "ptrain/data/loader.hpp"
 #include "ptrain/data/masked_lm.hpp"
 #include "ptrain/data/sentence_order.hpp"
-#include "ptrain/data/wordpiece.hpp"
+#include "ptrain/data/special_tokens.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain {
@@ -50,9 +50,9 @@ struct PretrainingLoaderOptions {
 
 class PretrainingLoader {
  public:
-  PretrainingLoader(std::vector<SentenceOrderPair> pairs, const WordPieceTokenizer& tokenizer,
+  PretrainingLoader(std::vector<SentenceOrderPair> pairs, const SpecialTokenIds& special,
                     PretrainingLoaderOptions options)
-      : pairs_(std::move(pairs)), tokenizer_(tokenizer), options_(options) {
+      : pairs_(std::move(pairs)), special_(special), options_(options) {
     check(!pairs_.empty(), "PretrainingLoader: no sentence-order pairs: expected a corpus with at least one ",
           "document of two tokens or more");
     check(options_.batch_size >= options_.ranks, "PretrainingLoader: batch_size ", options_.batch_size, " for ",
@@ -60,8 +60,8 @@ class PretrainingLoader {
     column_share(options_.batch_size, options_.rank, options_.ranks);  // checks rank and ranks
     check(options_.max_seq_len >= 2 && options_.max_seq_len < (std::int64_t{1} << 24),
           "PretrainingLoader: max_seq_len ", options_.max_seq_len, ", expected 2 to 2^24 - 1");
-    check(tokenizer.vocab().size() <= (std::int64_t{1} << 24), "PretrainingLoader: a vocabulary of ",
-          tokenizer.vocab().size(), " tokens: expected at most 2^24 (ids travel as float)");
+    check(special_.vocab_size <= (std::int64_t{1} << 24), "PretrainingLoader: a vocabulary of ",
+          special_.vocab_size, " tokens: expected at most 2^24 (ids travel as float)");
     for (std::size_t k = 0; k < pairs_.size(); ++k) {
       const auto& p = pairs_[k];
       const auto length = static_cast<std::int64_t>(p.input_ids.size());
@@ -103,7 +103,7 @@ class PretrainingLoader {
           " or fewer ranks)");
     const ColumnShare share = column_share(rows, options_.rank, options_.ranks);
     const std::int64_t mine = share.end - share.begin, s = options_.max_seq_len;
-    PretrainingBatch out{Tensor<float>::full({mine, s}, static_cast<float>(tokenizer_.pad_id())),
+    PretrainingBatch out{Tensor<float>::full({mine, s}, static_cast<float>(special_.pad)),
                          Tensor<float>::zeros({mine, s}),
                          Tensor<float>::zeros({mine, s}),
                          Tensor<std::int64_t>::full({mine, s}, ignored_label),
@@ -114,7 +114,7 @@ class PretrainingLoader {
     for (std::int64_t r = 0; r < mine; ++r) {
       const std::int64_t example = order[static_cast<std::size_t>(begin + share.begin + r)];
       const SentenceOrderPair& pair = pairs_[static_cast<std::size_t>(example)];
-      const MaskedTokens masked = mask_tokens(pair.input_ids, tokenizer_, masking, epoch, example);
+      const MaskedTokens masked = mask_tokens(pair.input_ids, special_, masking, epoch, example);
       for (std::size_t t = 0; t < masked.input_ids.size(); ++t) {
         const std::int64_t at = r * s + static_cast<std::int64_t>(t);
         out.input_ids.data()[at] = static_cast<float>(masked.input_ids[t]);
@@ -154,7 +154,7 @@ class PretrainingLoader {
 
  private:
   std::vector<SentenceOrderPair> pairs_;
-  WordPieceTokenizer tokenizer_;  // a copy: the caller's may go before the loader
+  SpecialTokenIds special_;
   PretrainingLoaderOptions options_;
   std::int64_t epoch_ = 0;
   std::int64_t first_ = 0;

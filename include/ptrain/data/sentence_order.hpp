@@ -1,14 +1,14 @@
 #pragma once
 // ALBERT's pre-training examples (create_pretraining_data.py of google-research/albert, with
-// sentence-order prediction): documents of sentences, each sentence its WordPiece ids, become
-// [CLS] A [SEP] B [SEP] pairs of at most max_seq_len tokens. Per document, as BERT's
-// create_instances_from_document: a target length (max_seq_len - 3, or with probability
-// short_seq_prob a length drawn from [2, max_seq_len - 3]); sentences gathered into a chunk until
-// it reaches the target or the document ends; the chunk cut at a random sentence boundary into A
-// and B (a chunk of one sentence is cut at its middle token instead, so B is never empty); the two
-// swapped half the time (sop_label 1, else 0); the pair trimmed to fit, one token at a time from
-// the longer segment, from its front or back at random. Everything is drawn from one Rng(seed), so
-// every rank and every run builds the same examples.
+// sentence-order prediction): documents of sentences, each sentence its token ids (WordPiece's or
+// SentencePiece's, data/special_tokens.hpp), become [CLS] A [SEP] B [SEP] pairs of at most
+// max_seq_len tokens. Per document, as BERT's create_instances_from_document: a target length
+// (max_seq_len - 3, or with probability short_seq_prob a length drawn from [2, max_seq_len - 3]);
+// sentences gathered into a chunk until it reaches the target or the document ends; the chunk cut
+// at a random sentence boundary into A and B (a chunk of one sentence is cut at its middle token
+// instead, so B is never empty); the two swapped half the time (sop_label 1, else 0); the pair
+// trimmed to fit, one token at a time from the longer segment, from its front or back at random.
+// Everything is drawn from one Rng(seed), so every rank and every run builds the same examples.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -18,8 +18,8 @@
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/rng.hpp"
+#include "ptrain/data/special_tokens.hpp"
 #include "ptrain/data/wikitext.hpp"
-#include "ptrain/data/wordpiece.hpp"
 
 namespace ptrain {
 
@@ -54,7 +54,7 @@ inline std::vector<std::string_view> split_sentences(std::string_view paragraph)
 // Documents of paragraphs (read_wikitext_articles) as documents of sentences' ids; sentences without
 // a token are left out.
 inline std::vector<std::vector<std::vector<std::int64_t>>> tokenize_documents(
-    const std::vector<std::vector<std::string>>& documents, const WordPieceTokenizer& tokenizer) {
+    const std::vector<std::vector<std::string>>& documents, const PretrainingTokenizer auto& tokenizer) {
   std::vector<std::vector<std::vector<std::int64_t>>> out;
   for (const auto& document : documents) {
     auto& sentences = out.emplace_back();
@@ -81,7 +81,7 @@ inline void truncate_pair(std::vector<std::int64_t>& a, std::vector<std::int64_t
 
 // The pairs of all documents, document after document.
 inline std::vector<SentenceOrderPair> sentence_order_pairs(
-    const std::vector<std::vector<std::vector<std::int64_t>>>& documents, const WordPieceTokenizer& tokenizer,
+    const std::vector<std::vector<std::vector<std::int64_t>>>& documents, const SpecialTokenIds& special,
     const SentenceOrderOptions& options = {}) {
   check(options.max_seq_len >= 5, "sentence_order_pairs: max_seq_len ", options.max_seq_len,
         ", expected at least 5 ([CLS], [SEP] twice and a token of each segment)");
@@ -95,12 +95,12 @@ inline std::vector<SentenceOrderPair> sentence_order_pairs(
     if (swap) std::swap(a, b);
     detail::truncate_pair(a, b, max_tokens, rng);
     SentenceOrderPair pair;
-    pair.input_ids.push_back(tokenizer.cls_id());
+    pair.input_ids.push_back(special.cls);
     pair.input_ids.insert(pair.input_ids.end(), a.begin(), a.end());
-    pair.input_ids.push_back(tokenizer.sep_id());
+    pair.input_ids.push_back(special.sep);
     pair.first_b = static_cast<std::int64_t>(pair.input_ids.size());
     pair.input_ids.insert(pair.input_ids.end(), b.begin(), b.end());
-    pair.input_ids.push_back(tokenizer.sep_id());
+    pair.input_ids.push_back(special.sep);
     pair.sop_label = swap ? 1 : 0;
     pairs.push_back(std::move(pair));
   };
@@ -136,9 +136,10 @@ inline std::vector<SentenceOrderPair> sentence_order_pairs(
 
 // The pairs of a WikiText raw file (read_wikitext_articles: one document per article).
 inline std::vector<SentenceOrderPair> sentence_order_pairs(const std::filesystem::path& corpus,
-                                                           const WordPieceTokenizer& tokenizer,
+                                                           const PretrainingTokenizer auto& tokenizer,
                                                            const SentenceOrderOptions& options = {}) {
-  auto pairs = sentence_order_pairs(tokenize_documents(read_wikitext_articles(corpus), tokenizer), tokenizer, options);
+  auto pairs = sentence_order_pairs(tokenize_documents(read_wikitext_articles(corpus), tokenizer),
+                                    tokenizer.special_ids(), options);
   check(!pairs.empty(), corpus.string(), ": no sentence-order pair: expected an article of two tokens or more");
   return pairs;
 }

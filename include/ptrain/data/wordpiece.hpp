@@ -32,6 +32,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/data/basic_english.hpp"
 #include "ptrain/data/detail/unicode_bert.hpp"
+#include "ptrain/data/special_tokens.hpp"
 #include "ptrain/data/vocab.hpp"
 #include "ptrain/data/wikitext.hpp"
 
@@ -207,6 +208,10 @@ class WordPieceTokenizer {
   std::int64_t pad_id() const { return special_ids_[4]; }
   bool is_special(std::int64_t id) const {
     return std::find(special_ids_.begin(), special_ids_.end(), id) != special_ids_.end();
+  }
+  SpecialTokenIds special_ids() const {
+    return {.unk = unk_id(), .cls = cls_id(), .sep = sep_id(), .mask = mask_id(), .pad = pad_id(),
+            .vocab_size = vocab_.size()};
   }
 
   // The tokens of UTF-8 text (BertTokenizer.tokenize).
