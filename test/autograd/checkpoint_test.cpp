@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 #include <vector>
 
 #include <ptrain/autograd/checkpoint.hpp>
@@ -14,30 +13,13 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/autograd/ops/linear.hpp>
 
+#include "../common/recorded_graph.hpp"
+
 using namespace ptrain;
+using test::max_abs_difference;
+using test::recorded_ops;
 
 namespace {
-// The ops a backward pass would run from y: what the graph keeps alive.
-std::size_t recorded_ops(const Var<double>& y) {
-  std::unordered_set<const Node<double>*> seen;
-  std::vector<const Node<double>*> todo{y.node().get()};
-  std::size_t ops = 0;
-  while (!todo.empty()) {
-    const Node<double>* n = todo.back();
-    todo.pop_back();
-    if (!n || !seen.insert(n).second) continue;
-    if (!n->is_leaf()) ++ops;
-    for (const auto& in : n->inputs) todo.push_back(in.get());
-  }
-  return ops;
-}
-
-double max_abs_difference(const Tensor<double>& a, const Tensor<double>& b) {
-  BOOST_REQUIRE(a.shape() == b.shape());
-  double worst = 0;
-  for (std::int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
 
 // tanh(linear(dropout(x))) twice over: a small network with dropout from global_rng().
 struct TwoLayers {
