@@ -49,6 +49,9 @@ params=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) parameters in .*/\1/p' | hea
 [ -n "$total" ] && [ "$total" = "$params" ] || fail "the summary's total '$total' is not the model's $params parameters"
 echo "$out" | grep -q "suggested learning rate" || fail "the finder suggested no rate"
 [ "$(head -n 1 "$dir/lr_lr_find.csv")" = "lr,loss,smoothed_loss" ] || fail "no finder curve in $dir/lr_lr_find.csv"
+if echo "$out" | grep -q "plot in $dir/lr_lr_find.png"; then
+  [ "$(head -c 4 "$dir/lr_lr_find.png" | tail -c 3)" = "PNG" ] || fail "$dir/lr_lr_find.png is not a PNG"
+fi
 echo "$out" | grep -q "^epoch 1/" && fail "the --lr-find run trained"
 out=$("$@" --epochs 1 --activation-checkpointing --csv "$dir/ac.csv" 2>&1) ||
   { echo "$out"; fail "the --activation-checkpointing run failed"; }
