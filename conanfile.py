@@ -1,5 +1,6 @@
-# Conan 2 recipe of the header-only ptrain. The package is ptrain's own CMake install (headers,
-# ptrainConfig.cmake with its components): consumers use find_package(ptrain [COMPONENTS ...]) as
+# Conan 2 recipe of ptrain: its prebuilt library (a static library of the float and double CPU
+# kernels and autograd ops) or, with header_only=True, the headers alone. The package is ptrain's
+# own CMake install (headers, the library, ptrainConfig.cmake with its components): consumers use find_package(ptrain [COMPONENTS ...]) as
 # they would without Conan, and the config finds the dependencies CMakeDeps generated (Conan
 # Center) or the system's (the Debian profile in conan/profiles/debian12). See docs/install.md.
 from conan import ConanFile
@@ -13,17 +14,18 @@ required_conan_version = ">=2.0"
 
 class PtrainConan(ConanFile):
     name = "ptrain"
-    description = "Header-only C++20 parallel training of neural networks"
+    description = "C++20 parallel training of neural networks, header-only or with a prebuilt library"
     license = "Apache-2.0"
-    topics = ("deep-learning", "neural-networks", "mpi", "cuda", "header-only")
-    package_type = "header-library"
+    topics = ("deep-learning", "neural-networks", "mpi", "cuda")
+    package_type = "static-library"
     settings = "os", "arch", "compiler", "build_type"
     # MPI and CUDA (with NCCL) are not Conan packages here: the cluster's MPI and the machine's
     # toolkit are found by ptrainConfig.cmake; the options say whether the components exist.
-    options = {"with_blas": [True, False], "with_image": [True, False], "with_mpi": [True, False],
-               "with_cuda": [True, False]}
-    default_options = {"with_blas": True, "with_image": True, "with_mpi": True, "with_cuda": False}
-    exports_sources = "CMakeLists.txt", "LICENSE", "cmake/*", "include/*"
+    options = {"header_only": [True, False], "with_blas": [True, False], "with_image": [True, False],
+               "with_mpi": [True, False], "with_cuda": [True, False]}
+    default_options = {"header_only": False, "with_blas": True, "with_image": True, "with_mpi": True,
+                       "with_cuda": False}
+    exports_sources = "CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "src/*"
     no_copy_source = True
 
     # What each option brings: Conan requirements, and the names CMake's find_package knows its
@@ -51,21 +53,29 @@ class PtrainConan(ConanFile):
                 for require in self._requires(option):
                     self.requires(require)
 
+    def configure(self):
+        if self.options.header_only:
+            self.package_type = "header-library"
+
     def layout(self):
         cmake_layout(self)
 
     def package_id(self):
-        # Headers and CMake files only: one package for every compiler and build type.
-        self.info.settings.clear()
+        # Header-only: headers and CMake files, one package for every compiler and build type.
+        if self.info.options.header_only:
+            self.info.settings.clear()
 
     def generate(self):
         toolchain = CMakeToolchain(self)
-        # Nothing is compiled here; CMAKE_CXX_STANDARD from compiler.cppstd would also make CMake
-        # before 3.26 fail enable_language(CUDA) with with_cuda (it knows no C++20 flag for nvcc).
+        # The library asks for C++20 itself; CMAKE_CXX_STANDARD from compiler.cppstd would also make
+        # CMake before 3.26 fail enable_language(CUDA) with with_cuda (it knows no C++20 flag for nvcc).
         toolchain.blocks.remove("cppstd")
+        # The library is built for the profile's CPU, not the building machine's (no -march=native):
+        # add -march to the profile's flags for a package of one machine.
         toolchain.cache_variables.update(
             {"PTRAIN_BUILD_TESTS": False, "PTRAIN_BUILD_EXAMPLES": False, "PTRAIN_BUILD_BENCH": False,
-             "PTRAIN_BUILD_TOOLS": False,
+             "PTRAIN_BUILD_TOOLS": False, "PTRAIN_NATIVE_ARCH": False,
+             "PTRAIN_HEADER_ONLY": bool(self.options.header_only),
              "PTRAIN_CUDA": "ON" if self.options.with_cuda else "OFF"})
         # An option on must find its dependencies (else the build fails); off must not use them.
         for option, (_, packages) in self._option_dependencies.items():
@@ -79,6 +89,8 @@ class PtrainConan(ConanFile):
     def build(self):
         cmake = CMake(self)
         cmake.configure()
+        if not self.options.header_only:
+            cmake.build()
 
     def package(self):
         copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
@@ -96,6 +108,9 @@ class PtrainConan(ConanFile):
         core = self.cpp_info.components["core"]
         core.requires = conan_names(self._requires())
         core.defines = ["PTRAIN_HAS_CBLAS"] if self.options.with_blas else []
+        if not self.options.header_only:
+            core.libs = ["ptrain_prebuilt"]
+            core.defines.append("PTRAIN_PREBUILT")
         core.set_property("pkg_config_name", "ptrain")
         core.builddirs = [os.path.join("lib", "cmake", "ptrain")]  # with components, only theirs count
         for component in ("image", "mpi", "cuda"):

@@ -1,4 +1,5 @@
-# cmake --install writes a relocatable package: headers, the ptrain::ptrain target,
+# cmake --install writes a relocatable package: headers, the prebuilt library, the ptrain::ptrain,
+# ptrain::header_only and ptrain::prebuilt targets,
 # ptrainConfig.cmake with its dependencies, and a version file.
 include(CMakePackageConfigHelpers)
 
@@ -8,7 +9,11 @@ set(PTRAIN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ptrain CACHE STRING
 set(PTRAIN_CMAKE_DIR ${PTRAIN_INSTALL_CMAKEDIR})
 
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS ptrain EXPORT ptrainTargets)
+if(TARGET ptrain_prebuilt)
+  install(TARGETS ptrain ptrain_header_only ptrain_prebuilt EXPORT ptrainTargets)
+else()
+  install(TARGETS ptrain ptrain_header_only EXPORT ptrainTargets)
+endif()
 install(EXPORT ptrainTargets NAMESPACE ptrain:: DESTINATION ${PTRAIN_CMAKE_DIR})
 foreach(component IN LISTS PTRAIN_COMPONENT_TARGETS)
   install(TARGETS ptrain_${component} EXPORT ptrain_${component}Targets)

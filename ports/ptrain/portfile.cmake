@@ -1,7 +1,8 @@
 # ptrain as a vcpkg overlay port of the source tree it sits in (ports/ptrain/ in ptrain's
 # repository): `vcpkg install ptrain --overlay-ports=<ptrain>/ports`, or a manifest whose
-# vcpkg-configuration.json lists that directory in "overlay-ports". Header-only: the port is
-# ptrain's CMake install, with ptrainConfig.cmake under share/ptrain.
+# vcpkg-configuration.json lists that directory in "overlay-ports". The port is ptrain's CMake
+# install: the headers, the prebuilt library (built for the triplet's CPU, not with -march=native)
+# and ptrainConfig.cmake under share/ptrain.
 get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 set(VCPKG_BUILD_TYPE release)
 
@@ -31,11 +32,11 @@ vcpkg_cmake_configure(
     -DPTRAIN_BUILD_EXAMPLES=OFF
     -DPTRAIN_BUILD_BENCH=OFF
     -DPTRAIN_BUILD_TOOLS=OFF
+    -DPTRAIN_NATIVE_ARCH=OFF
     -DPTRAIN_INSTALL_CMAKEDIR=share/ptrain
 )
 vcpkg_cmake_install()
 vcpkg_cmake_config_fixup()
-file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/lib")  # header-only: nothing else would be there
 
 file(INSTALL "${CMAKE_CURRENT_LIST_DIR}/usage" DESTINATION "${CURRENT_PACKAGES_DIR}/share/${PORT}")
 # vcpkg's copyright file is the license (Apache-2.0); plain CMake, as vcpkg_install_copyright does.

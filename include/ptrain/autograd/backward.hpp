@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -82,3 +83,5 @@ void backward(const Var<T, D>& root, Tensor<T, D> grad_output = {}, bool retain_
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::backward)

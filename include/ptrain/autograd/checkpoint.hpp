@@ -13,6 +13,7 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/rng.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -112,3 +113,5 @@ Var<T, D> run_checkpointed(CheckpointedForward<T, D> f, const Var<T, D>& x) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::run_checkpointed)

@@ -27,6 +27,7 @@
 #include "ptrain/io/atomic_file.hpp"
 #include "ptrain/io/detail/json.hpp"
 #include "ptrain/tensor/tensor.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::io {
 
@@ -388,3 +389,6 @@ std::vector<std::pair<std::string, Tensor<T>>> load_safetensors(const std::files
 }
 
 }  // namespace ptrain::io
+
+PTRAIN_PREBUILT_STATE_FD(ptrain::io::save_safetensors)
+PTRAIN_PREBUILT_STATE_FD(ptrain::io::load_safetensors)

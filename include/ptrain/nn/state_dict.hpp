@@ -16,6 +16,7 @@
 
 #include "ptrain/io/safetensors.hpp"
 #include "ptrain/nn/module.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -172,3 +173,8 @@ LoadStateDictResult load_state_dict(Module<T, D>& module, const std::filesystem:
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_STATE(ptrain::save_state_dict<float, ::ptrain::Cpu>)
+PTRAIN_PREBUILT_STATE(ptrain::save_state_dict<double, ::ptrain::Cpu>)
+PTRAIN_PREBUILT_STATE(ptrain::load_state_dict<float, ::ptrain::Cpu>)
+PTRAIN_PREBUILT_STATE(ptrain::load_state_dict<double, ::ptrain::Cpu>)

@@ -23,6 +23,7 @@
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -239,3 +240,8 @@ class AdamW : public detail::AdamImpl<T, D, true> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, float, ptrain::AdamOptions>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, double, ptrain::AdamOptions>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, float, ptrain::AdamWOptions>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, double, ptrain::AdamWOptions>)

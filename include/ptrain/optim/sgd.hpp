@@ -21,6 +21,7 @@
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -139,3 +140,6 @@ class Sgd : public detail::GroupedOptimizer<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::sgd_step<float, ptrain::SgdOptions>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::sgd_step<double, ptrain::SgdOptions>)

@@ -33,6 +33,7 @@
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/parallel/checkpoint_part.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -321,3 +322,6 @@ inline RankState read_rank_state(const std::filesystem::path& path) {
 
 }  // namespace checkpoint
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_STATE_FD(ptrain::checkpoint::save_state)
+PTRAIN_PREBUILT_STATE_FD(ptrain::checkpoint::read_state)

@@ -20,6 +20,7 @@
 #include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/reduce.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -73,3 +74,5 @@ double clip_grad_norm(const std::vector<Var<T, D>>& params, double max_norm) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::squared_gradient_norm)

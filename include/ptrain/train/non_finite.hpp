@@ -13,6 +13,7 @@
 #include "ptrain/kernels/reduce.hpp"
 #include "ptrain/nn/module.hpp"
 #include "ptrain/tensor/tensor.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -84,3 +85,5 @@ inline std::string non_finite_step_text(std::optional<double> loss, const std::o
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::first_non_finite_gradient)

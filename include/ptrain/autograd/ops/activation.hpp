@@ -12,6 +12,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/softmax.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -68,3 +69,10 @@ Var<T, D> log_softmax(const Var<T, D>& x, int dim) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::relu)
+PTRAIN_PREBUILT_OPS_FD(ptrain::sigmoid)
+PTRAIN_PREBUILT_OPS_FD(ptrain::tanh)
+PTRAIN_PREBUILT_OPS_FD(ptrain::gelu)
+PTRAIN_PREBUILT_OPS_FD(ptrain::softmax)
+PTRAIN_PREBUILT_OPS_FD(ptrain::log_softmax)

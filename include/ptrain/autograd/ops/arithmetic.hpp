@@ -17,6 +17,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/reduce.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -123,3 +124,9 @@ Var<T, D> operator*(std::type_identity_t<T> factor, const Var<T, D>& x) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::add)
+PTRAIN_PREBUILT_OPS_FD(ptrain::sub)
+PTRAIN_PREBUILT_OPS_FD(ptrain::mul)
+PTRAIN_PREBUILT_OPS_FD(ptrain::div)
+PTRAIN_PREBUILT_OPS_FD(ptrain::scale)

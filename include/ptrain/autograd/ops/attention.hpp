@@ -28,6 +28,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/kernels/softmax.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -243,3 +244,7 @@ Var<T, D> packed_heads_attention(const Var<T, D>& q, const Var<T, D>& k, const V
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::masked_softmax)
+PTRAIN_PREBUILT_OPS_FD(ptrain::scaled_dot_product_attention)
+PTRAIN_PREBUILT_OPS_FD(ptrain::packed_heads_attention)

@@ -20,6 +20,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed/batch_norm.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -287,3 +288,6 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OP(ptrain::detail::batch_norm_op<float, ::ptrain::Cpu, float>)
+PTRAIN_PREBUILT_OP(ptrain::detail::batch_norm_op<double, ::ptrain::Cpu, double>)

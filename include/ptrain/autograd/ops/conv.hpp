@@ -12,6 +12,7 @@
 #include "ptrain/kernels/conv.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -141,3 +142,6 @@ Var<T, D> conv_transpose2d(const Var<T, D>& x, const Var<T, D>& weight, const Va
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::conv2d)
+PTRAIN_PREBUILT_OPS_FD(ptrain::conv_transpose2d)

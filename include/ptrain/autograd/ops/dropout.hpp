@@ -14,6 +14,7 @@
 #include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -48,3 +49,5 @@ Var<T, D> dropout(const Var<T, D>& x, double p, bool training, Rng& rng = global
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::dropout)

@@ -13,6 +13,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/layer_norm.hpp"
 #include "ptrain/kernels/reduce.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -80,3 +81,5 @@ Var<T, D> layer_norm(const Var<T, D>& x, const Shape& normalized_shape, const Va
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::layer_norm)

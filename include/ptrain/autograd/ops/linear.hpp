@@ -12,6 +12,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/linear.hpp"
 #include "ptrain/kernels/reduce.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -156,3 +157,7 @@ Var<T, D> linear(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& b
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::matmul)
+PTRAIN_PREBUILT_OPS_FD(ptrain::bmm)
+PTRAIN_PREBUILT_OPS_FD(ptrain::linear)

@@ -20,6 +20,7 @@
 #include "ptrain/kernels/broadcast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/loss.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -153,3 +154,8 @@ Var<T, D> binary_cross_entropy_with_logits(const Var<T, D>& logits, const Var<T,
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::cross_entropy)
+PTRAIN_PREBUILT_OPS_FD(ptrain::nll_loss)
+PTRAIN_PREBUILT_OPS_FD(ptrain::mse_loss)
+PTRAIN_PREBUILT_OPS_FD(ptrain::binary_cross_entropy_with_logits)

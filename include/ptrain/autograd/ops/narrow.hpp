@@ -8,6 +8,7 @@
 #include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/kernels/elementwise.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -37,3 +38,5 @@ Var<T, D> narrow(const Var<T, D>& x, int dim, std::int64_t start, std::int64_t l
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::narrow)

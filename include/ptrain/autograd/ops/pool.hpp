@@ -10,6 +10,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/pool.hpp"
 #include "ptrain/kernels/pool.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -106,3 +107,5 @@ Var<T, D> adaptive_avg_pool2d(const Var<T, D>& x, std::int64_t out_h, std::int64
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::adaptive_avg_pool2d)

@@ -8,6 +8,7 @@
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/reduce.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -42,3 +43,6 @@ Var<T, D> mean(const Var<T, D>& x) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::sum)
+PTRAIN_PREBUILT_OPS_FD(ptrain::mean)

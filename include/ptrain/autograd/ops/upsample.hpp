@@ -11,6 +11,7 @@
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/upsample.hpp"
 #include "ptrain/kernels/upsample.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -81,3 +82,5 @@ Var<T, D> upsample(const Var<T, D>& x, const UpsampleOptions& options) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OPS_FD(ptrain::upsample)

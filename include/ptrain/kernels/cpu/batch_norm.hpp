@@ -17,6 +17,7 @@
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -299,3 +300,11 @@ void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, 
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_forward_training)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_forward_inference)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_backward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_relu_backward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_moments)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_backward_sums)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::batch_norm_backward_input)

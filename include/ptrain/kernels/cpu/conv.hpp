@@ -31,6 +31,7 @@
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/cpu/winograd.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -510,3 +511,6 @@ void conv2d_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw)
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::conv2d_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::conv2d_backward)

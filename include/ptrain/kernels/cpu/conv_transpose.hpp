@@ -7,6 +7,7 @@
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/kernels/cpu/conv.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -34,3 +35,6 @@ void conv_transpose2d_backward(const Conv2dGeometry& g, const T* x, const T* w, 
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::conv_transpose2d_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::conv_transpose2d_backward)

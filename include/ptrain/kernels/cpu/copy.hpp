@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ptrain/kernels/cpu/elementwise.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -23,3 +24,5 @@ void copy_rows(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_s
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::copy_rows)

@@ -15,6 +15,7 @@
 
 #include "ptrain/kernels/cpu/softmax.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -118,3 +119,6 @@ void cross_entropy_backward(const T* x, const std::int64_t* targets, const float
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::cross_entropy_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::cross_entropy_backward)

@@ -9,6 +9,7 @@
 
 #include "ptrain/core/half.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -40,3 +41,5 @@ void embedding_backward(const T* g, const std::int64_t* first, const std::int64_
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::embedding_backward)

@@ -21,6 +21,7 @@
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/cpu/gemm_bf16.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -163,3 +164,5 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::gemm)

@@ -19,6 +19,7 @@
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/pool.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -294,3 +295,12 @@ void adaptive_avg_pool2d_backward(std::int64_t planes, std::int64_t H, std::int6
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::avg_pool2d_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::avg_pool2d_backward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::adaptive_avg_pool2d_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::adaptive_avg_pool2d_backward)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::max_pool2d_forward<float, std::int32_t>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::max_pool2d_forward<double, std::int32_t>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::max_pool2d_backward<float, std::int32_t>)
+PTRAIN_PREBUILT_KERNEL(ptrain::kernels::max_pool2d_backward<double, std::int32_t>)

@@ -16,6 +16,7 @@
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -174,3 +175,7 @@ void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, b
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::softmax_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::softmax_backward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::masked_softmax_forward)

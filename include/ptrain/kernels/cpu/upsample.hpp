@@ -11,6 +11,7 @@
 #include "ptrain/core/shape.hpp"
 #include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/geometry/upsample.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain::kernels {
 
@@ -68,3 +69,6 @@ void interpolate2d_backward(const Interpolation2d& g, const T* gy, T* gx) {
 }
 
 }  // namespace ptrain::kernels
+
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::interpolate2d_forward)
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::interpolate2d_backward)
