@@ -18,9 +18,12 @@
 #include <ptrain/mpi.hpp>
 
 #include "common/cli.hpp"
+#include "common/precision.hpp"
 #include "common/run.hpp"
 
 namespace {
+
+using Precisions = examples::PrecisionChoices<ptrain::Fp32, ptrain::Bf16, ptrain::Fp16>;
 
 // Precision: Fp32, or Bf16 / Fp16 for mixed precision; the model's scalar type is its wire type.
 // D: the device the model, its masters and Adam's moments live on. Returns the final test accuracy
@@ -61,46 +64,18 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                 D::name, ranks > 1 ? ", gradients on the wire as " : "", ranks > 1 ? cli.str("--compression").c_str() : "");
   if (world.rank() == 0 && !trainer_options.csv_log.empty())
     std::printf("per-epoch log in %s\n", trainer_options.csv_log.c_str());
-  std::vector<ptrain::EpochResult> results;
-  if constexpr (std::is_same_v<Precision, ptrain::Fp32>) {
-    auto adam = std::make_shared<ptrain::Adam<T, D>>(model->parameters(), adam_options);
-    ptrain::Trainer<Net, std::decay_t<Policies>...> trainer(model, adam, trainer_options, std::move(policies)...);
-    results = examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
-  } else {  // the optimizer steps fp32 masters; MixedPrecision comes after DataParallel
-    ptrain::MixedPrecision<Precision, D> amp(*model);
-    auto adam = std::make_shared<ptrain::Adam<float, D>>(amp.master_parameters(), adam_options);
-    ptrain::Trainer<Net, std::decay_t<Policies>..., ptrain::MixedPrecision<Precision, D>> trainer(
-        model, adam, trainer_options, std::move(policies)..., std::move(amp));
-    results = examples::fit_with_checkpoints(cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &test_loader, epochs); });
-  }
+  const auto results = examples::with_master_weights<Precision, D>(*model, [&](const auto& parameters, auto... amp) {
+    auto adam = std::make_shared<ptrain::Adam<float, D>>(parameters, adam_options);
+    ptrain::Trainer<Net, std::decay_t<Policies>..., decltype(amp)...> trainer(model, adam, trainer_options,
+                                                                           std::move(policies)..., std::move(amp)...);
+    return examples::fit_with_checkpoints(cli, trainer, train_loader,
+                                          [&] { return trainer.fit(train_loader, &test_loader, epochs); });
+  });
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double accuracy = results.empty() ? std::nan("") : 100 * results.back().val.at("accuracy");
   if (world.rank() == 0) std::printf("test accuracy %.2f%% after %zu epochs in %.1f s\n", accuracy, results.size(), seconds);
   return accuracy;
-}
-
-// Calls run(Precision{}) with the type --precision names.
-template <class Run>
-double with_precision(const std::string& precision, Run&& run) {
-  if (precision == "fp32") return run(ptrain::Fp32{});
-  if (precision == "bf16") return run(ptrain::Bf16{});
-  if (precision == "fp16") return run(ptrain::Fp16{});
-  ptrain::fail("--precision '", precision, "': expected fp32, bf16 or fp16");
-}
-
-// Pipelines are compiled in for fp32 only.
-template <class D, class... Policies>
-double train_in_precision(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard,
-                          Policies... policies) {
-  constexpr bool pipelined = (requires { Policies::micro_batches; } || ...);
-  return with_precision(cli.str("--precision"), [&]<class Precision>(Precision) -> double {
-    if constexpr (pipelined && !std::is_same_v<Precision, ptrain::Fp32>)
-      ptrain::fail("--precision ", Precision::name, " with --stages: mixed precision is not combined with a pipeline "
-                   "(each stage would decide alone to skip an overflowing step)");
-    else
-      return train<Precision, D>(cli, world, shard, policies...);
-  });
 }
 
 }  // namespace
@@ -114,14 +89,16 @@ int main(int argc, char** argv) {
       .real_option("--lr", "0.001", "Adam learning rate")
       .integer_option("--seed", 0, "seed for initialisation, shuffling and dropout", 0, LONG_MAX)
       .integer_option("--limit", 0, "train on the first N training images only (0: all)", 0)
-      .choice_option("--precision", "fp32", {"fp32", "bf16", "fp16"},
-                     "the model's type: fp32, or bf16 / fp16 with fp32 master weights")
       .output_option("--csv", "fashion_mnist.csv",
                      "per-epoch CSV log written by rank 0 (empty: none); the default is never overwritten: "
                      "fashion_mnist_2.csv, _3, ... when it exists");
+  Precisions::add_option(cli);
   return examples::run_example<examples::Pipelines::with>(
       cli, examples::accuracy_percent("test accuracy"), argc, argv,
       [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-        return train_in_precision<D>(cli, world, shard, policies...);
+        constexpr bool pipelined = (requires { decltype(policies)::micro_batches; } || ...);
+        return Precisions::run<pipelined>(cli, [&]<class Precision>(Precision) {
+          return train<Precision, D>(cli, world, shard, policies...);
+        });
       });
 }

@@ -9,7 +9,9 @@
 // (Sharded<Zero1 | Zero2 | Zero3>). --stages S cuts the model into S pipeline stages (--chunks micro-batches per batch,
 // --schedule gpipe|1f1b; with more ranks than stages, a data x pipeline grid): the model then runs
 // batch-first, since the pipeline splits a batch's first dimension into micro-batches and a window's
-// columns are its samples.
+// columns are its samples. --precision bf16 builds the model in bfloat16 and steps fp32 master
+// weights (MixedPrecision<Bf16>), on one process or data-parallel; the token ids, numbers of the
+// model's type, must then stay exact in bfloat16 (a vocabulary of at most 256).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -23,9 +25,12 @@
 #include <ptrain/tasks/sequence_modelling.hpp>
 
 #include "common/cli.hpp"
+#include "common/precision.hpp"
 #include "common/run.hpp"
 
 namespace {
+
+using Precisions = examples::PrecisionChoices<ptrain::Fp32, ptrain::Bf16>;
 
 // The validation perplexity of a unigram model of the training split (each token at its training
 // frequency, <unk> standing for the rest): what a model must beat to have learned any context.
@@ -41,10 +46,12 @@ double unigram_perplexity(const ptrain::WikiText& data) {
   return std::exp(log_sum / static_cast<double>(data.valid().size()));
 }
 
-// Returns the last epoch's validation perplexity.
-template <class D, class... Policies>
+// Precision: Fp32, or Bf16 for a bfloat16 model with fp32 masters. Returns the last epoch's
+// validation perplexity.
+template <class Precision, class D, class... Policies>
 double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
-  using Net = ptrain::TransformerLM<float, D>;
+  using T = typename Precision::template wire<float>;
+  using Net = ptrain::TransformerLM<T, D>;
   constexpr bool pipelined = (requires { Policies::micro_batches; } || ...);
   const auto layout = pipelined ? ptrain::BpttLoader::Layout::batch_first : ptrain::BpttLoader::Layout::sequence_first;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
@@ -66,6 +73,11 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   ptrain::BpttLoader train_loader = loader(data.train(), batch, "training");
   ptrain::BpttLoader valid_loader = loader(data.valid(), eval_batch, "validation");
   ptrain::BpttLoader test_loader = loader(data.test(), eval_batch, "test");
+  const auto vocabulary = static_cast<double>(data.vocab().size());
+  ptrain::check(vocabulary <= ptrain::max_exact_whole_number<T>(), "--precision ", Precision::name, ": the model takes ",
+                "its token ids as numbers of its type, exact in ", Precision::name, " up to ",
+                ptrain::max_exact_whole_number<T>(), ", and the vocabulary has ", data.vocab().size(),
+                " tokens; use --precision fp32");
 
   auto model = std::make_shared<Net>(ptrain::TransformerLMOptions{.ntoken = data.vocab().size(),
                                                                   .ninp = cli.integer("--emsize"),
@@ -75,43 +87,46 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
                                                                   .dropout = cli.real("--dropout"),
                                                                   .batch_first = pipelined});
   const double lr = cli.real("--lr");
-  auto sgd = std::make_shared<ptrain::Sgd<float, D>>(model->parameters(), ptrain::SgdOptions{.lr = lr});
   ptrain::TrainerOptions options = examples::trainer_options(cli);
   options.print_epochs = false;  // the tutorial's line below
   options.clip_grad_norm = cli.real("--clip");
-  // The targets [S, N] are laid out as the sequence-first logits [S, N, vocabulary] (batch-first:
-  // [N, S] and [N, S, vocabulary]): one target per row of scores, which is all SequenceModelling asks.
   const std::int64_t parameters = model->parameter_count();  // before Sharded<Zero3> lets the others' go
-  ptrain::Trainer<Net, ptrain::SequenceModelling, Policies...> trainer(model, sgd, options,
-                                                                       ptrain::SequenceModelling{}, policies...);
-  ptrain::Scheduler schedule(*sgd, ptrain::StepLR{.base_lr = lr, .step_size = 1, .gamma = cli.real("--gamma")});
-  trainer.checkpoint_scheduler(schedule);
-  // Every rank trains the same number of tokens: (rows - 1) x its columns.
-  const double tokens_per_epoch = static_cast<double>(train_loader.tokens()) * shard.count;
-  trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
+  // SGD steps the model's parameters, or in bf16 their fp32 masters (MixedPrecision, the last policy).
+  return examples::with_master_weights<Precision, D>(*model, [&](const auto& weights, auto... amp) {
+    auto sgd = std::make_shared<ptrain::Sgd<float, D>>(weights, ptrain::SgdOptions{.lr = lr});
+    // The targets [S, N] are laid out as the sequence-first logits [S, N, vocabulary] (batch-first:
+    // [N, S] and [N, S, vocabulary]): one target per row of scores, which is all SequenceModelling asks.
+    ptrain::Trainer<Net, ptrain::SequenceModelling, Policies..., decltype(amp)...> trainer(
+        model, sgd, options, ptrain::SequenceModelling{}, policies..., std::move(amp)...);
+    ptrain::Scheduler schedule(*sgd, ptrain::StepLR{.base_lr = lr, .step_size = 1, .gamma = cli.real("--gamma")});
+    trainer.checkpoint_scheduler(schedule);
+    // Every rank trains the same number of tokens: (rows - 1) x its columns.
+    const double tokens_per_epoch = static_cast<double>(train_loader.tokens()) * shard.count;
+    trainer.on_epoch_end([&](const ptrain::EpochResult& r) {
+      if (trainer.is_main())
+        std::printf("epoch %3d | lr %.3g | train loss %.3f valid loss %.3f | train ppl %.2f valid ppl %.2f | %.0f "
+                    "tokens/s | %.1f s\n",
+                    r.epoch, r.lr, r.train_loss, r.val_loss, r.train.at("perplexity"), r.val.at("perplexity"),
+                    r.seconds > 0 ? tokens_per_epoch / r.seconds : 0.0, r.seconds);
+      schedule.step();
+    });
+    if (trainer.is_main()) {
+      std::printf("transformer_lm: vocabulary %lld, %zu / %zu / %zu train / valid / test tokens, %lld parameters in "
+                  "%s, batch %ld x bptt %ld, %d rank(s) x %d thread(s) on %s\n",
+                  static_cast<long long>(data.vocab().size()), data.train().size(), data.valid().size(),
+                  data.test().size(), static_cast<long long>(parameters), Precision::name, batch, bptt, world.size(),
+                  ptrain::num_threads(), D::name);
+      std::printf("a unigram model of the training split: valid ppl %.2f\n", unigram_perplexity(data));
+    }
+    const int epochs = static_cast<int>(cli.integer("--epochs"));
+    const auto results = examples::fit_with_checkpoints(
+        cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &valid_loader, epochs); });
+    if (examples::preempted_run()) return std::nan("");
+    const ptrain::EpochTotals test = trainer.evaluate(test_loader);
     if (trainer.is_main())
-      std::printf("epoch %3d | lr %.3g | train loss %.3f valid loss %.3f | train ppl %.2f valid ppl %.2f | %.0f "
-                  "tokens/s | %.1f s\n",
-                  r.epoch, r.lr, r.train_loss, r.val_loss, r.train.at("perplexity"), r.val.at("perplexity"),
-                  r.seconds > 0 ? tokens_per_epoch / r.seconds : 0.0, r.seconds);
-    schedule.step();
+      std::printf("test loss %.3f test ppl %.2f\n", test.loss(), trainer.metrics(test).at("perplexity"));
+    return results.empty() ? std::nan("") : results.back().val.at("perplexity");
   });
-  if (trainer.is_main()) {
-    std::printf("transformer_lm: vocabulary %lld, %zu / %zu / %zu train / valid / test tokens, %lld parameters, "
-                "batch %ld x bptt %ld, %d rank(s) x %d thread(s) on %s\n",
-                static_cast<long long>(data.vocab().size()), data.train().size(), data.valid().size(),
-                data.test().size(), static_cast<long long>(parameters), batch, bptt, world.size(),
-                ptrain::num_threads(), D::name);
-    std::printf("a unigram model of the training split: valid ppl %.2f\n", unigram_perplexity(data));
-  }
-  const int epochs = static_cast<int>(cli.integer("--epochs"));
-  const auto results = examples::fit_with_checkpoints(
-      cli, trainer, train_loader, [&] { return trainer.fit(train_loader, &valid_loader, epochs); });
-  if (examples::preempted_run()) return std::nan("");
-  const ptrain::EpochTotals test = trainer.evaluate(test_loader);
-  if (trainer.is_main())
-    std::printf("test loss %.3f test ppl %.2f\n", test.loss(), trainer.metrics(test).at("perplexity"));
-  return results.empty() ? std::nan("") : results.back().val.at("perplexity");
 }
 
 }  // namespace
@@ -135,9 +150,13 @@ int main(int argc, char** argv) {
       .integer_option("--epochs", 3, "training epochs")
       .integer_option("--seed", 0, "seed for initialisation and dropout", 0, LONG_MAX)
       .output_option("--csv", "", "per-epoch CSV log written by rank 0 (empty: none)");
+  Precisions::add_option(cli);
   return examples::run_example<examples::Pipelines::with, examples::Sharding::with>(
       cli, examples::perplexity("validation perplexity"), argc, argv,
       [&]<class D>(D, ptrain::MpiComm& world, examples::DataShard shard, auto... policies) {
-        return train<D>(cli, world, shard, policies...);
+        constexpr bool pipelined = (requires { decltype(policies)::micro_batches; } || ...);
+        return Precisions::run<pipelined>(cli, [&]<class Precision>(Precision) {
+          return train<Precision, D>(cli, world, shard, policies...);
+        });
       });
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # final_metric_near.sh REFERENCE.csv OTHER.csv COLUMN TOLERANCE: the last row's COLUMN of two runs'
-# per-epoch CSV logs differ by at most TOLERANCE (bf16 against fp32 on the same data and steps).
+# per-epoch CSV logs differ by at most TOLERANCE (bf16 against fp32 on the same data and steps);
+# TOLERANCE with a % sign (2%) is relative to REFERENCE's value.
 set -eu
 last() {
   awk -F, -v column="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == column) c = i; next }
@@ -9,6 +10,10 @@ last() {
 }
 reference=$(last "$1" "$3")
 other=$(last "$2" "$3")
-echo "final_metric_near: $3 $reference in $1, $other in $2 (tolerance $4)"
-awk -v a="$reference" -v b="$other" -v t="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
+case $4 in
+  *%) allowed=$(awk -v a="$reference" -v p="${4%\%}" 'BEGIN { if (a < 0) a = -a; print a * p / 100 }') ;;
+  *) allowed=$4 ;;
+esac
+echo "final_metric_near: $3 $reference in $1, $other in $2 (tolerance $4: $allowed)"
+awk -v a="$reference" -v b="$other" -v t="$allowed" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
   { echo "final_metric_near: they differ by more than $4" >&2; exit 1; }

@@ -202,6 +202,20 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(encoder_layers_match_finite_differences, D, test::
   test::expect_gradcheck_on<D>([&](const auto& v) { return encoder(v[0]); }, {random_tensor({2, 3, 6}, 14)});
 }
 
+// A bfloat16 model takes its token ids as bfloat16, whole numbers exact up to 256: a larger
+// vocabulary is refused, not read rounded (257 as 256).
+BOOST_AUTO_TEST_CASE(transformer_lm_refuses_token_ids_its_type_rounds) {
+  TransformerLMOptions o{.ntoken = 257, .ninp = 8, .nhead = 2, .nhid = 12, .nlayers = 1, .dropout = 0.0};
+  BOOST_TEST(test::error_message([&] { TransformerLM<ptrain::bfloat16> model(o); })
+                 .find("TransformerLM: token ids up to 256 are not whole numbers of this T (exact up to 256)") !=
+             std::string::npos);
+  BOOST_TEST(TransformerLM<float>(o).parameter_count() > 0);
+  o.ntoken = 256;
+  BOOST_TEST(TransformerLM<ptrain::bfloat16>(o).parameter_count() > 0);
+  BOOST_TEST(max_exact_whole_number<float>() == 16777216.0);
+  BOOST_TEST(max_exact_whole_number<ptrain::half>() == 2048.0);
+}
+
 BOOST_AUTO_TEST_CASE(modules_check_their_sizes) {
   BOOST_TEST(test::error_message([] { MultiheadAttention<float> m(6, 4); })
                  .find("embed_dim must be a positive multiple of num_heads") != std::string::npos);

@@ -128,10 +128,7 @@ void check_albert_sizes(const AlbertConfig& c, const char* model) {
   check(c.vocab_size >= 1 && c.embedding_size >= 1 && c.max_position_embeddings >= 1 && c.type_vocab_size >= 1, model,
         ": vocab_size ", c.vocab_size, ", embedding_size ", c.embedding_size, ", max_position_embeddings ",
         c.max_position_embeddings, ", type_vocab_size ", c.type_vocab_size, " (expected positive sizes)");
-  // The largest n below which every whole number is exact in T (2^significand bits).
-  double exact = std::ldexp(1.0, std::numeric_limits<T>::digits);
-  if constexpr (std::is_same_v<T, half>) exact = 2048.0;
-  else if constexpr (std::is_same_v<T, bfloat16>) exact = 256.0;
+  const double exact = max_exact_whole_number<T>();
   check(static_cast<double>(c.vocab_size) <= exact, model, ": token ids up to ", c.vocab_size - 1,
         " are not whole numbers of this T (exact up to ", exact, "); build the model in float or double");
 }

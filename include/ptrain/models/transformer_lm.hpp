@@ -59,6 +59,10 @@ class TransformerLM : public Sequential<T, D> {
   explicit TransformerLM(const TransformerLMOptions& o, Rng* rng = nullptr) : batch_first_(o.batch_first) {
     check(o.ntoken > 0, "TransformerLM: ntoken ", o.ntoken, " (expected a positive vocabulary size)");
     check(o.nlayers > 0, "TransformerLM: nlayers ", o.nlayers, " (expected at least one)");
+    // The ids come in as numbers of T: a bfloat16 model would round 257 to 256.
+    check(static_cast<double>(o.ntoken) <= max_exact_whole_number<T>(), "TransformerLM: token ids up to ",
+          o.ntoken - 1, " are not whole numbers of this T (exact up to ", max_exact_whole_number<T>(),
+          "); build the model in float or double");
     const std::uint64_t dropout_seed = (rng ? *rng : global_rng()).engine()();
     const auto dropout_of = [&](std::size_t layer) {
       dropout_rngs_.push_back(std::make_unique<Rng>(detail::mix_seed(dropout_seed, layer)));

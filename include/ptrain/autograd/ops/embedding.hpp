@@ -6,13 +6,16 @@
 // each row are listed on the host at forward time (a counting sort) and kept on the device.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ptrain/autograd/detail/indices.hpp"
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/embedding.hpp"
 #include "ptrain/kernels/executor_for.hpp"
@@ -71,6 +74,15 @@ std::vector<std::int64_t> whole_numbers(const Tensor<T, D>& ids, const char* op)
   return out;
 }
 }  // namespace detail
+
+// The largest n up to which every whole number is exact in T (2^its significand bits): the token
+// ids a model of T can take as its input, 256 in bfloat16, 2048 in half.
+template <class T>
+constexpr double max_exact_whole_number() {
+  if constexpr (std::is_same_v<T, half>) return 2048.0;
+  else if constexpr (std::is_same_v<T, bfloat16>) return 256.0;
+  else return static_cast<double>(std::uint64_t{1} << std::numeric_limits<T>::digits);
+}
 
 // weight's rows at indices (row-major over index_shape): shape index_shape + [dim]. padding_idx
 // (negative counts from the back) names a row that receives no gradient, as in torch.
