@@ -290,7 +290,8 @@ double worst_conv_error(const Tensor<bf16>& got, const Tensor<double>& exact, co
 std::int64_t elements_whose_bits_differ(const Tensor<bf16>& a, const Tensor<bf16>& b) {
   std::int64_t differ = 0;
   for (std::int64_t e = 0; e < a.numel(); ++e)
-    differ += std::memcmp(static_cast<const void*>(a.data() + e), static_cast<const void*>(b.data() + e), sizeof(bf16)) != 0;
+    differ += std::memcmp(static_cast<const void*>(a.data() + e), static_cast<const void*>(b.data() + e),
+                          sizeof(bf16)) != 0;
   return differ;
 }
 
