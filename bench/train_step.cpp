@@ -14,6 +14,7 @@
 // GEMM's (vdpbf16ps does two products per float lane: twice the rate at best); ptrain runs twice,
 // on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float). Elsewhere it says
 // "bf16 not measured: no AVX512_BF16/AMX".
+// The bf16 runs print their kernel families too, as impl=ptrain_bf16 and impl=ptrain_widened_bf16.
 // Each model's line has the peak resident memory of its step (peak_mb: VmHWM, reset before each
 // model through /proc/self/clear_refs, after the Cpu block cache is emptied), ptrain's in this
 // process and each peer's in its own.
@@ -258,13 +259,15 @@ int run_bf16(int threads, const std::string& only) {
       ptrain::manual_seed(0);
       reset_peak_memory();
       auto net = make();
-      const double seconds = time_bf16_steps(*net, shape, warmup, steps, classes, per_pixel).median_seconds;
+      const StepTimes times = time_bf16_steps(*net, shape, warmup, steps, classes, per_pixel);
+      const double seconds = times.median_seconds;
       const std::string impl = std::string(path) == "on" ? "ptrain" : "ptrain_widened";
       ips[impl][model] = static_cast<double>(batch) / seconds;
       std::printf("bench=train_step model=%s precision=bf16 impl=%s threads=%d batch=%lld median_ms=%.2f "
                   "images_per_sec=%.2f peak_mb=%.1f\n",
                   model.c_str(), impl.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ips[impl][model],
                   peak_memory_mb());
+      for (const auto& [family, ms] : times.family_ms) print_family(model, impl + "_bf16", family, ms);
       std::fflush(stdout);
     }
     ::unsetenv("PTRAIN_CPU_BF16");

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -286,6 +287,14 @@ double worst_conv_error(const Tensor<bf16>& got, const Tensor<double>& exact, co
   return worst;
 }
 
+std::int64_t elements_whose_bits_differ(const Tensor<bf16>& a, const Tensor<bf16>& b) {
+  std::int64_t differ = 0;
+  for (std::int64_t e = 0; e < a.numel(); ++e)
+    differ += std::memcmp(static_cast<const void*>(a.data() + e), static_cast<const void*>(b.data() + e),
+                          sizeof(bf16)) != 0;
+  return differ;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(bfloat16_convolution_is_within_the_bound_on_each_path) {
@@ -320,6 +329,34 @@ BOOST_AUTO_TEST_CASE(bfloat16_convolution_is_within_the_bound_on_each_path) {
                  what << ": grad input");
       BOOST_TEST(worst_conv_error(gw, gw_exact, gw_mag, positions) <= 1.0, what << ": grad weight");
       BOOST_TEST(worst_conv_error(gb, gb_exact, gb_mag, positions) <= 1.0, what << ": grad bias");
+    }
+  }
+}
+
+// On vdpbf16ps, y and a stride-1 grad input are rounded to bfloat16 block by block as their GEMMs
+// finish: the same bytes as the float result rounded in one pass afterwards, whatever the blocks
+// (bands of one row, single images, several images per GEMM).
+BOOST_AUTO_TEST_CASE(bfloat16_convolution_rounds_each_block_as_one_pass_would, *ut::precondition(has_bf16_dot)) {
+  const Bf16Setting on("on");
+  const kernels::ConvBlocking blockings[] = {{}, {.target_columns = 1, .column_budget = 1}, {.target_columns = 64}};
+  for (const ConvCase& c : conv_cases) {
+    const kernels::Conv2dGeometry g =
+        kernels::make_conv2d_geometry(c.x, c.w, c.stride, c.stride, c.pad, c.pad, 1, 1, c.groups);
+    const Shape y_shape{g.batch, g.out_channels, g.out_h, g.out_w};
+    const Tensor<bf16> x = seeded<bf16>(c.x, 1), w = seeded<bf16>(c.w, 2), b = seeded<bf16>({g.out_channels}, 3),
+                       gy = seeded<bf16>(y_shape, 4);
+    const Tensor<float> bf = tensor_cast<float>(b);
+    for (const kernels::ConvBlocking& blocking : blockings) {
+      const std::string what = std::string(c.name) + ", target columns " + std::to_string(blocking.target_columns);
+      Tensor<bf16> y = poisoned<bf16>(y_shape), gx = poisoned<bf16>(c.x);
+      kernels::conv2d_forward<bf16>(g, x.data(), w.data(), b.data(), y.data(), blocking);
+      kernels::conv2d_backward<bf16>(g, x.data(), w.data(), gy.data(), gx.data(), nullptr, nullptr, blocking);
+      Tensor<float> yf(y_shape), gxf(c.x);
+      kernels::detail::conv2d_forward_gemm<bf16, float>(g, x.data(), w.data(), bf.data(), yf.data(), blocking);
+      kernels::detail::conv2d_backward_gemm<bf16, float>(g, nullptr, w.data(), gy.data(), gxf.data(), nullptr, nullptr,
+                                                         blocking);
+      BOOST_TEST(elements_whose_bits_differ(y, tensor_cast<bf16>(yf)) == 0, what << ": forward");
+      BOOST_TEST(elements_whose_bits_differ(gx, tensor_cast<bf16>(gxf)) == 0, what << ": grad input");
     }
   }
 }

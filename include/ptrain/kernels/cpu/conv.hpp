@@ -12,11 +12,14 @@
 // partial sums are per thread, added up at the end. Per-thread scratch (kept between calls, see
 // scratch.hpp): slot 0 columns, 1 output or gathered gradient block, 2 grad-weight partial sums,
 // 3 the flipped weight. half and bfloat16 are computed in float (widen.hpp), or for bfloat16 on
-// vdpbf16ps where the CPU has it: im2col in bfloat16, each GEMM's result and every sum in float.
+// vdpbf16ps where the CPU has it: im2col in bfloat16, each GEMM's result and every sum in float,
+// y and a stride-1 gx rounded to bfloat16 block by block (no float copy of the whole tensor).
 // conv2d_forward and conv2d_backward run a 3x3 stride-1 layer's passes by Winograd instead
 // (winograd.hpp) where conv_algorithm.hpp finds it faster.
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -222,10 +225,12 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
 namespace detail {
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): the
-// operands in T, the GEMMs' results and y in Acc (T, or float for bfloat16 operands), by im2col + GEMM.
-template <class T, class Acc>
-void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const Acc* b, Acc* y,
-                         const ConvBlocking& blocking = {}) {
+// operands in T, the GEMMs' results and the bias in Acc (T, or float for bfloat16 operands), y in
+// Out, by im2col + GEMM. An Out narrower than Acc is rounded once, block by block as each GEMM's
+// result is still in cache, instead of in a pass over a whole Acc copy of y.
+template <class T, class Acc, class Out>
+void conv2d_forward_gemm_into(const Conv2dGeometry& g, const T* x, const T* w, const Acc* b, Out* y,
+                              const ConvBlocking& blocking = {}) {
   const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
@@ -246,32 +251,55 @@ void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const 
         B = col;
         ldb = cols;
       }
-      const bool direct = blk.images == 1;
-      Acc* C = direct ? y + blk.image * out_image + blk.row0 * OW : scratch<Acc>(1, static_cast<std::size_t>(K * cols));
-      const std::int64_t ldc = direct ? P : cols;
+      Acc* C;
+      std::int64_t ldc;
+      if constexpr (std::is_same_v<Out, Acc>) {
+        if (blk.images == 1) {  // the GEMM writes y itself
+          C = y + blk.image * out_image + blk.row0 * OW;
+          ldc = P;
+          for (std::int64_t grp = 0; grp < G; ++grp)
+            gemm(false, false, Kg, cols, Rg, Acc(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, Acc(0),
+                 C + grp * Kg * ldc, ldc);
+          if (b)
+            for (std::int64_t k = 0; k < K; ++k) {
+              Acc* row = C + k * ldc;
+              const Acc bk = b[k];
+              for (std::int64_t p = 0; p < cols; ++p) row[p] += bk;
+            }
+          return;
+        }
+      }
+      C = scratch<Acc>(1, static_cast<std::size_t>(K * cols));
+      ldc = cols;
       for (std::int64_t grp = 0; grp < G; ++grp)
         gemm(false, false, Kg, cols, Rg, Acc(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, Acc(0),
              C + grp * Kg * ldc, ldc);
-      if (direct) {
-        if (b)
-          for (std::int64_t k = 0; k < K; ++k) {
-            Acc* row = C + k * ldc;
-            const Acc bk = b[k];
-            for (std::int64_t p = 0; p < cols; ++p) row[p] += bk;
-          }
-        return;
-      }
+      const std::int64_t run = blk.rows * OW;  // one image's pixels in the block
       for (std::int64_t m = 0; m < blk.images; ++m) {
-        Acc* y_img = y + (blk.image + m) * out_image;
+        Out* y_img = y + (blk.image + m) * out_image + blk.row0 * OW;
         for (std::int64_t k = 0; k < K; ++k) {
-          const Acc* src = C + k * ldc + m * P;
-          Acc* dst = y_img + k * P;
+          Acc* src = C + k * ldc + m * run;
+          Out* dst = y_img + k * P;
           const Acc bk = b ? b[k] : Acc(0);
-          for (std::int64_t p = 0; p < P; ++p) dst[p] = src[p] + bk;
+          if constexpr (std::is_same_v<Out, Acc>) {
+            for (std::int64_t p = 0; p < run; ++p) dst[p] = src[p] + bk;
+          } else {
+            if (b)
+              for (std::int64_t p = 0; p < run; ++p) src[p] += bk;
+            convert(std::span<const Acc>(src, static_cast<std::size_t>(run)),
+                    std::span<Out>(dst, static_cast<std::size_t>(run)));
+          }
         }
       }
     });
   });
+}
+
+// The same with y in Acc.
+template <class T, class Acc>
+void conv2d_forward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const Acc* b, Acc* y,
+                         const ConvBlocking& blocking = {}) {
+  conv2d_forward_gemm_into<T, Acc, Acc>(g, x, w, b, y, blocking);
 }
 
 }  // namespace detail
@@ -300,6 +328,16 @@ void transpose_flip_weight(const Conv2dGeometry& g, const T* w, T* wt) {
         for (std::int64_t i = 0; i < kh; ++i)
           for (std::int64_t j = 0; j < kw; ++j) dst[(kh - 1 - i) * kw + (kw - 1 - j)] = src[i * kw + j];
       }
+}
+
+// gx as the forward pass of transposed_geometry(g) (where grad_input_is_convolution), the GEMMs'
+// results in Acc, gx in Out.
+template <class T, class Acc, class Out>
+void grad_input_by_convolution(const Conv2dGeometry& g, const T* w, const T* gy, Out* gx,
+                               const ConvBlocking& blocking) {
+  T* wt = scratch<T>(3, static_cast<std::size_t>(g.weight_numel()));
+  transpose_flip_weight(g, w, wt);
+  conv2d_forward_gemm_into<T, Acc, Out>(transposed_geometry(g), gy, wt, nullptr, gx, blocking);
 }
 
 }  // namespace detail
@@ -337,9 +375,7 @@ void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const
     return;
   }
   if (gx && detail::grad_input_is_convolution(g)) {
-    T* wt = scratch<T>(3, static_cast<std::size_t>(wsize));
-    transpose_flip_weight(g, w, wt);
-    conv2d_forward_gemm<T, Acc>(transposed_geometry(g), gy, wt, nullptr, gx, blocking);
+    grad_input_by_convolution<T, Acc>(g, w, gy, gx, blocking);
     gx = nullptr;
     if (!gw) return;
   }
@@ -467,18 +503,19 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
 // The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
 // gradient summed over the batch in float), the results rounded once. bfloat16 on vdpbf16ps
 // (cpu_bf16_gemm_enabled) skips the copies of the operands: the same kernels with T = bfloat16
-// and Acc = float.
+// and Acc = float, y and the grad input by convolution rounded as each block's GEMM ends.
 template <class T>
   requires is_reduced_float_v<T>
 void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
                     const ConvBlocking& blocking = {}) {
-  Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
   const Tensor<float> bf = widen(b, g.out_channels);
-  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled())
-    detail::conv2d_forward_gemm<T, float>(g, x, w, data_or_null(bf), yf.data(), blocking);
-  else
-    conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
-                   data_or_null(bf), yf.data(), blocking);
+  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled()) {
+    detail::conv2d_forward_gemm_into<T, float, T>(g, x, w, data_or_null(bf), y, blocking);
+    return;
+  }
+  Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
+  conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
+                 data_or_null(bf), yf.data(), blocking);
   narrow(yf, y);
 }
 template <class T>
@@ -486,9 +523,15 @@ template <class T>
 void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb,
                      const ConvBlocking& blocking = {}) {
   const std::int64_t in = g.batch * g.in_channels * g.in_plane();
+  const bool on_bf16_dot = std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled();
+  if (on_bf16_dot && gx && g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0 &&
+      detail::grad_input_is_convolution(g)) {
+    detail::grad_input_by_convolution<T, float, T>(g, w, gy, gx, blocking);
+    gx = nullptr;
+  }
   Tensor<float> gxf = gx ? float_buffer(in) : Tensor<float>(), gwf = gw ? float_buffer(g.weight_numel()) : Tensor<float>(),
                 gbf = gb ? float_buffer(g.out_channels) : Tensor<float>();
-  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled()) {
+  if (on_bf16_dot) {
     detail::conv2d_backward_gemm<T, float>(g, x, w, gy, data_or_null(gxf), data_or_null(gwf), data_or_null(gbf),
                                            blocking);
   } else {
