@@ -6,7 +6,8 @@ step that torch.profiler gives the aten ops of two more steps, grouped as bench/
 its own (FAMILIES below; the optimizer is every op under Optimizer.step). A third argument `bf16`
 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) instead, the weights and
 the optimizer in float (PyTorch's CPU mixed precision). Each model's line has its peak resident
-memory (peak_mb: VmHWM, reset before the model)."""
+memory (peak_mb: VmHWM, reset before the model); bench/train_step runs this script once per model,
+so that no other model's memory is resident beside it."""
 import contextlib
 import gc
 import json

@@ -14,19 +14,24 @@
 // GEMM's (vdpbf16ps does two products per float lane: twice the rate at best); ptrain runs twice,
 // on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float). Elsewhere it says
 // "bf16 not measured: no AVX512_BF16/AMX".
-// The bf16 runs print their kernel families too, as impl=ptrain_bf16 and impl=ptrain_widened_bf16.
-// Each model's line has the peak resident memory of its step (peak_mb: VmHWM, reset before each
-// model through /proc/self/clear_refs, after the Cpu block cache is emptied), ptrain's in this
-// process and each peer's in its own.
+// Each model is measured in a process of its own (this program runs itself once per model, and
+// per kernel path under bf16; each peer runs once per model), so that its line's peak resident
+// memory (peak_mb: VmHWM) holds none of another model's. ptrain's line adds what the Cpu device
+// counted at its peak: live_peak_mb, the tensor storage alive at once (scratch included), and
+// reserved_peak_mb, that plus the free blocks its cache held at the time (device/caching_allocator.hpp).
 // Usage: bench_train_step [THREADS [MODELS [fp32|bf16]]]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <unistd.h>
 
 #include <ptrain/ptrain.hpp>
 
@@ -60,16 +65,7 @@ double gemm_gflops(std::int64_t n, int repeats) {
   return 2.0 * double(n) * n * n / median(times) / 1e9;
 }
 
-// The peak resident set from here on: the Cpu block cache handed back (it would otherwise hold the
-// last model's blocks) and the kernel's high-water mark reset.
-void reset_peak_memory() {
-  ptrain::Cpu::empty_cache();
-  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
-}
-// VmHWM in MiB: the peak resident set since reset_peak_memory (0 where /proc is absent).
+// VmHWM in MiB: this process's peak resident set (0 where /proc is absent).
 double peak_memory_mb() {
   std::FILE* f = std::fopen("/proc/self/status", "r");
   if (!f) return 0;
@@ -79,6 +75,14 @@ double peak_memory_mb() {
     if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
   std::fclose(f);
   return kib / 1024;
+}
+// The peak figures of a ptrain line: the resident set's, and the Cpu device's counts beside it.
+std::string peak_fields() {
+  char text[160];
+  std::snprintf(text, sizeof text, "peak_mb=%.1f live_peak_mb=%.1f reserved_peak_mb=%.1f", peak_memory_mb(),
+                static_cast<double>(ptrain::Cpu::peak_live_bytes()) / (1 << 20),
+                static_cast<double>(ptrain::Cpu::cache_stats().peak_reserved_bytes) / (1 << 20));
+  return text;
 }
 
 // The timed steps' median, their kernel families' self time (the OpProfile of the timed steps:
@@ -176,21 +180,82 @@ void print_family(const std::string& model, const std::string& impl, const std::
               family.c_str(), ms);
 }
 
-// One model of the comparison: its step time and kernel families, printed, and its images/s kept
-// for the ratio with PyTorch.
-void report(std::map<std::string, double>& ours, const std::string& name, int threads, std::int64_t batch,
-            const StepTimes& times, double peak) {
-  const double seconds = times.median_seconds;
-  ours[name] = static_cast<double>(batch) / seconds;
-  std::printf("bench=train_step model=%s impl=ptrain threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f "
-              "peak_mb=%.1f",
-              name.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ours[name], peak_memory_mb());
-  if (train_flops_per_image.count(name))
-    std::printf(" gflops=%.1f peak_fraction=%.3f", ours[name] * train_flops_per_image.at(name) / 1e9,
-                ours[name] * train_flops_per_image.at(name) / 1e9 / peak);
+// The models, in the order they run: batch, input shape, warm-up and timed steps, classes, and
+// whether the loss is per pixel (segmentation).
+struct ModelCase {
+  const char* name;
+  std::int64_t batch;
+  ptrain::Shape input_shape;
+  int warmup, steps, classes;
+  bool per_pixel;
+};
+const std::vector<ModelCase> model_cases = {
+    {"small_cnn", 128, {128, 1, 28, 28}, 3, 20, 10, false},
+    {"resnet18_cifar", 64, {64, 3, 32, 32}, 2, 8, 10, false},
+    {"resnet50_cifar", 64, {64, 3, 32, 32}, 1, 4, 10, false},
+    {"vgg16_128", 16, {16, 3, 128, 128}, 1, 4, 3, false},
+    {"unet_128", 16, {16, 3, 128, 128}, 1, 4, 2, true},
+};
+
+// Builds the named model of scalar T and times its step (fp32: time_steps, bf16: time_bf16_steps).
+template <class T>
+StepTimes time_model(const ModelCase& c) {
+  const auto timed = [&](auto& net) {
+    if constexpr (std::is_same_v<T, float>)
+      return time_steps(net, c.input_shape, c.warmup, c.steps, c.classes, c.per_pixel);
+    else
+      return time_bf16_steps(net, c.input_shape, c.warmup, c.steps, c.classes, c.per_pixel);
+  };
+  const std::string name = c.name;
+  if (name == "small_cnn") return timed(*ptrain::make<ptrain::SmallCnn<T>>());
+  if (name == "resnet18_cifar") return timed(*ptrain::resnet18<T>({.num_classes = 10, .cifar_stem = true}));
+  if (name == "resnet50_cifar") return timed(*ptrain::resnet50<T>({.num_classes = 10, .cifar_stem = true}));
+  if (name == "vgg16_128") return timed(*ptrain::vgg16<T>({.num_classes = 3}));
+  return timed(*ptrain::make<ptrain::UNet<T>>(
+      ptrain::UNetOptions{.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16}));
+}
+
+// One model measured in this process (the child's side of run_alone): its ptrain line and its
+// kernel families (under bf16 as impl=ptrain_bf16 and impl=ptrain_widened_bf16). gemm_gflops: the parent's GEMM rate, for peak_fraction.
+void measure_here(const ModelCase& c, int threads, const std::string& precision, double gemm_rate) {
+  ptrain::manual_seed(0);
+  const bool bf16 = precision == "bf16";
+  const StepTimes times = bf16 ? time_model<ptrain::bfloat16>(c) : time_model<float>(c);
+  const double seconds = times.median_seconds, ips = static_cast<double>(c.batch) / seconds;
+  const char* path = std::getenv("PTRAIN_CPU_BF16");
+  const std::string impl = bf16 && path && std::string(path) == "off" ? "ptrain_widened" : "ptrain";
+  std::printf("bench=train_step model=%s%s impl=%s threads=%d batch=%lld median_ms=%.2f images_per_sec=%.2f %s",
+              c.name, bf16 ? " precision=bf16" : "", impl.c_str(), threads, static_cast<long long>(c.batch),
+              1e3 * seconds, ips, peak_fields().c_str());
+  if (!bf16 && train_flops_per_image.count(c.name))
+    std::printf(" gflops=%.1f peak_fraction=%.3f", ips * train_flops_per_image.at(c.name) / 1e9,
+                ips * train_flops_per_image.at(c.name) / 1e9 / gemm_rate);
   std::printf("\n");
-  for (const auto& [family, ms] : times.family_ms) print_family(name, "ptrain", family, ms);
+  for (const auto& [family, ms] : times.family_ms) print_family(c.name, bf16 ? impl + "_bf16" : impl, family, ms);
   std::fflush(stdout);
+}
+
+// Runs this program on one model in a process of its own (measure_here, through the hidden
+// argument "--alone"), prints its lines and returns its images/s (0 if it printed none).
+double run_alone(const ModelCase& c, int threads, const std::string& precision, double gemm_rate) {
+  char self[4096] = {};
+  if (::readlink("/proc/self/exe", self, sizeof self - 1) <= 0)
+    ptrain::fail("bench_train_step: cannot find its own executable to run ", c.name, " alone");
+  const std::string cmd = std::string(self) + " " + std::to_string(threads) + " " + c.name + " " + precision +
+                          " --alone " + std::to_string(gemm_rate);
+  std::fflush(stdout);
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) ptrain::fail("bench_train_step: cannot run itself for ", c.name);
+  double ips = 0;
+  char line[1024];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::fputs(line, stdout);
+    if (const char* at = std::strstr(line, " images_per_sec="); at && std::strstr(line, "bench=train_step"))
+      ips = std::atof(at + std::strlen(" images_per_sec="));
+  }
+  if (::pclose(pipe) != 0 || ips == 0) ptrain::fail("bench_train_step: the run of ", c.name, " failed: ", cmd);
+  std::fflush(stdout);
+  return ips;
 }
 
 // Each peer's images/s by model, with its torch version and thread count.
@@ -199,27 +264,31 @@ struct PeerRun {
   std::string torch_version, threads;
 };
 
-// mode: "profile" (fp32, with the kernel families) or "bf16" (under torch.autocast).
-PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::string& models, const char* mode) {
+// mode: "profile" (fp32, with the kernel families) or "bf16" (under torch.autocast). One peer
+// process per model, as ours.
+PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::vector<std::string>& models,
+                    const char* mode) {
   PeerRun run;
-  for (const std::string& line :
-       bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + models + " " + mode)) {
-    if (!bench::json_field(line, "family").empty()) {
-      print_family(bench::json_field(line, "model"), "pytorch_" + peer.name, bench::json_field(line, "family"),
-                   std::atof(bench::json_field(line, "ms_per_step").c_str()));
-      continue;
+  for (const std::string& model : models)
+    for (const std::string& line :
+         bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + model + " " + mode)) {
+      if (!bench::json_field(line, "family").empty()) {
+        print_family(bench::json_field(line, "model"), "pytorch_" + peer.name, bench::json_field(line, "family"),
+                     std::atof(bench::json_field(line, "ms_per_step").c_str()));
+        continue;
+      }
+      run.images_per_sec[bench::json_field(line, "model")] =
+          std::atof(bench::json_field(line, "images_per_sec").c_str());
+      run.peak_mb[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "peak_mb").c_str());
+      run.torch_version = bench::json_field(line, "torch");
+      run.threads = bench::json_field(line, "threads");
     }
-    run.images_per_sec[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "images_per_sec").c_str());
-    run.peak_mb[bench::json_field(line, "model")] = std::atof(bench::json_field(line, "peak_mb").c_str());
-    run.torch_version = bench::json_field(line, "torch");
-    run.threads = bench::json_field(line, "threads");
-  }
   return run;
 }
 
 // Runs each PyTorch peer on `models` (mode as run_pytorch's) and prints its images/s and ptrain's
 // ratio to it; tag follows the model in those lines ("" or " precision=bf16").
-void compare_with_peers(const std::map<std::string, double>& ours, int threads, const std::string& models,
+void compare_with_peers(const std::map<std::string, double>& ours, int threads, const std::vector<std::string>& models,
                         const char* mode, const char* tag) {
   for (const bench::TorchPeer& peer : bench::torch_peers()) {
     const PeerRun torch = run_pytorch(peer, threads, models, mode);
@@ -238,8 +307,8 @@ void compare_with_peers(const std::map<std::string, double>& ours, int threads, 
   }
 }
 
-// Precision bf16 (see the top of the file): the five models among `only`.
-int run_bf16(int threads, const std::string& only) {
+// Precision bf16 (see the top of the file): the models of `cases`, each path in its own process.
+int run_bf16(int threads, const std::vector<ModelCase>& cases) {
   if (!ptrain::kernels::cpu_has_bf16_dot()) {
     std::printf("bench=train_step precision=bf16 status=not_measured reason=\"bf16 not measured: no AVX512_BF16/AMX\"\n");
     return 0;
@@ -247,52 +316,21 @@ int run_bf16(int threads, const std::string& only) {
   const double fp32 = gemm_gflops<float>(2048, 5), bf16 = gemm_gflops<ptrain::bfloat16>(2048, 5);
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d fp32_gflops=%.1f bf16_gflops=%.1f bf16_over_fp32=%.3f\n",
               threads, fp32, bf16, bf16 / fp32);
-  // impl -> model -> images/s; ptrain_widened: PTRAIN_CPU_BF16=off.
+  // path -> model -> images/s; "off": PTRAIN_CPU_BF16=off (bfloat16 computed in float).
   std::map<std::string, std::map<std::string, double>> ips;
-  std::string models;
-  const auto run = [&](const std::string& model, std::int64_t batch, auto make, ptrain::Shape shape, int warmup,
-                       int steps, int classes = 10, bool per_pixel = false) {
-    if (only.find(model) == std::string::npos) return;
-    models += (models.empty() ? "" : ",") + model;
+  std::vector<std::string> models;
+  for (const ModelCase& c : cases) {
+    models.push_back(c.name);
     for (const char* path : {"on", "off"}) {
       ::setenv("PTRAIN_CPU_BF16", path, 1);
-      ptrain::manual_seed(0);
-      reset_peak_memory();
-      auto net = make();
-      const StepTimes times = time_bf16_steps(*net, shape, warmup, steps, classes, per_pixel);
-      const double seconds = times.median_seconds;
-      const std::string impl = std::string(path) == "on" ? "ptrain" : "ptrain_widened";
-      ips[impl][model] = static_cast<double>(batch) / seconds;
-      std::printf("bench=train_step model=%s precision=bf16 impl=%s threads=%d batch=%lld median_ms=%.2f "
-                  "images_per_sec=%.2f peak_mb=%.1f\n",
-                  model.c_str(), impl.c_str(), threads, static_cast<long long>(batch), 1e3 * seconds, ips[impl][model],
-                  peak_memory_mb());
-      for (const auto& [family, ms] : times.family_ms) print_family(model, impl + "_bf16", family, ms);
-      std::fflush(stdout);
+      ips[path][c.name] = run_alone(c, threads, "bf16", fp32);
     }
     ::unsetenv("PTRAIN_CPU_BF16");
-  };
-  using ptrain::bfloat16;
-  run("small_cnn", 128, [] { return ptrain::make<ptrain::SmallCnn<bfloat16>>(); }, {128, 1, 28, 28}, 3, 20);
-  run("resnet18_cifar", 64, [] { return ptrain::resnet18<bfloat16>({.num_classes = 10, .cifar_stem = true}); },
-      {64, 3, 32, 32}, 2, 8);
-  run("resnet50_cifar", 64, [] { return ptrain::resnet50<bfloat16>({.num_classes = 10, .cifar_stem = true}); },
-      {64, 3, 32, 32}, 1, 4);
-  run("vgg16_128", 16, [] { return ptrain::vgg16<bfloat16>({.num_classes = 3}); }, {16, 3, 128, 128}, 1, 4, 3);
-  run("unet_128", 16,
-      [] {
-        return ptrain::make<ptrain::UNet<bfloat16>>(
-            ptrain::UNetOptions{.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
-      },
-      {16, 3, 128, 128}, 1, 4, 2, true);
-  if (models.empty()) {
-    std::printf("bench=train_step precision=bf16 status=not_measured reason=\"no model of %s\"\n", only.c_str());
-    return 0;
   }
-  for (const auto& [model, ours] : ips["ptrain"])
+  for (const auto& [model, ours] : ips["on"])
     std::printf("bench=train_step model=%s precision=bf16 ratio_vdpbf16ps_over_widened=%.3f\n", model.c_str(),
-                ours / ips["ptrain_widened"][model]);
-  compare_with_peers(ips["ptrain"], threads, models, "bf16", " precision=bf16");
+                ours / ips["off"][model]);
+  compare_with_peers(ips["on"], threads, models, "bf16", " precision=bf16");
   return 0;
 }
 
@@ -307,42 +345,30 @@ int main(int argc, char** argv) {
     return 2;
   }
   ptrain::set_num_threads(threads);
-  ptrain::manual_seed(0);
-  if (precision == "bf16") return run_bf16(threads, only);
+  std::vector<ModelCase> cases;
+  for (const ModelCase& c : model_cases)
+    if (only.find(c.name) != std::string::npos) cases.push_back(c);
+  if (argc > 5 && std::string(argv[4]) == "--alone") {
+    if (cases.size() != 1) ptrain::fail("bench_train_step --alone takes one model, got '", only, "'");
+    measure_here(cases.front(), threads, precision, std::atof(argv[5]));
+    return 0;
+  }
+  if (cases.empty()) {
+    std::printf("bench=train_step status=not_measured reason=\"no model of %s\"\n", only.c_str());
+    return 0;
+  }
+  if (precision == "bf16") return run_bf16(threads, cases);
 
   const double peak = gemm_gflops<float>(2048, 5);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f openblas_core=%s OPENBLAS_CORETYPE=%s\n", threads,
               peak, openblas_get_corename ? openblas_get_corename() : "none", coretype ? coretype : "unset");
-
   std::map<std::string, double> ours;
-  const auto wanted = [&](const char* name) { return only.find(name) != std::string::npos; };
-  if (wanted("small_cnn")) {
-    reset_peak_memory();
-    ptrain::SmallCnn<float> net;
-    report(ours, "small_cnn", threads, 128, time_steps(net, {128, 1, 28, 28}, 3, 20), peak);
+  std::vector<std::string> models;
+  for (const ModelCase& c : cases) {
+    models.push_back(c.name);
+    ours[c.name] = run_alone(c, threads, "fp32", peak);
   }
-  if (wanted("resnet18_cifar")) {
-    reset_peak_memory();
-    auto net = ptrain::resnet18<float>({.num_classes = 10, .cifar_stem = true});
-    report(ours, "resnet18_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 2, 8), peak);
-  }
-  if (wanted("resnet50_cifar")) {
-    reset_peak_memory();
-    auto net = ptrain::resnet50<float>({.num_classes = 10, .cifar_stem = true});
-    report(ours, "resnet50_cifar", threads, 64, time_steps(*net, {64, 3, 32, 32}, 1, 4), peak);
-  }
-  if (wanted("vgg16_128")) {
-    reset_peak_memory();
-    auto net = ptrain::vgg16<float>({.num_classes = 3});
-    report(ours, "vgg16_128", threads, 16, time_steps(*net, {16, 3, 128, 128}, 1, 4, 3), peak);
-  }
-  if (wanted("unet_128")) {
-    reset_peak_memory();
-    ptrain::UNet<float> net({.in_channels = 3, .classes = 2, .levels = 5, .base_width = 16});
-    report(ours, "unet_128", threads, 16, time_steps(net, {16, 3, 128, 128}, 1, 4, 2, true), peak);
-  }
-
-  compare_with_peers(ours, threads, only, "profile", "");
+  compare_with_peers(ours, threads, models, "profile", "");
   return 0;
 }

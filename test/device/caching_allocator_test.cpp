@@ -161,4 +161,37 @@ BOOST_AUTO_TEST_CASE(lowering_the_bound_releases_the_largest_blocks_first) {
   BOOST_TEST(a.stats().cached_bytes == 512u + 1024u);
 }
 
+// Kept within its peak, a miss first gives back cached blocks, largest first, until what the raw
+// allocator holds with the new block is no more than the in-use peak so far; by default it keeps
+// them and holds more.
+BOOST_AUTO_TEST_CASE(a_cache_kept_within_its_peak_gives_back_what_a_miss_would_add) {
+  for (bool within_peak : {true, false}) {
+    BOOST_TEST_CONTEXT("keep within peak " << within_peak) {
+      CountingMalloc::reset();
+      Allocator a;
+      a.set_keep_within_peak(within_peak);
+      void* large = a.allocate(4096);
+      void* kept = a.allocate(2048);
+      void* small = a.allocate(1024);  // in use peak: 7168
+      a.deallocate(large);
+      a.deallocate(small);
+      void* other = a.allocate(3000);  // 3072: the 4096 block is over a quarter larger, a miss
+      const auto stats = a.stats();
+      BOOST_TEST(stats.peak_in_use_bytes == 7168u);
+      if (within_peak) {
+        BOOST_TEST(CountingMalloc::releases == 1);  // the 4096 block; the 1024 one fits under the peak
+        BOOST_TEST(stats.cached_bytes == 1024u);
+        BOOST_TEST(CountingMalloc::held == 2048u + 1024u + 3072u);
+        BOOST_TEST(stats.peak_reserved_bytes == 7168u);
+      } else {
+        BOOST_TEST(CountingMalloc::releases == 0);
+        BOOST_TEST(CountingMalloc::held == 4096u + 2048u + 1024u + 3072u);
+        BOOST_TEST(stats.peak_reserved_bytes == CountingMalloc::held);
+      }
+      a.deallocate(kept);
+      a.deallocate(other);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,10 +1,13 @@
 // Cpu's memory: large blocks come back from its cache after a free, small ones and the live-byte
-// counts are as before, and the cache keeps to its bound and empties on request.
+// counts are as before, the cache keeps to its bound and empties on request, and what it gives
+// back leaves the process.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <ptrain/device/cpu.hpp>
@@ -75,6 +78,23 @@ BOOST_AUTO_TEST_CASE(the_cache_keeps_to_its_bound_and_empties_on_request) {
   if (!ptrain::detail::under_address_sanitizer) BOOST_TEST(Cpu::cache_stats().cached_bytes >= std::size_t(512) << 10);
   Cpu::empty_cache();
   BOOST_TEST(Cpu::cache_stats().cached_bytes == 0u);
+}
+
+// The cache's blocks are mapped for it alone: one given back leaves the process at once (its page
+// is no longer mapped), where malloc would keep a block of this size in its heap.
+BOOST_AUTO_TEST_CASE(a_block_the_cache_gives_back_leaves_the_process) {
+  if (ptrain::detail::under_address_sanitizer) return;  // blocks come from malloc there (the case above)
+  constexpr std::size_t bytes = 100000;  // cached (over cached_min_bytes), under malloc's mmap threshold
+  char* p = Cpu::allocate<char>(bytes);
+  p[0] = 1;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  void* first_page = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) / page * page);
+  unsigned char resident = 0;
+  BOOST_TEST(::mincore(first_page, 1, &resident) == 0);
+  Cpu::deallocate(p, bytes);
+  Cpu::empty_cache();
+  BOOST_TEST(::mincore(first_page, 1, &resident) == -1);
+  BOOST_TEST(errno == ENOMEM);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

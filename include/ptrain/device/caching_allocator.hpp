@@ -6,6 +6,11 @@
 // block is reused for a request it exceeds by at most a quarter. When the raw allocator runs out,
 // the cache is released and the request retried once. The cache may be bounded: a freed block that
 // would take the cached bytes over max_cached_bytes goes straight back to the raw allocator.
+// It may also keep within its peak (set_keep_within_peak): on a miss, cached blocks go back to
+// the raw allocator, largest first, until the bytes it holds (in use, cached, and the request)
+// are no more than the in-use peak so far, so that the blocks of sizes a step no longer asks for
+// do not add to its footprint. Worth it where the raw allocator reuses what it is given back
+// (malloc's heap); not where giving back costs a device synchronisation (cudaFree).
 //
 // Raw: static void* allocate(std::size_t bytes) (nullptr when out of memory, throws on other
 // errors) and static void release(void* p, std::size_t bytes) (must not throw).
@@ -14,6 +19,7 @@
 // is safe for work queued later on the same (compute) stream. Work on another stream must be
 // ordered against the compute stream with events before its buffers are freed or reused
 // (NcclComm and the pinned uploader do this).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -29,6 +35,7 @@ struct AllocatorStats {
   std::size_t in_use_bytes = 0;       // handed out and not yet freed (rounded sizes)
   std::size_t cached_bytes = 0;       // held in the cache, free for reuse
   std::size_t peak_in_use_bytes = 0;
+  std::size_t peak_reserved_bytes = 0;  // high-water of in use + cached: what the raw allocator holds
   std::uint64_t raw_allocations = 0;  // calls that reached the raw allocator
   std::uint64_t cache_hits = 0;
 };
@@ -58,6 +65,10 @@ class CachingAllocator {
     std::lock_guard lock(mutex_);
     void* p = take_cached(size);
     if (!p) {
+      if (keep_within_peak_) {
+        const std::size_t peak = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes + size);
+        release_largest_until(peak - stats_.in_use_bytes - size);
+      }
       p = Raw::allocate(size);
       if (!p) {
         release_cache();
@@ -68,6 +79,8 @@ class CachingAllocator {
              stats_.peak_in_use_bytes, ")");
       ++stats_.raw_allocations;
       block_size_[p] = size;
+      reserved_bytes_ += size;
+      stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, reserved_bytes_);
     }
     live_[p] = block_size_[p];
     stats_.in_use_bytes += live_[p];
@@ -85,8 +98,7 @@ class CachingAllocator {
     stats_.in_use_bytes -= size;
     live_.erase(it);
     if (size > max_cached_bytes_ - stats_.cached_bytes) {
-      Raw::release(p, size);
-      block_size_.erase(p);
+      release_block(p, size);
       return true;
     }
     stats_.cached_bytes += size;
@@ -98,17 +110,16 @@ class CachingAllocator {
   void set_max_cached_bytes(std::size_t bytes) noexcept {
     std::lock_guard lock(mutex_);
     max_cached_bytes_ = bytes;
-    while (stats_.cached_bytes > max_cached_bytes_) {
-      const auto largest = std::prev(free_.end());
-      Raw::release(largest->second, largest->first);
-      block_size_.erase(largest->second);
-      stats_.cached_bytes -= largest->first;
-      free_.erase(largest);
-    }
+    release_largest_until(max_cached_bytes_);
   }
   std::size_t max_cached_bytes() const {
     std::lock_guard lock(mutex_);
     return max_cached_bytes_;
+  }
+  // Whether a miss first gives back cached blocks over the in-use peak (see the top); off by default.
+  void set_keep_within_peak(bool on) noexcept {
+    std::lock_guard lock(mutex_);
+    keep_within_peak_ = on;
   }
 
   // Hands every cached block back to the raw allocator (blocks in use stay).
@@ -133,12 +144,23 @@ class CachingAllocator {
     return p;
   }
   void release_cache() noexcept {
-    for (const auto& [size, p] : free_) {
-      Raw::release(p, size);
-      block_size_.erase(p);
-    }
+    for (const auto& [size, p] : free_) release_block(p, size);
     free_.clear();
     stats_.cached_bytes = 0;
+  }
+
+  void release_largest_until(std::size_t cached_bytes) noexcept {
+    while (stats_.cached_bytes > cached_bytes) {
+      const auto largest = std::prev(free_.end());
+      release_block(largest->second, largest->first);
+      stats_.cached_bytes -= largest->first;
+      free_.erase(largest);
+    }
+  }
+  void release_block(void* p, std::size_t size) noexcept {
+    Raw::release(p, size);
+    block_size_.erase(p);
+    reserved_bytes_ -= size;
   }
 
   mutable std::mutex mutex_;
@@ -146,6 +168,8 @@ class CachingAllocator {
   std::unordered_map<void*, std::size_t> live_;      // handed-out blocks
   std::unordered_map<void*, std::size_t> block_size_;  // every block we own
   std::size_t max_cached_bytes_;
+  std::size_t reserved_bytes_ = 0;  // in use + cached
+  bool keep_within_peak_ = false;
   AllocatorStats stats_;
 };
 

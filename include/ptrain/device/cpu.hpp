@@ -7,8 +7,11 @@
 // same large sizes every iteration (an LM's 80 MB of logits), and a fresh block from malloc is a
 // fresh mmap whose every page faults on first touch. Freed blocks are kept, up to
 // cache_limit_bytes() (a quarter of physical memory, at least 1 GiB, unless set_cache_limit_bytes
-// says otherwise; none under ASan), and empty_cache() hands them back. live_bytes() stays the
-// bytes asked of the device: the cache's own are apart.
+// says otherwise; none under ASan), and empty_cache() hands them back. The cache keeps within its
+// in-use peak (CachingAllocator::set_keep_within_peak): a block that misses first gives malloc back
+// cached ones, which its heap reuses, so that a step's resident memory stays its tensors' peak and
+// not that plus blocks of the sizes the previous phase freed. live_bytes() stays the bytes asked
+// of the device: the cache's own are apart.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -16,7 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ptrain/device/caching_allocator.hpp"
@@ -37,11 +42,23 @@ inline constexpr bool under_address_sanitizer = __has_feature(address_sanitizer)
 inline constexpr bool under_address_sanitizer = false;
 #endif
 
-// aligned_alloc / free for Cpu's cache: out of memory is nullptr.
+// aligned_alloc / free for Cpu's cache under AddressSanitizer (which then reports a use after
+// free): out of memory is nullptr.
 struct AlignedHostMemory {
   static void* allocate(std::size_t bytes) { return std::aligned_alloc(64, bytes); }
   static void release(void* p, std::size_t) noexcept { std::free(p); }
 };
+// mmap / munmap for Cpu's cache otherwise: a block given back leaves the resident set at once,
+// where malloc's heap would keep it (and split it for smaller requests), so that the cache's
+// footprint is what the process holds. Out of memory is nullptr.
+struct MappedHostMemory {
+  static void* allocate(std::size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  static void release(void* p, std::size_t bytes) noexcept { ::munmap(p, bytes); }
+};
+using HostMemory = std::conditional_t<under_address_sanitizer, AlignedHostMemory, MappedHostMemory>;
 }  // namespace detail
 
 struct Cpu {
@@ -98,11 +115,15 @@ struct Cpu {
 
  private:
   static std::size_t block_bytes(std::size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
-  using Cache = CachingAllocator<detail::AlignedHostMemory>;
+  using Cache = CachingAllocator<detail::HostMemory>;
   // Never destroyed: tensors of static storage may free their blocks after main. Under
   // AddressSanitizer nothing is cached, so that a use after free is still reported.
   static Cache& cache() {
-    static Cache* const instance = new Cache(detail::under_address_sanitizer ? 0 : default_cache_limit_bytes());
+    static Cache* const instance = [] {
+      auto* cache = new Cache(detail::under_address_sanitizer ? 0 : default_cache_limit_bytes());
+      cache->set_keep_within_peak(true);
+      return cache;
+    }();
     return *instance;
   }
   // A quarter of physical memory, at least 1 GiB: enough for a step's whole working set (ResNet-50

@@ -268,6 +268,11 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D
   Tensor<T, D> y(x.shape());
   kernels::cast(ex, yw.value().data(), y.data(), y.numel());
   if (!yw.requires_grad()) return Var<T, D>(std::move(y), false);
+  // Until backward the W graph keeps neither of its activations, twice x's size each: its op's
+  // backward reads xw, made again from x by the same cast, and never yw, whose value only gives
+  // the seed gradient's shape.
+  xw.node()->value = Tensor<W, D>();
+  yw.node()->value = Tensor<W, D>();
   auto node = std::make_shared<Node<T, D>>();
   node->value = std::move(y);
   node->requires_grad = true;
@@ -277,11 +282,19 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D
     const kernels::executor_for<D> ex;
     Tensor<W, D> gy(self.grad.shape());
     kernels::cast(ex, self.grad.data(), gy.data(), gy.numel());
+    const Tensor<T, D>& x_value = self.inputs[0]->value;
+    Tensor<W, D> wide_x(x_value.shape());
+    kernels::cast(ex, x_value.data(), wide_x.data(), wide_x.numel());
+    xw.node()->value = std::move(wide_x);
+    yw.node()->value = gy;
     xw.zero_grad();
     backward(yw, std::move(gy), /*retain_graph=*/true);  // a retained outer graph may run it again
+    yw.node()->value = Tensor<W, D>();
+    xw.node()->value = Tensor<W, D>();
     if (!self.input_needs_grad(0) || !xw.grad().defined()) return;
     Tensor<T, D> gx(self.grad.shape());
     kernels::cast(ex, xw.grad().data(), gx.data(), gx.numel());
+    xw.zero_grad();
     self.inputs[0]->accumulate(std::move(gx));
   };
   return Var<T, D>(std::move(node));
