@@ -162,8 +162,8 @@ BOOST_AUTO_TEST_CASE(lowering_the_bound_releases_the_largest_blocks_first) {
 }
 
 // Kept within its peak, a miss first gives back cached blocks, largest first, until what the raw
-// allocator holds with the new block is no more than the in-use peak so far; by default it keeps
-// them and holds more.
+// allocator holds with the new block is no more than the in-use peak so far and an eighth (8064
+// bytes here); by default it keeps them and holds more.
 BOOST_AUTO_TEST_CASE(a_cache_kept_within_its_peak_gives_back_what_a_miss_would_add) {
   for (bool within_peak : {true, false}) {
     BOOST_TEST_CONTEXT("keep within peak " << within_peak) {
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_cache_kept_within_its_peak_gives_back_what_a_miss_would_a
       const auto stats = a.stats();
       BOOST_TEST(stats.peak_in_use_bytes == 7168u);
       if (within_peak) {
-        BOOST_TEST(CountingMalloc::releases == 1);  // the 4096 block; the 1024 one fits under the peak
+        BOOST_TEST(CountingMalloc::releases == 1);  // the 4096 block; the 1024 one fits under the bound
         BOOST_TEST(stats.cached_bytes == 1024u);
         BOOST_TEST(CountingMalloc::held == 2048u + 1024u + 3072u);
         BOOST_TEST(stats.peak_reserved_bytes == 7168u);
