@@ -9,9 +9,10 @@
 // It may also keep within its peak (set_keep_within_peak): on a miss, cached blocks go back to
 // the raw allocator, largest first, until the bytes it holds (in use, cached, and the request)
 // are no more than the in-use peak so far and an eighth, so that the blocks of sizes a step no
-// longer asks for do not add to its footprint. (Without the eighth, VGG-16's fp32 step gave back
-// and mapped again blocks every step, 15-20% slower.) Worth it where the raw allocator reuses what it is given back
-// (malloc's heap); not where giving back costs a device synchronisation (cudaFree).
+// longer asks for do not add to its footprint (without the eighth, VGG-16's fp32 step gave back
+// and mapped again blocks every step, 15-20% slower). Worth it where giving back is cheap and
+// leaves the resident set (Cpu's mmap'd blocks); not where it costs a device synchronisation
+// (cudaFree).
 //
 // Raw: static void* allocate(std::size_t bytes) (nullptr when out of memory, throws on other
 // errors) and static void release(void* p, std::size_t bytes) (must not throw).
