@@ -58,11 +58,17 @@ function(vcpkg_cmake_configure)
   set_property(GLOBAL PROPERTY ptrain_vcpkg_build_dir "${CURRENT_BUILDTREES_DIR}/${TARGET_TRIPLET}-rel")
 endfunction()
 
+# vcpkg_cmake_install(): builds the install target (the prebuilt library, then the install).
 function(vcpkg_cmake_install)
   get_property(build_dir GLOBAL PROPERTY ptrain_vcpkg_build_dir)
-  execute_process(COMMAND "${CMAKE_COMMAND}" --install "${build_dir}" OUTPUT_QUIET RESULT_VARIABLE status)
+  cmake_host_system_information(RESULT jobs QUERY NUMBER_OF_LOGICAL_CORES)
+  execute_process(COMMAND "${CMAKE_COMMAND}" --build "${build_dir}" --target install -j ${jobs}
+                  OUTPUT_FILE "${CURRENT_BUILDTREES_DIR}/install-${TARGET_TRIPLET}-rel-out.log"
+                  ERROR_FILE "${CURRENT_BUILDTREES_DIR}/install-${TARGET_TRIPLET}-rel-err.log"
+                  RESULT_VARIABLE status)
   if(NOT status EQUAL 0)
-    message(FATAL_ERROR "vcpkg_cmake_install: installing ${build_dir} failed")
+    file(READ "${CURRENT_BUILDTREES_DIR}/install-${TARGET_TRIPLET}-rel-err.log" errors)
+    message(FATAL_ERROR "vcpkg_cmake_install: building and installing ${build_dir} failed:\n${errors}")
   endif()
 endfunction()
 
@@ -88,7 +94,7 @@ file(MAKE_DIRECTORY "${CURRENT_BUILDTREES_DIR}")
 include("${PORT_DIR}/portfile.cmake")
 
 # Some of vcpkg's post-build checks: a copyright and usage file, headers, no empty directories.
-foreach(required share/${PORT}/copyright share/${PORT}/usage include/ptrain/ptrain.hpp)
+foreach(required share/${PORT}/copyright share/${PORT}/usage include/ptrain/ptrain.hpp lib/libptrain_prebuilt.a)
   if(NOT EXISTS "${CURRENT_PACKAGES_DIR}/${required}")
     message(FATAL_ERROR "post-build check: the port installed no ${required}")
   endif()
