@@ -464,10 +464,10 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
 }
 
 // dM[pos * stride + (tile - first) * K + k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past
-// the output); stride as transform_inputs'.
-template <int M, class T>
+// the output); stride as transform_inputs'. dM in O, as transform_inputs' V.
+template <int M, class T, class O = T>
 void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
-                                std::int64_t count, T* dM, std::int64_t stride = 0) {
+                                std::int64_t count, O* dM, std::int64_t stride = 0) {
   transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM,
                                            stride ? stride : count * g.out_channels);
 }
@@ -550,8 +550,10 @@ void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, Out* 
 
 // gw = dL/dw given x and gy = dL/dy; winograd_applies(g). Chunks of tiles over the threads, each
 // adding into its partial sums dU, added up at the end; or, where split_positions, the whole batch
-// transformed and the positions split over the threads, each one GEMM over every tile.
-template <int M, class T>
+// transformed and the positions split over the threads, each one GEMM over every tile. Op =
+// bfloat16 (T = float, where cpu_bf16_gemm_enabled): the transformed x and gy rounded to bfloat16,
+// their products on vdpbf16ps summed in float, the rest in float.
+template <int M, class T, class Op = T>
 void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
   namespace wd = detail::winograd;
   using Tl = wd::Tiles<M>;
@@ -564,8 +566,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
   int threads = wd::threads_for(grid.chunks);
   std::vector<T*> partial(static_cast<std::size_t>(threads), nullptr);
   if (wd::split_positions(grid, C, K, threads)) {
-    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.total * C));
-    T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.total * K));
+    Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * grid.total * C));
+    Op* dM = scratch<Op>(1, static_cast<std::size_t>(Tl::positions * grid.total * K));
     T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));
     wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(grid.total, last_chunk * grid.chunk);
@@ -574,14 +576,14 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
-      wd::product<T>(true, K, C, grid.total, dM + p * grid.total * K, K, V + p * grid.total * C, C, dU + p * KC, C,
+      wd::product(true, K, C, grid.total, dM + p * grid.total * K, K, V + p * grid.total * C, C, dU + p * KC, C,
                      false);
     partial.assign(1, dU);
     threads = 1;
   } else {
     wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int t) {
-      T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
-      T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
+      Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+      Op* dM = scratch<Op>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
       T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));  // dU[pos] is K x C
       std::fill(dU, dU + partial_size, T(0));
       partial[static_cast<std::size_t>(t)] = dU;
@@ -590,7 +592,7 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
         wd::transform_inputs<M>(g, grid, x, first, count, V);
         wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
         for (int p = 0; p < Tl::positions; ++p)
-          wd::product<T>(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
+          wd::product(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
       }
     });
   }
