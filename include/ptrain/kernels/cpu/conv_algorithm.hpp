@@ -80,9 +80,10 @@ inline constexpr double winograd_flops = 2e7;
 // PyTorch's own float32 error against float64, in every pass (test/nn/conv_accuracy_test), so it
 // runs only when asked for (winograd4, benchmark).
 // bf16_products: bfloat16 operands on vdpbf16ps (conv.hpp), where im2col + GEMM runs about twice
-// float's speed and F(2x2, 3x3)'s float transforms weigh more: on ResNet-18 on CIFAR-10 (2 threads)
-// F(2x2) took 0.4-0.9x im2col's time on the 128- to 512-channel layers but 1.05-1.15x on the
-// 64-channel ones, so it needs both channel counts 128 or more.
+// float's speed and F(2x2, 3x3)'s float transforms weigh more: on ResNet-18 on CIFAR-10's layers
+// (batch 64, one thread, CPU time) F(2x2) took 0.58-0.74x im2col's time in every pass on the 128-
+// to 512-channel layers (0.94x for the 512-channel weight gradient) but 1.07-1.11x on the
+// 64-channel ones (32x32), so it needs both channel counts 128 or more.
 inline ConvAlgorithm default_conv_algorithm(const Conv2dGeometry& g, ConvPass /*pass*/, bool bf16_products = false) {
   const std::int64_t min_channels = bf16_products ? 128 : 16;
   if (g.flops() < winograd_flops || g.in_channels < min_channels || g.out_channels < min_channels)
