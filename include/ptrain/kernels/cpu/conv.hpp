@@ -507,8 +507,8 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
 // where Winograd applies and conv_algorithm() picks F(2x2, 3x3) for a pass (by shape, auto needing
 // more channels than for float: default_conv_algorithm's bf16_products), which runs winograd.hpp's
 // with bfloat16 products on vdpbf16ps (transforms in float from widened copies, each result
-// rounded once). A forced F(4x4, 3x3) runs in float on
-// widened copies: its transforms are too inexact for bfloat16 operands.
+// rounded once). A forced F(4x4, 3x3) runs in float on widened copies: its transforms are too
+// inexact for bfloat16 operands.
 template <class T>
   requires is_reduced_float_v<T>
 void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
