@@ -1,16 +1,20 @@
 // kernels/cpu/winograd.hpp against im2col + GEMM (kernels/cpu/conv.hpp) for forward, grad input
 // and grad weight, F(2x2, 3x3) and F(4x4, 3x3): in double they agree to rounding; in float the
 // error against the double result is measured and bounded. And conv_algorithm.hpp's choice:
-// measured once per shape and pass, then cached; forced by set_conv_algorithm.
+// measured once per shape and pass, then cached; forced by set_conv_algorithm. bfloat16 on
+// vdpbf16ps: F(2x2, 3x3) with bfloat16 products against double, its error bounded by im2col's.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <ptrain/device/threads.hpp>
 #include <ptrain/kernels/cpu/conv.hpp>
 
 #include "spatial_compare.hpp"
@@ -18,6 +22,7 @@
 using namespace ptrain;
 using namespace ptrain::test;
 namespace k = ptrain::kernels;
+namespace ut = boost::unit_test;
 
 BOOST_AUTO_TEST_SUITE(winograd_test)
 
@@ -126,7 +131,168 @@ struct AutoAfterwards {
   ~AutoAfterwards() { k::set_conv_algorithm(k::ConvAlgorithm::automatic); }
 };
 
+using bf16 = ptrain::bfloat16;
+
+// Sets PTRAIN_CPU_BF16 for a scope (the bfloat16 kernels read it at each call).
+class Bf16Setting {
+ public:
+  explicit Bf16Setting(const char* value) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~Bf16Setting() {
+    if (old_) ::setenv(name, old_->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  Bf16Setting(const Bf16Setting&) = delete;
+  Bf16Setting& operator=(const Bf16Setting&) = delete;
+
+ private:
+  static constexpr const char* name = "PTRAIN_CPU_BF16";
+  std::optional<std::string> old_;
+};
+
+boost::test_tools::assertion_result has_bf16_dot(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result has(k::cpu_has_bf16_dot());
+  has.message() << "skipped: this CPU has no AVX512_BF16 (vdpbf16ps); bfloat16 convolutions take the float path";
+  return has;
+}
+
+// Restores the thread count after a test that sets it.
+struct ThreadsAfterwards {
+  int threads = num_threads();
+  ~ThreadsAfterwards() { set_num_threads(threads); }
+};
+
+// Forward and grad input of a case in bfloat16 through conv2d_forward / conv2d_backward (so as
+// conv_algorithm() routes them), and the double result on the same bfloat16 values.
+struct Bf16Passes {
+  Tensor<bf16> y, gx, gw;
+};
+struct Bf16Operands {
+  k::Conv2dGeometry g;
+  Tensor<bf16> x, w, b, gy;
+  explicit Bf16Operands(const Case& c)
+      : g(geometry(c)),
+        x(seeded<bf16>({c.batch, c.in_channels, c.h, c.w}, 1)),
+        w(seeded<bf16>({c.out_channels, c.in_channels, 3, 3}, 2)),
+        b(seeded<bf16>({c.out_channels}, 3)),
+        gy(seeded<bf16>({c.batch, c.out_channels, g.out_h, g.out_w}, 4)) {}
+  Bf16Passes run() const {
+    Bf16Passes p{poisoned<bf16>({g.batch, g.out_channels, g.out_h, g.out_w}), poisoned<bf16>(x.shape()),
+                 poisoned<bf16>(w.shape())};
+    k::conv2d_forward<bf16>(g, x.data(), w.data(), b.data(), p.y.data());
+    k::conv2d_backward<bf16>(g, x.data(), w.data(), gy.data(), p.gx.data(), p.gw.data(), nullptr);
+    return p;
+  }
+  Passes<double> in_double() const {
+    const Tensor<double> xd = tensor_cast<double>(x), wd = tensor_cast<double>(w), bd = tensor_cast<double>(b),
+                         gyd = tensor_cast<double>(gy);
+    Passes<double> p{Tensor<double>({g.batch, g.out_channels, g.out_h, g.out_w}), Tensor<double>(x.shape()),
+                     Tensor<double>(w.shape())};
+    k::detail::conv2d_forward_gemm<double, double>(g, xd.data(), wd.data(), bd.data(), p.y.data());
+    k::detail::conv2d_backward_gemm<double, double>(g, xd.data(), wd.data(), gyd.data(), p.gx.data(), p.gw.data(),
+                                                    nullptr);
+    return p;
+  }
+};
+
 }  // namespace
+
+// bfloat16 on vdpbf16ps, F(2x2, 3x3) forced (V and U rounded to bfloat16, the products summed in
+// float, each result rounded once): on 1 and 2 threads, its error against double stays within 3x
+// the error of im2col + GEMM on vdpbf16ps, on every case's forward pass, grad input and grad
+// weight. im2col's products are exact, its error is the result's rounding to bfloat16 (and the
+// float sums); Winograd's adds the rounding of V and U (or of V and dM), each of about the same
+// size: measured up to 2.7x im2col's. And it is what winograd_forward / winograd_grad_input /
+// winograd_grad_weight with bfloat16 operands compute, bit for bit, whatever the thread count.
+BOOST_AUTO_TEST_CASE(f2_in_bfloat16_on_vdpbf16ps_stays_within_3x_the_im2col_error, *ut::precondition(has_bf16_dot)) {
+  const Bf16Setting on("on");
+  AutoAfterwards restore;
+  ThreadsAfterwards threads;
+  constexpr double ratio_bound = 3.0;
+  double worst_ratio = 0, worst_y = 0, worst_gx = 0, worst_gw = 0, worst_gemm_y = 0, worst_gemm_gx = 0,
+         worst_gemm_gw = 0;
+  for (const int t : {1, 2}) {
+    set_num_threads(t);
+    for (const Case& c : cases()) {
+      const std::string what = std::string(c.name) + ", " + std::to_string(t) + " threads";
+      const Bf16Operands o(c);
+      k::set_conv_algorithm(k::ConvAlgorithm::winograd2);
+      const Bf16Passes f2 = o.run();
+      k::set_conv_algorithm(k::ConvAlgorithm::gemm);
+      const Bf16Passes gemm = o.run();
+      const Passes<double> want = o.in_double();
+      const double e_y = relative_error(f2.y, want.y), e_gx = relative_error(f2.gx, want.gx),
+                   e_gw = relative_error(f2.gw, want.gw);
+      const double g_y = relative_error(gemm.y, want.y), g_gx = relative_error(gemm.gx, want.gx),
+                   g_gw = relative_error(gemm.gw, want.gw);
+      BOOST_TEST(e_y <= ratio_bound * g_y, what << ": forward error " << e_y << ", im2col's " << g_y);
+      BOOST_TEST(e_gx <= ratio_bound * g_gx, what << ": grad input error " << e_gx << ", im2col's " << g_gx);
+      BOOST_TEST(e_gw <= ratio_bound * g_gw, what << ": grad weight error " << e_gw << ", im2col's " << g_gw);
+      worst_ratio = std::max({worst_ratio, e_y / g_y, e_gx / g_gx, e_gw / g_gw});
+      worst_y = std::max(worst_y, e_y);
+      worst_gx = std::max(worst_gx, e_gx);
+      worst_gw = std::max(worst_gw, e_gw);
+      worst_gemm_y = std::max(worst_gemm_y, g_y);
+      worst_gemm_gx = std::max(worst_gemm_gx, g_gx);
+      worst_gemm_gw = std::max(worst_gemm_gw, g_gw);
+
+      Tensor<bf16> y = poisoned<bf16>(f2.y.shape()), gx = poisoned<bf16>(f2.gx.shape());
+      const Tensor<float> xf = tensor_cast<float>(o.x), wf = tensor_cast<float>(o.w), bf = tensor_cast<float>(o.b),
+                          gyf = tensor_cast<float>(o.gy);
+      k::winograd_forward<2, float, bf16>(o.g, xf.data(), wf.data(), bf.data(), y.data());
+      k::winograd_grad_input<2, float, bf16>(o.g, wf.data(), gyf.data(), gx.data());
+      Tensor<float> gw(o.w.shape());
+      k::winograd_grad_weight<2, float, bf16>(o.g, xf.data(), gyf.data(), gw.data());
+      BOOST_TEST(bitwise_equal(y, f2.y), what << ": forward through conv2d_forward");
+      BOOST_TEST(bitwise_equal(gx, f2.gx), what << ": grad input through conv2d_backward");
+      BOOST_TEST(bitwise_equal(tensor_cast<bf16>(gw), f2.gw), what << ": grad weight through conv2d_backward");
+    }
+  }
+  BOOST_TEST_MESSAGE("F(2x2, 3x3) bfloat16 on vdpbf16ps, worst error relative to the result: forward "
+                     << worst_y << ", grad input " << worst_gx << ", grad weight " << worst_gw
+                     << " (im2col + GEMM on vdpbf16ps: " << worst_gemm_y << ", " << worst_gemm_gx << ", "
+                     << worst_gemm_gw << "); worst ratio " << worst_ratio);
+}
+
+// `auto` routes a bfloat16 3x3 stride-1 layer that default_conv_algorithm (bf16_products) gives
+// winograd2 through the bfloat16 F(2x2, 3x3) in every pass (the same bits as forcing it), not
+// im2col + GEMM (other bits, both near the double result); and a layer it gives gemm (32 channels:
+// winograd2 in float, gemm on vdpbf16ps) through im2col + GEMM.
+BOOST_AUTO_TEST_CASE(auto_routes_bfloat16_3x3_layers_by_shape, *ut::precondition(has_bf16_dot)) {
+  const Bf16Setting on("on");
+  AutoAfterwards restore;
+  const Case winograd_case{"128->128 8x8 pad 1", 4, 128, 8, 8, 128, 1},
+      gemm_case{"32->32 20x20 pad 1", 4, 32, 20, 20, 32, 1};
+  for (const k::ConvPass pass : {k::ConvPass::forward, k::ConvPass::grad_input, k::ConvPass::grad_weight}) {
+    BOOST_TEST((k::default_conv_algorithm(geometry(winograd_case), pass, true) == k::ConvAlgorithm::winograd2));
+    BOOST_TEST((k::default_conv_algorithm(geometry(gemm_case), pass, true) == k::ConvAlgorithm::gemm));
+    BOOST_TEST((k::default_conv_algorithm(geometry(gemm_case), pass) == k::ConvAlgorithm::winograd2));
+  }
+  for (const Case& c : {winograd_case, gemm_case}) {
+    const Bf16Operands o(c);
+    k::set_conv_algorithm(k::ConvAlgorithm::automatic);
+    const Bf16Passes automatic = o.run();
+    k::set_conv_algorithm(k::ConvAlgorithm::winograd2);
+    const Bf16Passes f2 = o.run();
+    k::set_conv_algorithm(k::ConvAlgorithm::gemm);
+    const Bf16Passes gemm = o.run();
+    const Passes<double> want = o.in_double();
+    const bool winograd = c.in_channels >= 128;
+    BOOST_TEST(bitwise_equal(automatic.y, winograd ? f2.y : gemm.y), c.name);
+    BOOST_TEST(bitwise_equal(automatic.gx, winograd ? f2.gx : gemm.gx), c.name);
+    BOOST_TEST(bitwise_equal(automatic.gw, winograd ? f2.gw : gemm.gw), c.name);
+    BOOST_TEST(!bitwise_equal(f2.y, gemm.y), c.name << ": so the comparisons above can tell them apart");
+    BOOST_TEST(!bitwise_equal(f2.gx, gemm.gx), c.name);
+    BOOST_TEST(!bitwise_equal(f2.gw, gemm.gw), c.name);
+    for (const Bf16Passes* p : {&f2, &gemm}) {
+      BOOST_TEST(relative_error(p->y, want.y) <= 1e-2, c.name << ": forward " << relative_error(p->y, want.y));
+      BOOST_TEST(relative_error(p->gx, want.gx) <= 1e-2, c.name << ": grad input " << relative_error(p->gx, want.gx));
+      BOOST_TEST(relative_error(p->gw, want.gw) <= 1e-2, c.name << ": grad weight " << relative_error(p->gw, want.gw));
+    }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(in_double_every_pass_matches_im2col_gemm) {
   for (const Case& c : cases()) {

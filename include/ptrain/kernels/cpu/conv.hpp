@@ -503,16 +503,38 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
 // The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
 // gradient summed over the batch in float), the results rounded once. bfloat16 on vdpbf16ps
 // (cpu_bf16_gemm_enabled) skips the copies of the operands: the same kernels with T = bfloat16
-// and Acc = float, y and the grad input by convolution rounded as each block's GEMM ends.
+// and Acc = float, y and the grad input by convolution rounded as each block's GEMM ends; except
+// where Winograd applies and conv_algorithm() picks F(2x2, 3x3) for a pass (by shape, auto needing
+// more channels than for float: default_conv_algorithm's bf16_products), which runs winograd.hpp's
+// with bfloat16 products on vdpbf16ps (transforms in float from widened copies, each result
+// rounded once). A forced F(4x4, 3x3) runs in float on widened copies: its transforms are too
+// inexact for bfloat16 operands.
 template <class T>
   requires is_reduced_float_v<T>
 void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y,
                     const ConvBlocking& blocking = {}) {
   const Tensor<float> bf = widen(b, g.out_channels);
-  if (std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled()) {
-    detail::conv2d_forward_gemm_into<T, float, T>(g, x, w, data_or_null(bf), y, blocking);
-    return;
-  }
+  if constexpr (std::is_same_v<T, bfloat16>)
+    if (cpu_bf16_gemm_enabled()) {
+      if (!winograd_applies(g) || g.batch == 0 || g.out_channels == 0 || g.out_plane() == 0) {
+        detail::conv2d_forward_gemm_into<T, float, T>(g, x, w, data_or_null(bf), y, blocking);
+        return;
+      }
+      run_conv_pass(g, ConvPass::forward, sizeof(T), [&](ConvAlgorithm a) {
+        const std::int64_t in = g.batch * g.in_channels * g.in_plane();
+        if (a == ConvAlgorithm::winograd2) {
+          winograd_forward<2, float, bfloat16>(g, widen(x, in).data(), widen(w, g.weight_numel()).data(),
+                                               data_or_null(bf), y);
+        } else if (a == ConvAlgorithm::winograd4) {  // in float: F(4x4)'s transforms are too inexact for bfloat16
+          Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
+          winograd_forward<4>(g, widen(x, in).data(), widen(w, g.weight_numel()).data(), data_or_null(bf), yf.data());
+          narrow(yf, y);
+        } else {
+          detail::conv2d_forward_gemm_into<T, float, T>(g, x, w, data_or_null(bf), y, blocking);
+        }
+      }, /*bf16_products=*/true);
+      return;
+    }
   Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
   conv2d_forward(g, widen(x, g.batch * g.in_channels * g.in_plane()).data(), widen(w, g.weight_numel()).data(),
                  data_or_null(bf), yf.data(), blocking);
@@ -524,13 +546,48 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
                      const ConvBlocking& blocking = {}) {
   const std::int64_t in = g.batch * g.in_channels * g.in_plane();
   const bool on_bf16_dot = std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled();
-  if (on_bf16_dot && gx && g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0 &&
-      detail::grad_input_is_convolution(g)) {
+  const bool has_work = g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0;
+  if constexpr (std::is_same_v<T, bfloat16>)
+    if (on_bf16_dot && gx && has_work && winograd_grad_input_applies(g)) {
+      run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
+        const std::int64_t out = g.batch * g.out_channels * g.out_plane();
+        if (a == ConvAlgorithm::winograd2) {
+          winograd_grad_input<2, float, bfloat16>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gx);
+        } else if (a == ConvAlgorithm::winograd4) {  // in float, as the forward pass
+          Tensor<float> gxf = float_buffer(in);
+          winograd_grad_input<4>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gxf.data());
+          narrow(gxf, gx);
+        } else if (detail::grad_input_is_convolution(g)) {
+          detail::grad_input_by_convolution<T, float, T>(g, w, gy, gx, blocking);
+        } else {
+          Tensor<float> gxf = float_buffer(in);
+          detail::conv2d_backward_gemm<T, float>(g, nullptr, w, gy, gxf.data(), nullptr, nullptr, blocking);
+          narrow(gxf, gx);
+        }
+      }, /*bf16_products=*/true);
+      gx = nullptr;
+    }
+  if (on_bf16_dot && gx && has_work && detail::grad_input_is_convolution(g)) {
     detail::grad_input_by_convolution<T, float, T>(g, w, gy, gx, blocking);
     gx = nullptr;
   }
   Tensor<float> gxf = gx ? float_buffer(in) : Tensor<float>(), gwf = gw ? float_buffer(g.weight_numel()) : Tensor<float>(),
                 gbf = gb ? float_buffer(g.out_channels) : Tensor<float>();
+  if constexpr (std::is_same_v<T, bfloat16>)
+    if (on_bf16_dot && gw && has_work && winograd_applies(g)) {
+      run_conv_pass(g, ConvPass::grad_weight, sizeof(T), [&](ConvAlgorithm a) {
+        const std::int64_t out = g.batch * g.out_channels * g.out_plane();
+        if (a == ConvAlgorithm::winograd2)
+          winograd_grad_weight<2, float, bfloat16>(g, widen(x, in).data(), widen(gy, out).data(), gwf.data());
+        else if (a == ConvAlgorithm::winograd4)  // in float, as the forward pass
+          winograd_grad_weight<4>(g, widen(x, in).data(), widen(gy, out).data(), gwf.data());
+        else
+          detail::conv2d_backward_gemm<T, float>(g, x, nullptr, gy, nullptr, gwf.data(), nullptr, blocking);
+      }, /*bf16_products=*/true);
+      narrow(gwf, gw);
+      gw = nullptr;
+      gwf = Tensor<float>();
+    }
   if (on_bf16_dot) {
     detail::conv2d_backward_gemm<T, float>(g, x, w, gy, data_or_null(gxf), data_or_null(gwf), data_or_null(gbf),
                                            blocking);

@@ -79,8 +79,15 @@ inline constexpr double winograd_flops = 2e7;
 // (up to 5x in, 8x out, 1/6 and 1/24 inexact) cost a real network's float gradients up to 16x
 // PyTorch's own float32 error against float64, in every pass (test/nn/conv_accuracy_test), so it
 // runs only when asked for (winograd4, benchmark).
-inline ConvAlgorithm default_conv_algorithm(const Conv2dGeometry& g, ConvPass /*pass*/) {
-  if (g.flops() < winograd_flops || g.in_channels < 16 || g.out_channels < 16) return ConvAlgorithm::gemm;
+// bf16_products: bfloat16 operands on vdpbf16ps (conv.hpp), where im2col + GEMM runs about twice
+// float's speed and F(2x2, 3x3)'s float transforms weigh more: on ResNet-18 on CIFAR-10's layers
+// (batch 64, one thread, CPU time) F(2x2) took 0.58-0.74x im2col's time in every pass on the 128-
+// to 512-channel layers (0.94x for the 512-channel weight gradient) but 1.07-1.11x on the
+// 64-channel ones (32x32), so it needs both channel counts 128 or more.
+inline ConvAlgorithm default_conv_algorithm(const Conv2dGeometry& g, ConvPass /*pass*/, bool bf16_products = false) {
+  const std::int64_t min_channels = bf16_products ? 128 : 16;
+  if (g.flops() < winograd_flops || g.in_channels < min_channels || g.out_channels < min_channels)
+    return ConvAlgorithm::gemm;
   return ConvAlgorithm::winograd2;
 }
 
@@ -127,12 +134,14 @@ inline ConvAlgorithmCache& conv_algorithm_cache() {
 }
 
 // Runs one pass of g where Winograd applies: run(algorithm) computes it with that algorithm
-// (any of them writes the same outputs), chosen as the top of the file says.
+// (any of them writes the same outputs), chosen as the top of the file says; bf16_products as
+// default_conv_algorithm's.
 template <class Run>
-void run_conv_pass(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_size, Run&& run) {
+void run_conv_pass(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_size, Run&& run,
+                   bool bf16_products = false) {
   const ConvAlgorithm asked = conv_algorithm();
   if (asked == ConvAlgorithm::automatic) {
-    run(default_conv_algorithm(g, pass));
+    run(default_conv_algorithm(g, pass, bf16_products));
     return;
   }
   if (asked != ConvAlgorithm::benchmark) {

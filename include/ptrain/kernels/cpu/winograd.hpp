@@ -30,9 +30,12 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/core/error.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/cpu/gemm_avx512.hpp"
+#include "ptrain/kernels/cpu/gemm_bf16.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
@@ -87,6 +90,17 @@ void product(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, const
     if (n % detail::avx512::width == 0) return gemm_avx512(trans_a, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm<T>(trans_a, false, m, n, k, T(1), a, lda, b, ldb, accumulate ? T(1) : T(0), c, ldc);
+}
+// The same with V and U in bfloat16 and M in float, on vdpbf16ps (callers check
+// cpu_bf16_gemm_enabled, false where the build has no x86 bfloat16 kernels).
+inline void product(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, const bfloat16* a, std::int64_t lda,
+                    const bfloat16* b, std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate) {
+#if defined(PTRAIN_HALF_X86)
+  gemm_bf16_serial(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+#else
+  (void)trans_a, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)accumulate;
+  fail("winograd: bfloat16 products need vdpbf16ps (cpu_bf16_gemm_enabled)");
+#endif
 }
 
 // A matrix's entries as a function of constant indices: Mat<&T::BT> or its transpose.
@@ -215,18 +229,49 @@ void over_chunks(std::int64_t chunks, int threads, Body&& body) {
   }
 }
 
-// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile.
-template <int N, class T>
-inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, T* to) {
-  for (int p = 0; p < N * N; ++p) {
+#if !defined(__CUDACC__)
+typedef std::uint32_t LaneWords __attribute__((vector_size(vector_bytes)));
+typedef std::uint16_t LaneHalves __attribute__((vector_size(vector_bytes / 2)));
+// The lanes of v rounded to bfloat16 as half.hpp's float_to_bfloat16 does (to nearest even, a NaN
+// the quiet NaN of its sign), their bits.
+inline LaneHalves bfloat16_bits(const Lanes<float>& v) {
+  LaneWords u;
+  std::memcpy(&u, &v, sizeof u);
+  const LaneWords rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const LaneWords quiet = ((u >> 16) & 0x8000u) | 0x7fc0u;
+  const LaneWords nan = reinterpret_cast<LaneWords>((u & 0x7fffffffu) > 0x7f800000u);  // all ones where NaN
+  return __builtin_convertvector((rounded & ~nan) | (quiet & nan), LaneHalves);
+}
+#endif
+
+// to[l] = v[l] for l < channels, in O: T itself, or bfloat16 for float lanes (rounded once).
+template <class T, class O>
+inline void store_lanes(const Lanes<T>& v, int channels, O* to) {
+  if constexpr (std::is_same_v<O, T>) {
     if (channels == lanes<T>) {
-      std::memcpy(to + p * stride, &from[p / N][p % N], sizeof(Lanes<T>));
+      std::memcpy(to, &v, sizeof(Lanes<T>));
     } else {
       alignas(64) T values[lanes<T>];
-      std::memcpy(values, &from[p / N][p % N], sizeof(values));
-      std::copy(values, values + channels, to + p * stride);
+      std::memcpy(values, &v, sizeof(values));
+      std::copy(values, values + channels, to);
     }
+  } else {
+    static_assert(std::is_same_v<T, float> && std::is_same_v<O, bfloat16>);
+#if defined(__CUDACC__)
+    *to = static_cast<O>(v);
+#else
+    const LaneHalves bits = bfloat16_bits(v);
+    if (channels == lanes<T>) std::memcpy(static_cast<void*>(to), &bits, sizeof(bits));
+    else std::memcpy(static_cast<void*>(to), &bits, static_cast<std::size_t>(channels) * sizeof(O));
+#endif
   }
+}
+
+// Writes (to[p * stride + l] = from[p][l] for l < channels) the positions of a transformed tile;
+// an O other than T (bfloat16 operands of float transforms) rounded once.
+template <int N, class T, class O>
+inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, O* to) {
+  for (int p = 0; p < N * N; ++p) store_lanes<T>(from[p / N][p % N], channels, to + p * stride);
 }
 
 // from[0, channels) as a vector, the lanes past them zero.
@@ -245,9 +290,10 @@ inline Lanes<T> load_lanes(const T* from, int channels) {
 
 // U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
 // (channels swapped, the kernel turned by 180 degrees: the filter of the input's gradient).
-// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C]. Lanes run along U's columns.
-template <int M, class T>
-void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
+// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C]. Lanes run along U's columns. U in O
+// (bfloat16 for products on vdpbf16ps), transformed in T.
+template <int M, class T, class O = T>
+void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, O* U) {
   using Tl = Tiles<M>;
   constexpr int L = lanes<T>;
   const std::int64_t K = g.out_channels, C = g.in_channels, KC = K * C;
@@ -267,7 +313,7 @@ void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, T* U) {
       Lanes<T> in[3][3], out[Tl::alpha][Tl::alpha];
       std::memcpy(&in[0][0], &taps[0][0][0], sizeof(in));
       sandwich<typename Tl::G, T>(in, out);
-      scatter(out, columns, KC, U + r * cols + s0);
+      scatter<Tl::alpha, T>(out, columns, KC, U + r * cols + s0);
     }
 }
 
@@ -355,10 +401,10 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
 
 // out[pos * stride + (tile - first) * C + c] = (Mx d Mx^T)[pos] for tiles [first, first + count)
 // of the grid, d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output
-// tile's shifted back by the padding (zero outside the planes).
-template <int M, class Mx, class T>
+// tile's shifted back by the padding (zero outside the planes); out in O, computed in T.
+template <int M, class Mx, class T, class O = T>
 void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std::int64_t H, std::int64_t W,
-                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, T* out,
+                     std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, O* out,
                      std::int64_t stride) {
   constexpr int N = Mx::cols, P = Mx::rows;
   const std::int64_t plane = H * W;
@@ -370,26 +416,26 @@ void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std:
       Lanes<T> d[N][N], v[P][P];
       gather(planes + (n * C + c0) * plane, plane, channels, H, W, y0, x0, d);
       sandwich<Mx, T>(d, v);
-      scatter(v, channels, stride, out + t * C + c0);
+      scatter<P, T>(v, channels, stride, out + t * C + c0);
     }
   }
 }
 
 // V[pos * stride + (tile - first) * C + c] = (B^T d B)[pos], d the alpha x alpha input tile of
 // x [N, C, H, W]; stride count * C (the default) packs the chunk's positions one after another.
-template <int M, class T>
+template <int M, class T, class O = T>
 void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x, std::int64_t first,
-                      std::int64_t count, T* V, std::int64_t stride = 0) {
+                      std::int64_t count, O* V, std::int64_t stride = 0) {
   transform_tiles<M, typename Tiles<M>::BT>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
                                             V, stride ? stride : count * g.in_channels);
 }
 
 // y[n][k] tile = A^T M[.][tile][k] A (+ b[k]) for the chunk's tiles, only its part inside the
 // output; M[pos][tile - first][k] at Mt[pos * stride + (tile - first) * K + k] (stride as
-// transform_inputs').
-template <int M, class T>
+// transform_inputs'). y in Out, each value rounded once after the bias is added.
+template <int M, class T, class Out = T>
 void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* Mt, std::int64_t first,
-                       std::int64_t count, const T* b, T* y, std::int64_t stride = 0) {
+                       std::int64_t count, const T* b, Out* y, std::int64_t stride = 0) {
   using Tl = Tiles<M>;
   const std::int64_t K = g.out_channels, OH = g.out_h, OW = g.out_w, plane = OH * OW;
   if (!stride) stride = count * K;
@@ -404,23 +450,24 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
       const T* src = Mt + t * K + k0;
       for (int p = 0; p < Tl::positions; ++p) m[p / Tl::alpha][p % Tl::alpha] = load_lanes(src + p * stride, channels);
       sandwich<typename Tl::AT, T>(m, out);
-      alignas(64) T values[M][M][L];
-      std::memcpy(&values[0][0][0], &out[0][0], sizeof(values));
+      const Lanes<T> bias = b ? load_lanes(b + k0, channels) : Lanes<T>{};
+      alignas(64) Out values[M][M][L];
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < M; ++j) store_lanes<T>(out[i][j] + bias, L, values[i][j]);
       for (int l = 0; l < channels; ++l) {
-        const T bias = b ? b[k0 + l] : T(0);
-        T* dst = y + (n * K + k0 + l) * plane + y0 * OW + x0;
+        Out* dst = y + (n * K + k0 + l) * plane + y0 * OW + x0;
         for (int i = 0; i < rows; ++i)
-          for (int j = 0; j < cols; ++j) dst[i * OW + j] = values[i][j][l] + bias;
+          for (int j = 0; j < cols; ++j) dst[i * OW + j] = values[i][j][l];
       }
     }
   }
 }
 
 // dM[pos * stride + (tile - first) * K + k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past
-// the output); stride as transform_inputs'.
-template <int M, class T>
+// the output); stride as transform_inputs'. dM in O, as transform_inputs' V.
+template <int M, class T, class O = T>
 void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
-                                std::int64_t count, T* dM, std::int64_t stride = 0) {
+                                std::int64_t count, O* dM, std::int64_t stride = 0) {
   transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM,
                                            stride ? stride : count * g.out_channels);
 }
@@ -435,16 +482,17 @@ inline bool split_positions(const TileGrid& grid, std::int64_t C, std::int64_t K
 
 // y = conv(x, w) + b given U (transform_filters): chunks of tiles over the threads, each chunk's
 // positions one GEMM each; or, where split_positions, the whole batch transformed by the threads
-// and then the positions, each one GEMM over every tile, split over them.
-template <int M, class T>
-void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const T* b, T* y) {
+// and then the positions, each one GEMM over every tile, split over them. V and U in Op (bfloat16:
+// the products on vdpbf16ps), the transforms and M in T, y in Out.
+template <int M, class T, class Op = T, class Out = T>
+void forward_transformed(const Conv2dGeometry& g, const T* x, const Op* U, const T* b, Out* y) {
   using Tl = Tiles<M>;
   const std::int64_t C = g.in_channels, K = g.out_channels;
   const TileGrid grid = tile_grid(g, M, Tl::positions * (C + K), num_threads());
   const int threads = threads_for(grid.chunks);
   if (split_positions(grid, C, K, threads)) {
     const std::int64_t total = grid.total;
-    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * total * C));
+    Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * total * C));
     T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * total * K));
     over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
@@ -452,7 +500,7 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const 
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
-      product<T>(false, total, K, C, V + p * total * C, C, U + p * C * K, K, Mt + p * total * K, K, false);
+      product(false, total, K, C, V + p * total * C, C, U + p * C * K, K, Mt + p * total * K, K, false);
     over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
       transform_outputs<M>(g, grid, Mt + first * K, first, last - first, b, y, total * K);
@@ -460,47 +508,52 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const T* U, const 
     return;
   }
   over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
-    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+    Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
     T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
     for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
       const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
       transform_inputs<M>(g, grid, x, first, count, V);
       for (int p = 0; p < Tl::positions; ++p)
-        product<T>(false, count, K, C, V + p * count * C, C, U + p * C * K, K, Mt + p * count * K, K, false);
+        product(false, count, K, C, V + p * count * C, C, U + p * C * K, K, Mt + p * count * K, K, false);
       transform_outputs<M>(g, grid, Mt, first, count, b, y);
     }
   });
 }
 
 // y = conv(x, w) + b in the geometry `run`, w being the weight of `of_weight` (flipped: of its
-// input gradient, run = transposed_geometry(of_weight)).
-template <int M, class T>
+// input gradient, run = transposed_geometry(of_weight)). Op and Out as forward_transformed's.
+template <int M, class T, class Op = T, class Out = T>
 void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const T* x,
-                        const T* b, T* y) {
+                        const T* b, Out* y) {
   if (run.batch == 0 || run.out_channels == 0 || run.out_plane() == 0) return;
-  T* U = scratch<T>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
+  Op* U = scratch<Op>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
   transform_filters<M>(of_weight, w, flip, U);
-  forward_transformed<M, T>(run, x, U, b, y);
+  forward_transformed<M, T, Op, Out>(run, x, U, b, y);
 }
 
 }  // namespace detail::winograd
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C, 3, 3]) + b[K] (b may be null); winograd_applies(g).
-template <int M, class T>
-void winograd_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y) {
-  detail::winograd::filter_and_forward<M, T>(g, g, w, false, x, b, y);
+// Op = bfloat16 (T = float, where cpu_bf16_gemm_enabled): V and U rounded to bfloat16 and their
+// products on vdpbf16ps, the transforms, M and the bias in float, y (Out) rounded once.
+template <int M, class T, class Op = T, class Out = T>
+void winograd_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, Out* y) {
+  detail::winograd::filter_and_forward<M, T, Op, Out>(g, g, w, false, x, b, y);
 }
 
-// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g).
-template <int M, class T>
-void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, T* gx) {
-  detail::winograd::filter_and_forward<M, T>(detail::transposed_geometry(g), g, w, true, gy, nullptr, gx);
+// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g). Op and Out as winograd_forward's.
+template <int M, class T, class Op = T, class Out = T>
+void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, Out* gx) {
+  detail::winograd::filter_and_forward<M, T, Op, Out>(detail::transposed_geometry(g), g, w, true, gy,
+                                                      static_cast<const T*>(nullptr), gx);
 }
 
 // gw = dL/dw given x and gy = dL/dy; winograd_applies(g). Chunks of tiles over the threads, each
 // adding into its partial sums dU, added up at the end; or, where split_positions, the whole batch
-// transformed and the positions split over the threads, each one GEMM over every tile.
-template <int M, class T>
+// transformed and the positions split over the threads, each one GEMM over every tile. Op =
+// bfloat16 (T = float, where cpu_bf16_gemm_enabled): the transformed x and gy rounded to bfloat16,
+// their products on vdpbf16ps summed in float, the rest in float.
+template <int M, class T, class Op = T>
 void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
   namespace wd = detail::winograd;
   using Tl = wd::Tiles<M>;
@@ -513,8 +566,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
   int threads = wd::threads_for(grid.chunks);
   std::vector<T*> partial(static_cast<std::size_t>(threads), nullptr);
   if (wd::split_positions(grid, C, K, threads)) {
-    T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.total * C));
-    T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.total * K));
+    Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * grid.total * C));
+    Op* dM = scratch<Op>(1, static_cast<std::size_t>(Tl::positions * grid.total * K));
     T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));
     wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(grid.total, last_chunk * grid.chunk);
@@ -523,14 +576,14 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
-      wd::product<T>(true, K, C, grid.total, dM + p * grid.total * K, K, V + p * grid.total * C, C, dU + p * KC, C,
+      wd::product(true, K, C, grid.total, dM + p * grid.total * K, K, V + p * grid.total * C, C, dU + p * KC, C,
                      false);
     partial.assign(1, dU);
     threads = 1;
   } else {
     wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int t) {
-      T* V = scratch<T>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
-      T* dM = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
+      Op* V = scratch<Op>(0, static_cast<std::size_t>(Tl::positions * grid.chunk * C));
+      Op* dM = scratch<Op>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
       T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));  // dU[pos] is K x C
       std::fill(dU, dU + partial_size, T(0));
       partial[static_cast<std::size_t>(t)] = dU;
@@ -539,7 +592,7 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
         wd::transform_inputs<M>(g, grid, x, first, count, V);
         wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
         for (int p = 0; p < Tl::positions; ++p)
-          wd::product<T>(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
+          wd::product(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
       }
     });
   }
