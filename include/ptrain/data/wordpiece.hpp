@@ -17,7 +17,8 @@
 //     matched through, is [UNK].
 // HF also NFC-normalises before step 4; after lower-casing, NFD in step 5 makes that a no-op.
 // Cased (lower_case off), steps 2 and 5's decomposition and accent stripping are left out. The
-// Unicode tables are Python's (detail/unicode_bert.hpp, detail/unicode_lower.hpp).
+// Unicode tables are Python's (detail/unicode_bert_classes.hpp, detail/unicode_nfd.hpp,
+// detail/unicode_lower.hpp).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -31,7 +32,8 @@
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/data/basic_english.hpp"
-#include "ptrain/data/detail/unicode_bert.hpp"
+#include "ptrain/data/detail/unicode_bert_classes.hpp"
+#include "ptrain/data/detail/unicode_nfd.hpp"
 #include "ptrain/data/special_tokens.hpp"
 #include "ptrain/data/vocab.hpp"
 #include "ptrain/data/wikitext.hpp"
