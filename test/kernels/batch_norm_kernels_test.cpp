@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <ptrain/autograd/backward.hpp>
 #include <ptrain/autograd/ops/batch_norm.hpp>
 #include <ptrain/kernels/cpu/batch_norm.hpp>
+#include <ptrain/kernels/cpu/widen.hpp>
 #include <ptrain/kernels/executor.hpp>
 #include <ptrain/kernels/indexed/batch_norm.hpp>
 
@@ -180,12 +182,97 @@ void check_against_op(const Shape& shape, bool training) {
   }
 }
 
+// The 16-bit kernels on [N, C, H, W], channel by channel on float copies, against the float kernels
+// on whole widened copies (kernels/cpu/widen.hpp), each output rounded once: forward with residual
+// and relu, inference, backward and relu's backward, with and without each output. Where a plane
+// is a multiple of 16 floats Eigen's sums start their vectors at the same element in both, so the
+// bits are the same; elsewhere sum(gy) adds in another order, within T's rounding.
+template <class T>
+void check_channel_copies(const ChannelLayout& l, bool same_bits) {
+  namespace k = kernels;
+  BOOST_TEST_CONTEXT(describe(l, std::is_same_v<T, ptrain::half> ? "half" : "bfloat16", 0, true)) {
+    const std::int64_t n = l.numel(), C = l.channels;
+    const auto x = uniform_values<T>(n, 1), gy = uniform_values<T>(n, 2), residual = uniform_values<T>(n, 3);
+    const auto w = uniform_values<T>(C, 4, 0.5, 1.5), b = uniform_values<T>(C, 5);
+    const Tensor<float> xf = k::widen(x.data(), n), gyf = k::widen(gy.data(), n),
+                        rf = k::widen(residual.data(), n), wf = k::widen(w.data(), C), bf = k::widen(b.data(), C);
+    const auto rounded = [&](const Tensor<float>& f) {
+      std::vector<T> out(static_cast<std::size_t>(f.numel()));
+      k::narrow(f, out.data());
+      return out;
+    };
+    const auto compare = [&](const auto& got, const auto& want, const std::string& what) {
+      if (same_bits) {
+        BOOST_TEST((std::memcmp(got.data(), want.data(), got.size() * sizeof(got[0])) == 0), what << ": not the same bits");
+      } else {
+        std::vector<double> g, e;
+        for (const auto& v : got) g.push_back(static_cast<double>(v));
+        for (const auto& v : want) e.push_back(static_cast<double>(v));
+        expect_close(g, e, reduction_tolerance<T>, what);
+      }
+    };
+    std::vector<double> mean(C), var(C), want_mean(C), want_var(C), invstd(C);
+    std::vector<T> y(n), gx(n), gr(n);
+    Tensor<float> yf = k::float_buffer(n), gxf = k::float_buffer(n), grf = k::float_buffer(n);
+    k::batch_norm_forward_training(x.data(), l, w.data(), b.data(), 1e-5, y.data(), mean.data(), var.data(),
+                                   residual.data(), true);
+    k::batch_norm_forward_training(xf.data(), l, wf.data(), bf.data(), 1e-5, yf.data(), want_mean.data(),
+                                   want_var.data(), rf.data(), true);
+    compare(y, rounded(yf), "training forward y");
+    compare(mean, want_mean, "training forward mean");
+    compare(var, want_var, "training forward var");
+    for (std::int64_t c = 0; c < C; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + 1e-5);
+    k::batch_norm_forward_inference(x.data(), l, static_cast<const T*>(nullptr), b.data(), mean.data(),
+                                    invstd.data(), y.data());
+    k::batch_norm_forward_inference(xf.data(), l, static_cast<const float*>(nullptr), bf.data(), mean.data(),
+                                    invstd.data(), yf.data());
+    compare(y, rounded(yf), "inference forward y");
+    std::vector<double> s1(C), s2(C), want_s1(C), want_s2(C);
+    for (bool training : {true, false}) {
+      const std::string mode = training ? "training" : "evaluation";
+      k::batch_norm_backward(x.data(), gy.data(), l, w.data(), mean.data(), invstd.data(), training, gx.data(),
+                             s1.data(), s2.data());
+      k::batch_norm_backward(xf.data(), gyf.data(), l, wf.data(), mean.data(), invstd.data(), training, gxf.data(),
+                             want_s1.data(), want_s2.data());
+      compare(gx, rounded(gxf), mode + " backward gx");
+      compare(s1, want_s1, mode + " backward sum(gy)");
+      compare(s2, want_s2, mode + " backward sum(gy * xhat)");
+      for (const bool with_gx : {true, false})
+        for (const bool with_residual : {true, false}) {
+          const std::string what = mode + " relu backward" + (with_gx ? " gx" : "") + (with_residual ? " residual" : "");
+          k::batch_norm_relu_backward(x.data(), y.data(), gy.data(), l, w.data(), mean.data(), invstd.data(), training,
+                                      with_gx ? gx.data() : nullptr, with_residual ? gr.data() : nullptr, s1.data(),
+                                      s2.data());
+          const Tensor<float> yw = k::widen(y.data(), n);
+          k::batch_norm_relu_backward(xf.data(), yw.data(), gyf.data(), l, wf.data(), mean.data(), invstd.data(),
+                                      training, with_gx ? gxf.data() : nullptr, with_residual ? grf.data() : nullptr,
+                                      want_s1.data(), want_s2.data());
+          if (with_gx) compare(gx, rounded(gxf), what + ": gx");
+          if (with_residual) compare(gr, rounded(grf), what + ": residual's gradient");
+          compare(s1, want_s1, what + ": sum(gy)");
+          compare(s2, want_s2, what + ": sum(gy * xhat)");
+        }
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(double_matches_cpu) { check_type<double>("double"); }
 BOOST_AUTO_TEST_CASE(float_matches_cpu) { check_type<float>("float"); }
 BOOST_AUTO_TEST_CASE(half_matches_cpu) { check_type<ptrain::half>("half"); }
 BOOST_AUTO_TEST_CASE(bfloat16_matches_cpu) { check_type<ptrain::bfloat16>("bfloat16"); }
+
+BOOST_AUTO_TEST_CASE(sixteen_bit_channels_on_float_copies_match_whole_widened_copies) {
+  for (const ChannelLayout& l : {ChannelLayout{4, 3, 16}, ChannelLayout{3, 40, 64}, ChannelLayout{8, 64, 64}}) {
+    check_channel_copies<ptrain::half>(l, true);
+    check_channel_copies<ptrain::bfloat16>(l, true);
+  }
+  for (const ChannelLayout& l : {ChannelLayout{5, 3, 7}, ChannelLayout{3, 2, 45}, ChannelLayout{16, 48, 49}}) {
+    check_channel_copies<ptrain::half>(l, false);
+    check_channel_copies<ptrain::bfloat16>(l, false);
+  }
+}
 
 BOOST_AUTO_TEST_CASE(chain_matches_the_autograd_op) {
   for (bool training : {true, false}) {

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -231,50 +234,152 @@ void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, 
                                    true, sum_gy[c], sum_gy_xmu[c], count, gx);
 }
 
-// The 16-bit types: the float kernels on widened copies, the results rounded once.
+// The 16-bit types: the float kernels on float copies, the results rounded once. On [N, C, H, W]
+// each channel's planes are widened into buffers of the thread's and its outputs rounded back while
+// they are in cache, instead of whole copies going to memory and back ([N, C], whose channels are
+// strided columns, keeps the whole copies).
+namespace detail {
+// A thread's float copies of one channel of [N, C, H, W] tensors, one buffer per operand, each on a
+// 64-byte boundary: Eigen's sums over a plane start their vectors at its first aligned element, so
+// where the copies sit decides how they round (a plane of a multiple of 16 floats rounds as in a
+// whole widened copy; any other, the same way in every run).
+template <class T>
+class ChannelCopies {
+ public:
+  ChannelCopies(const ChannelLayout& l, int buffers)
+      : l_(l), pitch_((l.count() + 15) / 16 * 16),
+        data_(static_cast<float*>(::operator new[](static_cast<std::size_t>(buffers * pitch_) * sizeof(float),
+                                                   std::align_val_t(64)))) {}
+  // The layout of one channel's copy: its N planes back to back.
+  ChannelLayout layout() const { return {l_.outer, 1, l_.inner}; }
+  float* buffer(int i) { return data_.get() + i * pitch_; }
+  // Channel c of p widened into buffer i (null for a null p).
+  const float* load(int i, const T* p, std::int64_t c) {
+    if (!p) return nullptr;
+    for (std::int64_t n = 0; n < l_.outer; ++n)
+      convert(std::span<const T>(p + (n * l_.channels + c) * l_.inner, static_cast<std::size_t>(l_.inner)),
+              std::span<float>(buffer(i) + n * l_.inner, static_cast<std::size_t>(l_.inner)));
+    return buffer(i);
+  }
+  // Buffer i rounded into channel c of p (nothing for a null p).
+  void store(int i, std::int64_t c, T* p) {
+    if (!p) return;
+    for (std::int64_t n = 0; n < l_.outer; ++n)
+      convert(std::span<const float>(buffer(i) + n * l_.inner, static_cast<std::size_t>(l_.inner)),
+              std::span<T>(p + (n * l_.channels + c) * l_.inner, static_cast<std::size_t>(l_.inner)));
+  }
+
+ private:
+  struct AlignedDelete {
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  ChannelLayout l_;
+  std::int64_t pitch_;
+  std::unique_ptr<float[], AlignedDelete> data_;
+};
+
+// Calls step(copies, c) for every channel, each thread with its own `buffers` channel copies.
+template <class T, class Step>
+void for_each_channel_copied(const ChannelLayout& l, int buffers, Step&& step) {
+#pragma omp parallel if (parallel_channels(l))
+  {
+    ChannelCopies<T> copies(l, buffers);
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < l.channels; ++c) step(copies, c);
+  }
+}
+}  // namespace detail
+
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
                                  T* y, double* mean, double* var, const T* residual = nullptr, bool relu = false) {
-  Tensor<float> yf = float_buffer(l.numel());
-  batch_norm_forward_training(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
-                              data_or_null(widen(bias, l.channels)), eps, yf.data(), mean, var,
-                              data_or_null(widen(residual, l.numel())), relu);
-  narrow(yf, y);
+  const Tensor<float> wf = widen(weight, l.channels), bf = widen(bias, l.channels);
+  if (l.inner == 1) {
+    Tensor<float> yf = float_buffer(l.numel());
+    batch_norm_forward_training(widen(x, l.numel()).data(), l, data_or_null(wf), data_or_null(bf), eps, yf.data(),
+                                mean, var, data_or_null(widen(residual, l.numel())), relu);
+    narrow(yf, y);
+    return;
+  }
+  detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
+    const float* xc = copies.load(0, x, c);
+    detail::channel_moments(xc, copies.layout(), 0, mean[c], var[c]);
+    const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) / std::sqrt(var[c] + eps);
+    const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
+    detail::channel_affine(xc, copies.layout(), 0, static_cast<float>(a), static_cast<float>(b),
+                           copies.load(1, residual, c), relu, copies.buffer(2));
+    copies.store(2, c, y);
+  });
 }
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
                                   const double* mean, const double* invstd, T* y, const T* residual = nullptr,
                                   bool relu = false) {
-  Tensor<float> yf = float_buffer(l.numel());
-  batch_norm_forward_inference(widen(x, l.numel()).data(), l, data_or_null(widen(weight, l.channels)),
-                               data_or_null(widen(bias, l.channels)), mean, invstd, yf.data(),
-                               data_or_null(widen(residual, l.numel())), relu);
-  narrow(yf, y);
+  const Tensor<float> wf = widen(weight, l.channels), bf = widen(bias, l.channels);
+  if (l.inner == 1) {
+    Tensor<float> yf = float_buffer(l.numel());
+    batch_norm_forward_inference(widen(x, l.numel()).data(), l, data_or_null(wf), data_or_null(bf), mean, invstd,
+                                 yf.data(), data_or_null(widen(residual, l.numel())), relu);
+    narrow(yf, y);
+    return;
+  }
+  detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
+    const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) * invstd[c];
+    const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
+    detail::channel_affine(copies.load(0, x, c), copies.layout(), 0, static_cast<float>(a), static_cast<float>(b),
+                           copies.load(1, residual, c), relu, copies.buffer(2));
+    copies.store(2, c, y);
+  });
 }
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
                          const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
-  Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
-  batch_norm_backward(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l,
-                      data_or_null(widen(weight, l.channels)), mean, invstd, training, data_or_null(gxf), sum_gy,
-                      sum_gy_xhat);
-  narrow(gxf, gx);
+  const Tensor<float> wf = widen(weight, l.channels);
+  if (l.inner == 1) {
+    Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
+    batch_norm_backward(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l, data_or_null(wf), mean, invstd,
+                        training, data_or_null(gxf), sum_gy, sum_gy_xhat);
+    narrow(gxf, gx);
+    return;
+  }
+  // The channel's step on its copies: channel 0 of a one-channel layout, the statistics at c.
+  detail::for_each_channel_copied<T>(l, 2, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
+    const float* w = weight ? wf.data() + c : nullptr;
+    detail::channel_backward(copies.load(0, x, c), copies.load(1, gy, c), copies.layout(), 0, w, mean + c,
+                             invstd + c, training, gx ? copies.buffer(1) : nullptr, sum_gy + c, sum_gy_xhat + c);
+    copies.store(1, c, gx);
+  });
 }
 template <class T>
   requires is_reduced_float_v<T>
 void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const T* weight,
                               const double* mean, const double* invstd, bool training, T* gx, T* grad_residual,
                               double* sum_gy, double* sum_gy_xhat) {
-  Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
-  Tensor<float> grf = grad_residual ? float_buffer(l.numel()) : Tensor<float>();
-  batch_norm_relu_backward(widen(x, l.numel()).data(), widen(y, l.numel()).data(), widen(gy, l.numel()).data(), l,
-                           data_or_null(widen(weight, l.channels)), mean, invstd, training, data_or_null(gxf),
-                           data_or_null(grf), sum_gy, sum_gy_xhat);
-  narrow(gxf, gx);
-  narrow(grf, grad_residual);
+  const Tensor<float> wf = widen(weight, l.channels);
+  if (l.inner == 1) {
+    Tensor<float> gxf = gx ? float_buffer(l.numel()) : Tensor<float>();
+    Tensor<float> grf = grad_residual ? float_buffer(l.numel()) : Tensor<float>();
+    batch_norm_relu_backward(widen(x, l.numel()).data(), widen(y, l.numel()).data(), widen(gy, l.numel()).data(), l,
+                             data_or_null(wf), mean, invstd, training, data_or_null(gxf), data_or_null(grf), sum_gy,
+                             sum_gy_xhat);
+    narrow(gxf, gx);
+    narrow(grf, grad_residual);
+    return;
+  }
+  // Buffers: 0 x, 1 y then gx, 2 gy then the masked gradient (grad_residual's).
+  detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
+    const ChannelLayout one = copies.layout();
+    float* masked = copies.buffer(2);
+    detail::channel_relu_mask(copies.load(1, y, c), copies.load(2, gy, c), one, 0, masked);
+    copies.store(2, c, grad_residual);
+    const float* w = weight ? wf.data() + c : nullptr;
+    detail::channel_backward(copies.load(0, x, c), static_cast<const float*>(masked), one, 0, w, mean + c,
+                             invstd + c, training, gx ? copies.buffer(1) : nullptr, sum_gy + c, sum_gy_xhat + c);
+    copies.store(1, c, gx);
+  });
 }
 template <class T>
   requires is_reduced_float_v<T>
