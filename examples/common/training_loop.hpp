@@ -1,6 +1,8 @@
 #pragma once
 // The training-loop flags every example takes, beside its checkpoints (common/checkpoints.hpp):
 //   --val-every N             validate every N optimizer steps too (TrainerOptions::val_every_steps)
+//   --limit-val-batches N     validate on the validation loader's first N batches only
+//                             (TrainerOptions::limit_val_batches)
 //   --accumulate N            add N batches' gradients before each optimizer step
 //   --early-stop-patience N   stop when the example's metric has not improved for N validations
 //   --early-stop-min-delta X  (what counts as an improvement)
@@ -45,6 +47,8 @@ inline ptrain::Monitor& example_monitor() {
 
 inline void add_callback_options(Cli& cli) {
   cli.integer_option("--val-every", 0, "also validate every N optimizer steps inside an epoch (0: at epoch ends only)", 0)
+      .integer_option("--limit-val-batches", 0,
+                      "validate on the first N batches of the validation set only, every rank (0: all of them)", 0)
       .integer_option("--accumulate", 1, "batches whose gradients add up before one optimizer step", 1, 4096)
       .integer_option("--early-stop-patience", 0,
                       "stop when the example's metric has not improved for N validations in a row (0: never)", 0)
@@ -78,6 +82,7 @@ inline bool& lr_find_run() {
 inline void set_loop_options(const Cli& cli, ptrain::TrainerOptions& options) {
   options.accumulation_steps = static_cast<int>(cli.integer("--accumulate"));
   options.val_every_steps = cli.integer("--val-every");
+  options.limit_val_batches = cli.integer("--limit-val-batches");
 }
 
 // --summary and --lr-find, at the train loader's first batch. Returns false when the run ends here

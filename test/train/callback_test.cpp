@@ -207,6 +207,33 @@ BOOST_AUTO_TEST_CASE(validation_every_n_steps_equals_a_separate_evaluate_at_that
   }
 }
 
+// limit_val_batches: every validation inside fit reads the loader's first N batches (the weights
+// frozen, each equals an evaluate of those batches alone, and not of all five); evaluate() called
+// directly still reads them all.
+BOOST_AUTO_TEST_CASE(limit_val_batches_validates_on_the_first_n_batches_only) {
+  Setup<float> s(0);
+  TrainerOptions options = quiet(1);
+  options.limit_val_batches = 2;
+  Trainer<Linear<float>> trainer(s.model, s.sgd, options);
+  struct Results {
+    std::vector<ValidationResult> seen;
+    void on_validation_end(TrainerView&, const ValidationResult& r) { seen.push_back(r); }
+  };
+  auto results = trainer.add_callback(Results{});
+  const auto batches = blob_batches<float>(5, 4, 2);
+  auto train = loader_of(blob_batches<float>(2, 4, 1)), val = loader_of(batches);
+  auto first_two = loader_of(std::vector<Batch<float>>(batches.begin(), batches.begin() + 2));
+  trainer.fit(train, &val, 1);
+  BOOST_TEST_REQUIRE(results->seen.size() == 2u);  // steps 1 and 2 (the epoch's end)
+  const EpochTotals want = trainer.evaluate(first_two), all = trainer.evaluate(val);
+  BOOST_TEST(want.samples == 8);
+  BOOST_TEST(all.samples == 20);
+  BOOST_TEST(all.loss() != want.loss());  // so the comparison below can tell them apart
+  for (const ValidationResult& r : results->seen) BOOST_TEST(r.loss == want.loss());
+  options.limit_val_batches = -1;
+  BOOST_CHECK_THROW(check_trainer_options(options), Error);
+}
+
 BOOST_AUTO_TEST_CASE(early_stopping_stops_at_the_epoch_the_script_says) {
   Setup<float> s(0);  // frozen: the scripted targets set the validation accuracy
   Trainer<Linear<float>> trainer(s.model, s.sgd, quiet());

@@ -238,13 +238,18 @@ class Trainer {
     return totals;
   }
 
+  // max_batches > 0: the loader's first max_batches batches only.
   template <class L>
-  EpochTotals evaluate(L& loader) {
+  EpochTotals evaluate(L& loader, std::int64_t max_batches = 0) {
     static_assert(LoaderContract<L, TaskType, false>::satisfied, "Trainer::evaluate: see the sentence above");
     model_->eval();
     NoGradGuard no_grad;
     EpochTotals totals;
-    for (const auto& batch : loader) totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch_targets(batch));
+    std::int64_t batches = 0;
+    for (const auto& batch : loader) {
+      if (max_batches > 0 && batches++ == max_batches) break;
+      totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch_targets(batch));
+    }
     reduce(totals);
     model_->train();
     return totals;
@@ -373,7 +378,7 @@ class Trainer {
   template <class L>
   ValidationResult validate(L& loader, bool epoch_end) {
     callbacks_.validation_start(view_);
-    const EpochTotals v = evaluate(loader);
+    const EpochTotals v = evaluate(loader, options_.limit_val_batches);
     const ValidationResult r{step_, fit_epoch_, epoch_end, v.loss(), metrics(v)};
     if (!epoch_end && logs_) logs_->validation(step_, r.loss, r.metrics);
     callbacks_.validation_end(view_, r);

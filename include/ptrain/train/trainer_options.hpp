@@ -18,6 +18,9 @@ struct TrainerOptions {
   // val_check_interval), besides at each epoch's end; the callbacks see each validation and the
   // TensorBoard file gets val_step/loss and val_step/<metric> at the step. 0: at epoch ends only.
   std::int64_t val_every_steps = 0;
+  // > 0: each validation inside fit reads only the loader's first N batches on every rank
+  // (Lightning's limit_val_batches as a count); evaluate() called directly reads them all. 0: all.
+  std::int64_t limit_val_batches = 0;
   // > 0: clip the gradients the optimizer steps to this global L2 norm before each step (PyTorch's
   // clip_grad_norm_, train/clip_grad_norm.hpp): averaged over data-parallel replicas, unscaled by
   // mixed precision, the norm taken over every pipeline stage and Sharded rank. 0: no clipping.
@@ -47,6 +50,8 @@ inline void check_trainer_options(const TrainerOptions& options) {
         options.accumulation_steps);
   check(options.val_every_steps >= 0, "Trainer: val_every_steps must be >= 0 (0: validate at epoch ends only), got ",
         options.val_every_steps);
+  check(options.limit_val_batches >= 0, "Trainer: limit_val_batches must be >= 0 (0: every batch), got ",
+        options.limit_val_batches);
   check(options.clip_grad_norm >= 0 && std::isfinite(options.clip_grad_norm), "Trainer: clip_grad_norm ",
         options.clip_grad_norm, " (expected 0 for none, or a positive norm)");
 }
