@@ -12,6 +12,8 @@
 using namespace ptrain;
 using test::emulated;
 
+BOOST_AUTO_TEST_SUITE(activation_test)
+
 namespace {
 // ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.
 Tensor<double> pattern(const Shape& shape, int a, int m, double s) {
@@ -26,8 +28,6 @@ void check_close(const Tensor<double>& got, const std::vector<double>& expected,
                "element " << i << ": " << got[static_cast<std::int64_t>(i)] << " vs " << expected[i]);
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(activation_test)
 
 BOOST_AUTO_TEST_CASE(sigmoid_matches_pytorch_and_saturates_without_nan) {
   Var<double> x(Tensor<double>::from({6}, {-20, -1, 0, 0.5, 3, 40}));

@@ -16,6 +16,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(attention_test)
+
 namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 
@@ -35,8 +37,6 @@ auto options_for(const Vars& v) {
   return AttentionOptions<typename Values::value_type, typename Values::device_type>{};
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(attention_test)
 
 BOOST_AUTO_TEST_CASE(masked_softmax_leaves_out_masked_positions_and_zeroes_fully_masked_rows) {
   const Tensor<double> x = random_tensor({3, 4}, 1);

@@ -14,6 +14,8 @@
 using namespace ptrain;
 using test::relative_difference;
 
+BOOST_AUTO_TEST_SUITE(batch_norm_relu_test)
+
 namespace {
 
 // The fused ops, given [x, weight, bias, residual] (the residual absent: batch_norm_relu).
@@ -38,8 +40,6 @@ std::vector<Tensor<double>> fused_inputs(const Shape& shape, bool with_residual,
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(batch_norm_relu_test)
 
 // x, weight, bias and residual gradients of both fused ops against finite differences in double,
 // in training and evaluation, [N, C, H, W] and [N, C].

@@ -17,6 +17,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(batch_norm_sync_test)
+
 namespace {
 
 // An in-process allreduce over `size` threads: each writes its vector to a slot, all sum the
@@ -197,8 +199,6 @@ class ConstantReplicas {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(batch_norm_sync_test)
 
 BOOST_AUTO_TEST_CASE(replicas_equal_the_whole_batch_in_double) {
   // Even and uneven splits, a replica with a single row and one with none.

@@ -15,6 +15,8 @@ using test::CpuVars;
 using test::Emulated;
 using test::EmulatedVars;
 
+BOOST_AUTO_TEST_SUITE(batch_norm_test)
+
 namespace {
 
 // 2 * sin(0.7 * i + 0.3) + offset over the flattened tensor, as in the PyTorch script.
@@ -38,8 +40,6 @@ Tensor<float> to_float(const Tensor<double>& t) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(batch_norm_test)
 
 BOOST_AUTO_TEST_CASE(training_gradients_4d_and_2d) {
   for (const Shape& shape : {Shape{3, 4, 3, 2}, Shape{5, 3}}) {

@@ -19,6 +19,8 @@ using namespace ptrain;
 using test::max_abs_difference;
 using test::recorded_ops;
 
+BOOST_AUTO_TEST_SUITE(checkpoint_test)
+
 namespace {
 
 // tanh(linear(dropout(x))) twice over: a small network with dropout from global_rng().
@@ -38,8 +40,6 @@ struct TwoLayers {
   }
 };
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(checkpoint_test)
 
 BOOST_AUTO_TEST_CASE(keeps_one_node_and_runs_the_forward_again_in_backward) {
   TwoLayers net;

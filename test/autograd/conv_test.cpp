@@ -18,6 +18,8 @@ using test::EmulatedVars;
 using test::relative_difference;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(conv_test)
+
 namespace {
 
 // The definition, one multiply-add at a time.
@@ -121,8 +123,6 @@ V conv_of(const std::vector<V>& v, const Conv2dOptions& options) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(conv_test)
 
 BOOST_AUTO_TEST_CASE(gradients_for_every_option) {
   for (const Case& c : cases()) {

@@ -15,6 +15,8 @@ using namespace ptrain;
 using test::emulated;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(conv_transpose_test)
+
 namespace {
 
 // The definition: every input pixel adds its weighted kernel into the output, at stride apart.
@@ -78,8 +80,6 @@ struct ConvTransposeCase {
   ConvTranspose2dOptions options;
 };
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(conv_transpose_test)
 
 BOOST_AUTO_TEST_CASE(forward_matches_the_definition) {
   for (const Case& c : cases()) {

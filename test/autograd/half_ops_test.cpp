@@ -22,6 +22,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(half_ops_test)
+
 namespace {
 
 // Four times the unit roundoff (2^-11 for half, 2^-9 for bfloat16): each value is the float result
@@ -156,8 +158,6 @@ void check_all_ops() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(half_ops_test)
 
 BOOST_AUTO_TEST_CASE(bfloat16_ops_match_float) { check_all_ops<ptrain::bfloat16>(); }
 

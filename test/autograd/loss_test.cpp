@@ -20,6 +20,8 @@ using test::constant_like;
 using test::relative_difference;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(loss_test)
+
 namespace {
 // ((i * a) % m - m / 2) * s: the same inputs the reference numbers were computed from in PyTorch.
 Tensor<double> pattern(const Shape& shape, int a, int m, double s) {
@@ -36,8 +38,6 @@ const std::vector<std::int64_t> pixel_targets{0, 1, 2, 2, 1, 1, 0, 2};
 const std::vector<std::int64_t> targets5{2, 0, 4, 1, 3};          // 5 rows, classes < 5
 const std::vector<std::int64_t> pixel_targets6{1, 0, 2, 2, 1, 0};  // [2, 3, 3] scores
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(loss_test)
 
 BOOST_AUTO_TEST_CASE(cross_entropy_matches_pytorch) {
   Var<double> logits(pattern({4, 5}, 5, 13, 0.4));

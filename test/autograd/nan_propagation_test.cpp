@@ -20,6 +20,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(nan_propagation_test)
+
 namespace {
 constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
 constexpr float inf_f = std::numeric_limits<float>::infinity();
@@ -45,8 +47,6 @@ bool is_nan(T x) {
   return x != x;
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(nan_propagation_test)
 
 // torch.relu(tensor([nan, -1, 2, -0., inf, -inf])) = [nan, 0, 2, 0, inf, 0]; its gradient passes
 // where the output is not <= 0 (threshold_backward), so the NaN's too.

@@ -15,6 +15,8 @@ using test::CpuVars;
 using test::Emulated;
 using test::emulated;
 
+BOOST_AUTO_TEST_SUITE(pool_test)
+
 namespace {
 
 // 2 * sin(0.7 * i + 0.3) over the flattened tensor, as in the PyTorch script of the references.
@@ -66,8 +68,6 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pool_test)
 
 BOOST_AUTO_TEST_CASE(max_pool_gradients) {
   // Random inputs have no ties, so each window's maximum is unique and the gradient defined.

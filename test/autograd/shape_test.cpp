@@ -15,6 +15,8 @@ using test::CpuVars;
 using test::Emulated;
 using test::emulated;
 
+BOOST_AUTO_TEST_SUITE(shape_test)
+
 namespace {
 bool message_has(const Error& e, const std::string& part) {
   return std::string(e.what()).find(part) != std::string::npos;
@@ -25,8 +27,6 @@ double at(const Tensor<double>& t, std::int64_t i0, std::int64_t i1, std::int64_
   return t[((i0 * s[1] + i1) * s[2] + i2) * s[3] + i3];
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(shape_test)
 
 BOOST_AUTO_TEST_CASE(reshape_is_a_view_with_an_inferred_extent) {
   Var<double> x(random_tensor({2, 3, 4}, 1));

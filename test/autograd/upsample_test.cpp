@@ -15,6 +15,8 @@ using namespace ptrain;
 using test::emulated;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(upsample_test)
+
 namespace {
 
 // The input of every PyTorch reference below: [1, 2, 3, 4].
@@ -44,8 +46,6 @@ const std::vector<std::pair<const char*, UpsampleOptions>>& cases() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(upsample_test)
 
 // F.interpolate(x, ...) in float64; x = 1.5 * sin(0.9 i + 0.2), shape [1, 2, 3, 4].
 BOOST_AUTO_TEST_CASE(nearest_matches_pytorch) {

@@ -11,6 +11,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(communicator_test)
+
 namespace {
 
 struct RequestArchetype {
@@ -72,8 +74,6 @@ void average(C& comm, std::vector<float>& gradient) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(communicator_test)
-
 BOOST_AUTO_TEST_CASE(the_archetype_and_self_comm_model_the_concept_and_incomplete_types_do_not) {
   static_assert(Communicator<CommunicatorArchetype>);
   static_assert(Communicator<SelfComm>);
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(the_archetype_and_self_comm_model_the_concept_and_incomplet
 BOOST_AUTO_TEST_CASE(buffers_are_contiguous_ranges_and_tensors_of_the_four_scalars) {
   static_assert(MutableCommBuffer<std::vector<float>&>);
   static_assert(MutableCommBuffer<std::span<half>>);
-  static_assert(MutableCommBuffer<std::array<bfloat16, 3>&>);
+  static_assert(MutableCommBuffer<std::array<ptrain::bfloat16, 3>&>);
   static_assert(MutableCommBuffer<Tensor<double>&>);
   static_assert(CommBuffer<const std::vector<float>&>);
   static_assert(CommBuffer<std::span<const float>>);

@@ -7,9 +7,9 @@
 #include "collective_checks.hpp"
 
 using namespace ptrain;
-using Scalars = boost::mpl::list<float, double, half, bfloat16>;
-
 BOOST_AUTO_TEST_SUITE(self_comm_test)
+
+using Scalars = boost::mpl::list<float, double, half, ptrain::bfloat16>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_collective_is_the_serial_result_in_a_world_of_one, T, Scalars) {
   SelfComm comm;

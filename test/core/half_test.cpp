@@ -11,6 +11,10 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(half_test)
+
+using ptrain::bfloat16;  // beside the global one of OpenBLAS's cblas.h, where a kernel header includes it
+
 namespace {
 
 template <class T>
@@ -94,8 +98,6 @@ void check_matches_eigen_scalar_casts() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(half_test)
 
 BOOST_AUTO_TEST_CASE(types_are_16_bit_and_accumulate_in_float) {
   static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);

@@ -6,6 +6,8 @@
 #include <ptrain/data/basic_english.hpp>
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(basic_english_test)
+
 using Tokens = std::vector<std::string>;
 
 namespace {
@@ -44,8 +46,6 @@ const std::vector<Case>& python_cases() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(basic_english_test)
 
 BOOST_AUTO_TEST_CASE(tokens_are_torchtexts) {
   for (const auto& c : python_cases()) {

@@ -9,6 +9,8 @@
 #include "../common/files.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(bptt_batches_test)
+
 using Ids = std::vector<std::int64_t>;
 using test::contains;
 using test::error_of;
@@ -22,8 +24,6 @@ Ids iota_ids(std::int64_t n) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(bptt_batches_test)
 
 // The tutorial's batchify: 26 tokens, batch 4 -> 6 rows (2 tokens dropped); column j reads
 // tokens 6j .. 6j + 5 down the rows.

@@ -11,6 +11,8 @@
 
 using namespace ptrain;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(cifar10_test)
+
 using Bytes = std::vector<std::uint8_t>;
 using test::contains;
 using test::error_of;
@@ -50,8 +52,6 @@ void check_record(const Cifar10& data, std::int64_t index, int id) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(cifar10_test)
 
 BOOST_AUTO_TEST_CASE(reads_the_train_batches_in_order_and_the_test_batch) {
   const fs::path root = write_cifar(dir() / "good");

@@ -10,6 +10,8 @@
 #include "../common/ramp.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(color_transforms_test)
+
 using Values = std::vector<float>;
 
 namespace {
@@ -17,8 +19,6 @@ using test::check_close;
 
 Tensor<float> ramp(std::int64_t c, std::int64_t h, std::int64_t w) { return test::reference_ramp(c, h, w); }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(color_transforms_test)
 
 // References: torchvision 0.14 F.adjust_contrast(ramp(...), factor) on float tensors.
 BOOST_AUTO_TEST_CASE(adjust_contrast_matches_torchvision) {

@@ -11,6 +11,8 @@
 #include "../common/ramp.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(geometric_transforms_test)
+
 using Values = std::vector<float>;
 using Labels = std::vector<std::int64_t>;
 
@@ -46,8 +48,6 @@ void check_aligned(const Pair& p) {
   for (std::int64_t i = 0; i < p.map.numel(); ++i) BOOST_REQUIRE(static_cast<float>(p.map[i]) == p.image[i]);
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(geometric_transforms_test)
 
 // References: torch 1.13, F.interpolate(x[None], size, mode='bilinear', align_corners=False,
 // antialias=False)[0] on ramp(...), printed with 9 significant digits.

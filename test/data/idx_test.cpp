@@ -16,6 +16,8 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 
+BOOST_AUTO_TEST_SUITE(idx_test)
+
 namespace {
 
 using test::Bytes;
@@ -69,8 +71,6 @@ void check_images(const Tensor<float>& images, std::int64_t n, std::int64_t rows
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(idx_test)
 
 BOOST_AUTO_TEST_CASE(plain_images_read_back_scaled_to_unit_range) {
   const auto path = test::write_bytes(test_dir() / "plain-images-idx3-ubyte", idx_images(5, 3, 4));

@@ -15,6 +15,8 @@ using namespace ptrain;
 namespace fs = std::filesystem;
 using test::contains;
 using test::error_of;
+BOOST_AUTO_TEST_SUITE(image_csv_test)
+
 using Labels = std::vector<std::int64_t>;
 
 namespace {
@@ -34,8 +36,6 @@ fs::path write_retinopathy(const fs::path& root) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(image_csv_test)
 
 BOOST_AUTO_TEST_CASE(rows_in_file_order_with_their_labels) {
   const fs::path root = dir() / "kaggle";

@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(image_folder_test)
+
 namespace {
 
 const fs::path& dir() { return test::temp_dir("image_folder_test"); }
@@ -48,8 +50,6 @@ std::vector<std::string> relative(const ImageFolder& data) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(image_folder_test)
 
 BOOST_AUTO_TEST_CASE(classes_sorted_by_name_and_files_by_path) {
   const ImageFolder data(tree());

@@ -16,6 +16,8 @@ using namespace ptrain;
 namespace fs = std::filesystem;
 using test::contains;
 using test::error_of;
+BOOST_AUTO_TEST_SUITE(image_mask_test)
+
 using Labels = std::vector<std::int64_t>;
 using Bytes = std::vector<std::uint8_t>;
 
@@ -42,8 +44,6 @@ fs::path write_pairs(const fs::path& root, const std::string& suffix = "") {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(image_mask_test)
 
 BOOST_AUTO_TEST_CASE(pairs_matched_by_stem_with_class_index_masks) {
   const fs::path root = write_pairs(dir() / "pairs");

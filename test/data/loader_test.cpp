@@ -11,6 +11,8 @@
 #include <ptrain/data/loader.hpp>
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(loader_test)
+
 using Indices = std::vector<std::int64_t>;
 
 namespace {
@@ -100,8 +102,6 @@ Indices order_of(const std::vector<Batch>& batches) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(loader_test)
 
 BOOST_AUTO_TEST_CASE(batches_follow_the_sampler_order_with_a_partial_last_batch) {
   DataLoader loader(ramp_dataset(10), {.batch_size = 4});

@@ -16,6 +16,8 @@
 
 using namespace ptrain;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(pretraining_batches_test)
+
 using Ids = std::vector<std::int64_t>;
 using test::contains;
 using test::error_of;
@@ -57,8 +59,6 @@ bool consecutive(const Ids& ids) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pretraining_batches_test)
 
 BOOST_AUTO_TEST_CASE(wikitext_articles_are_documents) {
   const fs::path raw = write_file("wiki.train.raw",

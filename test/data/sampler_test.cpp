@@ -8,6 +8,8 @@
 #include <ptrain/data/sampler.hpp>
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(sampler_test)
+
 using Indices = std::vector<std::int64_t>;
 
 namespace {
@@ -18,8 +20,6 @@ bool is_permutation_of_range(Indices v, std::int64_t n) {
   return v == range;
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sampler_test)
 
 BOOST_AUTO_TEST_CASE(sequential_is_the_identity_every_epoch) {
   const SequentialSampler s(5);

@@ -13,6 +13,8 @@
 
 using namespace ptrain;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(sentencepiece_test)
+
 using Ids = std::vector<std::int64_t>;
 using test::contains;
 using test::error_of;
@@ -41,8 +43,6 @@ static_assert(PretrainingTokenizer<SentencePieceTokenizer>);
 static_assert(PretrainingTokenizer<WordPieceTokenizer>);
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sentencepiece_test)
 
 BOOST_AUTO_TEST_CASE(pieces_and_ids_are_huggingfaces) {
   const SentencePieceTokenizer tokenizer(model_file());

@@ -27,6 +27,8 @@ namespace fs = std::filesystem;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(tensor_cache_test)
+
 namespace {
 
 const fs::path& dir() { return test::temp_dir("tensor_cache_test"); }
@@ -83,8 +85,6 @@ std::vector<char> file_bytes(const fs::path& path) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(tensor_cache_test)
 
 BOOST_AUTO_TEST_CASE(round_trip_of_transformed_examples) {
   const TensorDataset data = ramp_dataset(10, 2, 4, 6);

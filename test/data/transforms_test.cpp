@@ -10,6 +10,8 @@
 #include "../common/ramp.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(transforms_test)
+
 using Values = std::vector<float>;
 
 namespace {
@@ -20,8 +22,6 @@ Tensor<float> ramp(std::int64_t c, std::int64_t h, std::int64_t w) {
   });
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(transforms_test)
 
 BOOST_AUTO_TEST_CASE(hflip_reverses_each_row) {
   Tensor<float> x = ramp(2, 2, 3);

@@ -8,11 +8,11 @@
 #include "../common/files.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(vocab_test)
+
 using Tokens = std::vector<std::string>;
 using test::contains;
 using test::error_of;
-
-BOOST_AUTO_TEST_SUITE(vocab_test)
 
 // torchtext's build_vocab_from_iterator: specials first, then frequency descending, ties in code
 // point order (not order of appearance).

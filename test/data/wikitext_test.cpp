@@ -11,6 +11,8 @@
 
 using namespace ptrain;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(wikitext_test)
+
 using Ids = std::vector<std::int64_t>;
 using Tokens = std::vector<std::string>;
 using test::contains;
@@ -39,8 +41,6 @@ fs::path write_wikitext(const std::string& name, WikiTextFormat format = WikiTex
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(wikitext_test)
 
 // Vocabulary and ids as torchtext and the tutorial's data_process give them for these files
 // (computed by Python with make_basic_english_cases.py's tokenizer and build_vocab_from_iterator's

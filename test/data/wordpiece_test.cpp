@@ -12,6 +12,8 @@
 using namespace ptrain;
 using namespace std::string_literals;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(wordpiece_test)
+
 using Tokens = std::vector<std::string>;
 using test::contains;
 using test::error_of;
@@ -110,8 +112,6 @@ std::string lines(const Tokens& tokens) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(wordpiece_test)
 
 BOOST_AUTO_TEST_CASE(tokens_are_huggingfaces) {
   const fs::path vocab = write_vocab("vocab.txt", lines(vocabulary));

@@ -14,6 +14,8 @@
 
 using ptrain::Cpu;
 
+BOOST_AUTO_TEST_SUITE(cpu_test)
+
 namespace {
 
 // Restores the cache's bound when a test that changed it ends.
@@ -23,8 +25,6 @@ struct CacheLimitGuard {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(cpu_test)
 
 BOOST_AUTO_TEST_CASE(the_cache_holds_a_quarter_of_physical_memory_and_at_least_1_gib) {
   if (ptrain::detail::under_address_sanitizer) return;  // nothing cached (the next case checks it)

@@ -11,6 +11,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_concept_test)
+
 namespace {
 
 struct ExecutorArchetype {};
@@ -55,8 +57,6 @@ struct StorageOnly {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_concept_test)
 
 BOOST_AUTO_TEST_CASE(the_archetype_and_every_device_satisfy_it) {
   static_assert(Device<DeviceArchetype>);

@@ -11,6 +11,8 @@ using examples::Cli;
 namespace fs = std::filesystem;
 using ptrain::test::contains;
 
+BOOST_AUTO_TEST_SUITE(cli_test)
+
 namespace {
 
 Cli training_flags() {
@@ -38,8 +40,6 @@ std::string refusal(const std::vector<std::string>& args) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(cli_test)
 
 BOOST_AUTO_TEST_CASE(values_given_and_defaults_are_typed) {
   Cli cli = training_flags();

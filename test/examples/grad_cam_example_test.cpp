@@ -32,6 +32,8 @@ using namespace ptrain;
 using test::contains;
 namespace fs = std::filesystem;
 
+BOOST_AUTO_TEST_SUITE(grad_cam_example_test)
+
 namespace {
 
 constexpr long size = 64;  // layer3 of ResNet-18 is 4x4 there
@@ -112,8 +114,6 @@ void expect_overlay(const fs::path& png, const Tensor<float>& map) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(grad_cam_example_test)
 
 BOOST_AUTO_TEST_CASE(one_head_writes_the_overlay_of_its_map) {
   const Run run = run_example("--num-classes 7 --layer layer3 --class 5 --out " + (dir() / "cam.png").string());

@@ -16,6 +16,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(init_weights_test)
+
 namespace {
 
 using Entries = std::vector<std::pair<std::string, std::vector<float>>>;
@@ -42,8 +44,6 @@ Entries saved_resnet(std::uint64_t seed, std::int64_t classes, const std::filesy
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(init_weights_test)
 
 BOOST_AUTO_TEST_CASE(the_files_weights_are_the_models_after_the_load) {
   const auto path = test::test_dir() / "init_all.safetensors";

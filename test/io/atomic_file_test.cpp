@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 using test::contains;
 using test::temporaries_beside;
 
+BOOST_AUTO_TEST_SUITE(atomic_file_test)
+
 namespace {
 
 const fs::path& dir() { return test::temp_dir("atomic_file_test"); }
@@ -33,8 +35,6 @@ std::string read_text(const fs::path& path) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(atomic_file_test)
 
 BOOST_AUTO_TEST_CASE(replaces_the_file_and_leaves_no_temporary) {
   const fs::path path = dir() / "sub" / "log.csv";

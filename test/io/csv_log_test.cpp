@@ -13,6 +13,8 @@ using namespace ptrain;
 namespace fs = std::filesystem;
 using test::contains;
 
+BOOST_AUTO_TEST_SUITE(csv_log_test)
+
 namespace {
 
 std::string text_of(const fs::path& path) {
@@ -25,8 +27,6 @@ std::string text_of(const fs::path& path) {
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(csv_log_test)
 
 BOOST_AUTO_TEST_CASE(a_new_log_replaces_the_file_at_its_first_row) {
   const fs::path path = test::temp_dir("csv_log_new") / "log.csv";

@@ -17,6 +17,8 @@
 using namespace ptrain;
 using namespace ptrain::io;
 namespace fs = std::filesystem;
+BOOST_AUTO_TEST_SUITE(image_test)
+
 using Bytes = std::vector<std::uint8_t>;
 using test::contains;
 using test::error_of;
@@ -71,8 +73,6 @@ Bytes jpeg_claiming(std::uint16_t width, std::uint16_t height) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(image_test)
 
 // A header claiming a huge image is refused before its pixels are allocated (it ended in
 // std::bad_alloc): beyond io::max_image_pixels, or beyond what the file's bytes can hold.

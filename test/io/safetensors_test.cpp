@@ -18,6 +18,8 @@ using test::Bytes;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(safetensors_test)
+
 namespace {
 
 // Written by safetensors.serialize (Python safetensors 0.8.0) with metadata {"format": "pt"} from
@@ -94,8 +96,6 @@ T rounded_through(T x) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(safetensors_test)
-
 BOOST_AUTO_TEST_CASE(reads_a_file_written_by_python_safetensors) {
   const auto path = test::write_bytes(file_path("python.safetensors"), python_file);
   const io::SafetensorsFile file(path);
@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(round_trips_f32_f16_bf16_and_f64) {
         for (std::int64_t i = 0; i < back.numel(); ++i) {
           float expected = original[i];
           if (dtype == Dtype::F16) expected = rounded_through<half>(expected);
-          if (dtype == Dtype::BF16) expected = rounded_through<bfloat16>(expected);
+          if (dtype == Dtype::BF16) expected = rounded_through<ptrain::bfloat16>(expected);
           BOOST_TEST(back[i] == expected);
         }
       }

@@ -17,6 +17,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(tensorboard_test)
+
 namespace {
 
 // The event file an EventWriter in run leaves once add(writer) has added its scalars.
@@ -28,8 +30,6 @@ std::filesystem::path events_written(const std::filesystem::path& run, Add&& add
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(tensorboard_test)
 
 BOOST_AUTO_TEST_CASE(crc32c_matches_the_castagnoli_check_value) {
   const char text[] = "123456789";

@@ -27,6 +27,8 @@ using test::normalisation_error;
 using test::reduction_tolerance;
 using test::uniform_values;
 
+BOOST_AUTO_TEST_SUITE(batch_norm_kernels_test)
+
 namespace {
 
 std::string describe(const ChannelLayout& l, const char* type, double offset, bool affine) {
@@ -179,8 +181,6 @@ void check_against_op(const Shape& shape, bool training) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(batch_norm_kernels_test)
 
 BOOST_AUTO_TEST_CASE(double_matches_cpu) { check_type<double>("double"); }
 BOOST_AUTO_TEST_CASE(float_matches_cpu) { check_type<float>("float"); }

@@ -17,6 +17,8 @@ using namespace ptrain;
 using namespace ptrain::test;
 namespace ix = ptrain::kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(conv_kernels_test)
+
 namespace {
 
 struct ConvCase {
@@ -139,8 +141,6 @@ void check_conv_transpose2d(const TransposeCase& c) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(conv_kernels_test)
 
 BOOST_AUTO_TEST_CASE(conv2d_matches_the_cpu_kernels_in_double_and_float) {
   for (const auto& c : conv_cases()) {

@@ -25,6 +25,8 @@
 using namespace ptrain;
 namespace ki = ptrain::kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(elementwise_kernels_test)
+
 namespace {
 
 const kernels::HostExecutor ex;
@@ -123,8 +125,6 @@ void check_maps() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(elementwise_kernels_test)
 
 BOOST_AUTO_TEST_CASE(maps_match_the_cpu_kernels_and_ops) {
   check_maps<double>();

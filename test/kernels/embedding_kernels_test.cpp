@@ -14,6 +14,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(embedding_kernels_test)
+
 namespace {
 
 template <class T>
@@ -47,8 +49,6 @@ void check_backward_matches_the_gather() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(embedding_kernels_test)
 
 BOOST_AUTO_TEST_CASE(cpu_backward_is_the_indexed_gather_bit_for_bit) {
   check_backward_matches_the_gather<float>();

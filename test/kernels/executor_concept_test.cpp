@@ -10,6 +10,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(executor_concept_test)
+
 namespace {
 
 // The documented members and nothing else: serial loops, the reference GEMM.
@@ -57,8 +59,6 @@ struct WithoutGemm {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(executor_concept_test)
 
 BOOST_AUTO_TEST_CASE(the_archetype_and_the_host_executors_satisfy_it) {
   static_assert(kernels::Executor<ExecutorArchetype>);

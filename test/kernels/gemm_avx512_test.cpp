@@ -19,6 +19,8 @@ using namespace ptrain;
 using namespace ptrain::test;
 namespace ut = boost::unit_test;
 
+BOOST_AUTO_TEST_SUITE(gemm_avx512_test)
+
 namespace {
 
 boost::test_tools::assertion_result built_for_avx512(ut::test_unit_id) {
@@ -38,8 +40,6 @@ boost::test_tools::assertion_result built_for_avx512(ut::test_unit_id) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(gemm_avx512_test)
 
 BOOST_AUTO_TEST_CASE(register_tiles_are_within_the_float_summation_bound, *ut::precondition(built_for_avx512)) {
 #if defined(__AVX512F__) && !defined(__CUDACC__)

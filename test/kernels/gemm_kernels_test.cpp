@@ -27,6 +27,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 namespace ut = boost::unit_test;
+BOOST_AUTO_TEST_SUITE(gemm_kernels_test)
+
 using bf16 = ptrain::bfloat16;  // OpenBLAS's header declares a global bfloat16 too
 
 namespace {
@@ -156,8 +158,6 @@ std::vector<C> start(const Product& p, const Operands& o) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(gemm_kernels_test)
 
 BOOST_AUTO_TEST_CASE(vdpbf16ps_kernel_is_within_the_float_summation_bound, *ut::precondition(has_bf16_dot)) {
 #if defined(PTRAIN_HALF_X86)

@@ -25,6 +25,8 @@ using test::reduction_tolerance;
 using test::uniform_values;
 namespace ix = kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(loss_kernels_test)
+
 namespace {
 
 std::vector<std::int64_t> random_targets(std::int64_t n, std::int64_t classes, std::uint64_t seed) {
@@ -148,8 +150,6 @@ void check_accuracy(const Shape& shape, double levels) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(loss_kernels_test)
 
 BOOST_AUTO_TEST_CASE(cross_entropy_matches_cpu) {
   check_cross_entropy_type<double>("double");

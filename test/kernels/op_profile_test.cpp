@@ -16,6 +16,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(op_profile_test)
+
 namespace {
 
 std::int64_t calls(const OpProfile& profile, const char* family) {
@@ -24,8 +26,6 @@ std::int64_t calls(const OpProfile& profile, const char* family) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(op_profile_test)
 
 BOOST_AUTO_TEST_CASE(records_only_while_a_profile_is_active) {
   OpProfile profile;

@@ -18,6 +18,8 @@
 using namespace ptrain;
 namespace ki = ptrain::kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(optim_kernels_test)
+
 namespace {
 
 const kernels::HostExecutor ex;
@@ -135,8 +137,6 @@ const std::vector<AdamWOptions> adamw_variants{
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(optim_kernels_test)
 
 BOOST_AUTO_TEST_CASE(sgd_matches_the_optimizer) {
   for (const auto& o : sgd_variants) {

@@ -18,6 +18,8 @@ using namespace ptrain;
 using namespace ptrain::test;
 namespace ix = ptrain::kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(pool_kernels_test)
+
 namespace {
 
 struct PoolCase {
@@ -117,8 +119,6 @@ void check_all_adaptive() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pool_kernels_test)
 
 BOOST_AUTO_TEST_CASE(max_and_avg_pooling_match_the_cpu_kernels) {
   for (const auto& c : pool_cases()) {

@@ -27,6 +27,8 @@ using test::reduction_tolerance;
 using test::uniform_values;
 namespace ix = kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(reduce_kernels_test)
+
 namespace {
 
 template <class T>
@@ -76,8 +78,6 @@ void check_channel_sums(const ChannelLayout& l) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(reduce_kernels_test)
 
 BOOST_AUTO_TEST_CASE(sum_and_mean_match_the_ops) {
   for (std::int64_t n : {0, 1, 4095, 4096, 4097, 20000}) {

@@ -21,6 +21,8 @@ using test::expect_close;
 using test::reduction_tolerance;
 using test::uniform_values;
 
+BOOST_AUTO_TEST_SUITE(softmax_kernels_test)
+
 namespace {
 
 template <class T>
@@ -88,8 +90,6 @@ void check_masked(const char* type) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(softmax_kernels_test)
 
 BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_indexed_algorithm_and_zeroes_masked_terms) {
   check_masked<double>("double");

@@ -17,6 +17,8 @@ using namespace ptrain;
 using namespace ptrain::test;
 namespace ix = ptrain::kernels::indexed;
 
+BOOST_AUTO_TEST_SUITE(upsample_kernels_test)
+
 namespace {
 
 struct ResizeCase {
@@ -73,8 +75,6 @@ void check_all() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(upsample_kernels_test)
 
 BOOST_AUTO_TEST_CASE(resizing_matches_the_cpu_kernels_in_double_and_float) {
   check_all<double>();

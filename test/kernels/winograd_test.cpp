@@ -19,6 +19,8 @@ using namespace ptrain;
 using namespace ptrain::test;
 namespace k = ptrain::kernels;
 
+BOOST_AUTO_TEST_SUITE(winograd_test)
+
 namespace {
 
 struct Case {
@@ -125,8 +127,6 @@ struct AutoAfterwards {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(winograd_test)
 
 BOOST_AUTO_TEST_CASE(in_double_every_pass_matches_im2col_gemm) {
   for (const Case& c : cases()) {

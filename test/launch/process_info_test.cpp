@@ -8,6 +8,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(process_info_test)
+
 namespace {
 
 using Env = std::map<std::string, std::string>;
@@ -45,8 +47,6 @@ Env slurm_task(int rank, int node, int local) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(process_info_test)
 
 BOOST_AUTO_TEST_CASE(no_launcher_means_a_single_process) {
   check_info(parse({}), 0, 1, 0, 1, "single");

@@ -13,6 +13,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(url_launch_test)
+
 namespace {
 
 using Env = std::map<std::string, std::string>;
@@ -28,8 +30,6 @@ using test::contains;
 using test::error_of;
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(url_launch_test)
 
 BOOST_AUTO_TEST_CASE(init_url_with_and_without_port) {
   const UrlLaunch a = url_launch("tcp://10.128.0.8:29555", 2, 3);

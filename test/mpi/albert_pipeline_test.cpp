@@ -28,6 +28,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(albert_pipeline_test)
+
 namespace {
 
 constexpr std::int64_t vocabulary = 19, batch = 8, length = 6;
@@ -139,8 +141,6 @@ void check_against_serial(const StagedRun& run, const StagedRun& reference, cons
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(albert_pipeline_test)
 
 BOOST_AUTO_TEST_CASE(stages_sharing_the_layer_and_the_tied_embedding_equal_the_serial_run) {
   MpiComm world(test::session());

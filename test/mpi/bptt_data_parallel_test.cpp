@@ -23,6 +23,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(bptt_data_parallel_test)
+
 namespace {
 
 using Net = TransformerLM<double>;
@@ -79,8 +81,6 @@ Run parallel_run(MpiComm& comm, const Tensor<std::int64_t>& train_source, const 
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(bptt_data_parallel_test)
 
 BOOST_AUTO_TEST_CASE(column_shares_train_as_the_serial_run) {
   MpiComm comm(test::session());

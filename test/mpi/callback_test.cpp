@@ -28,6 +28,8 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 
+BOOST_AUTO_TEST_SUITE(callback_test)
+
 namespace {
 
 using DP = DataParallel<MpiAllreduce>;
@@ -75,8 +77,6 @@ void check_alike(MpiComm& world, const Outcome& mine) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(callback_test)
 
 BOOST_AUTO_TEST_CASE(a_stop_asked_by_the_last_rank_at_an_epoch_end_stops_every_rank) {
   MpiComm world(test::session());

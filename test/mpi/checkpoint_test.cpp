@@ -38,6 +38,8 @@ using namespace ptrain;
 using test::SharedDir;
 namespace fs = std::filesystem;
 
+BOOST_AUTO_TEST_SUITE(checkpoint_test)
+
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -135,8 +137,6 @@ void check_finished_alike(MpiComm& comm, const Run& run, const std::string& what
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(checkpoint_test)
 
 BOOST_AUTO_TEST_CASE(data_parallel_resumes_bit_identically_after_a_signal_to_one_rank) {
   MpiComm world(test::session());

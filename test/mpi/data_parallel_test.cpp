@@ -33,6 +33,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(data_parallel_test)
+
 namespace {
 
 // Divisible by 1, 2, 3 ranks and by 2 micro-batches; 2 rows a rank past 4 ranks.
@@ -110,8 +112,6 @@ double largest_update(const std::vector<Tensor<T>>& trained) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(data_parallel_test)
 
 BOOST_AUTO_TEST_CASE(equals_the_serial_run_in_double_whatever_the_bucket_size) {
   MpiComm comm(test::session());

@@ -25,6 +25,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_amp_trainer_test)
+
 namespace {
 
 constexpr std::int64_t per_rank = 4, classes = 5;
@@ -70,8 +72,6 @@ RunResult train(MpiComm& world, int steps) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_amp_trainer_test)
 
 BOOST_AUTO_TEST_CASE(data_parallel_mixed_precision_on_a_device_equals_the_cpu_run) {
   MpiComm world(test::session());

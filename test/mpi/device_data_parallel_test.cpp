@@ -27,6 +27,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_data_parallel_test)
+
 namespace {
 
 constexpr std::int64_t batch = 12, inputs = 5, hidden = 7, classes = 3;
@@ -162,8 +164,6 @@ void check_gradients(MpiComm& comm, const Data& data) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_data_parallel_test)
 
 BOOST_AUTO_TEST_CASE(fp32_gradients_equal_the_cpu_run_and_the_serial_gradient) {
   MpiComm comm(test::session());

@@ -25,6 +25,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_pipeline_test)
+
 namespace {
 
 constexpr std::int64_t replica_batch = 6, classes = 5;
@@ -89,8 +91,6 @@ void check_device_equals_cpu(int stages) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_pipeline_test)
 
 BOOST_AUTO_TEST_CASE(a_stage_per_rank_on_a_device_equals_the_cpu_pipeline) {
   check_device_equals_cpu<OneFOneB>(0);  // 0: as many stages as ranks

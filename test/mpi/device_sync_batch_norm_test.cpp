@@ -19,6 +19,8 @@
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(device_sync_batch_norm_test)
+
 using Scalars = boost::mpl::list<double, float>;
 
 namespace {
@@ -78,8 +80,6 @@ void check_device_against_cpu(MpiComm& world, const std::vector<std::int64_t>& b
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_sync_batch_norm_test)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_device_model_equals_the_cpu_model_on_every_rank, T, Scalars) {
   MpiComm world(test::session());

@@ -30,6 +30,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(metrics_test)
+
 namespace {
 
 // The whole data set, the same on every rank: n items of scores [C, pixels...] and targets.
@@ -143,8 +145,6 @@ void evaluate_serial_and_sharded(MpiComm& world, const std::function<std::shared
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(metrics_test)
 
 BOOST_AUTO_TEST_CASE(top_k_reduced_over_ranks_equals_the_whole_data) {
   MpiComm world(test::session());

@@ -16,6 +16,10 @@
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
+
+BOOST_AUTO_TEST_SUITE(mpi_comm_test)
+
+using ptrain::bfloat16;  // beside the global one of OpenBLAS's cblas.h, where a kernel header includes it
 using Scalars = boost::mpl::list<float, double, half, bfloat16>;
 
 namespace {
@@ -36,8 +40,6 @@ bool same_bits_everywhere(MpiComm& comm, const std::vector<T>& buf) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(mpi_comm_test)
 
 BOOST_AUTO_TEST_CASE(the_world_is_every_rank_in_order) {
   MpiComm world(test::session());

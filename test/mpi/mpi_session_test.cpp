@@ -10,6 +10,8 @@ using namespace ptrain;
 
 BOOST_AUTO_TEST_SUITE(mpi_session_test)
 
+using ptrain::bfloat16;  // beside the global one of OpenBLAS's cblas.h, where a kernel header includes it
+
 BOOST_AUTO_TEST_CASE(process_info_agrees_with_mpi_and_hydras_environment) {
   MpiSession& session = test::session();
   int rank = -1, size = -1;

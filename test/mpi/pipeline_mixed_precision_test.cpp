@@ -28,6 +28,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(pipeline_mixed_precision_test)
+
 namespace {
 
 constexpr std::int64_t batch = 12;
@@ -149,8 +151,6 @@ void check_same_on_every_rank(MpiComm& world, const std::vector<double>& scales)
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pipeline_mixed_precision_test)
 
 BOOST_AUTO_TEST_CASE(the_stages_track_the_serial_fp16_and_fp32_runs) {
   MpiComm world(test::session());

@@ -32,6 +32,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(pipeline_test)
+
 namespace {
 
 // Past 4 ranks 4 rows a rank: a grid replica's rows fill 4 micro-batches.
@@ -206,8 +208,6 @@ bool says(const Error& e, const std::string& part) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pipeline_test)
 
 BOOST_AUTO_TEST_CASE(every_rank_a_stage_equals_the_serial_run) {
   MpiComm world(test::session());

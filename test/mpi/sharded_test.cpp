@@ -46,6 +46,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(sharded_test)
+
 namespace {
 
 // Divisible by 1, 2, 3, 4 ranks times 2 micro-batches; past 4 ranks 4 rows a rank (2 micro-batches,
@@ -209,8 +211,6 @@ void check_sharded_equals_data_parallel_and_serial(MpiComm& comm, StepOptions ho
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sharded_test)
 
 BOOST_AUTO_TEST_CASE(the_partition_is_balanced_by_size_and_skips_frozen_parameters) {
   // Largest first, each to the lightest rank: 100 -> 0, 60 -> 1, 50 -> 1, 30 -> 0, 10 -> 1.

@@ -18,6 +18,8 @@
 #include "mpi_test_main.hpp"
 
 using namespace ptrain;
+BOOST_AUTO_TEST_SUITE(sync_batch_norm_test)
+
 using Scalars = boost::mpl::list<double, float>;
 
 namespace {
@@ -77,8 +79,6 @@ void check_against_the_whole_batch(MpiComm& world, const std::vector<std::int64_
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sync_batch_norm_test)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(ranks_equal_the_whole_batch_in_one_process, T, Scalars) {
   MpiComm world(test::session());

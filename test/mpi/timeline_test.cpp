@@ -27,6 +27,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(timeline_test)
+
 namespace {
 
 constexpr int batches = 3;
@@ -61,8 +63,6 @@ std::filesystem::path shared_path(MpiComm& world, const std::string& name) {
 bool overlap(const TraceSpan& a, const TraceSpan& b) { return a.ts < b.end() && b.ts < a.end(); }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(timeline_test)
 
 BOOST_AUTO_TEST_CASE(data_parallel_buckets_reduce_during_backward_on_every_rank) {
   MpiComm world(test::session());

@@ -27,6 +27,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(transformer_pipeline_test)
+
 namespace {
 
 constexpr std::int64_t vocabulary = 13, batch = 8, length = 6;
@@ -105,8 +107,6 @@ StagedRun grid_run(MpiComm& world, const Batches& data, const TrainerOptions& op
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(transformer_pipeline_test)
 
 BOOST_AUTO_TEST_CASE(stages_with_dropout_equal_one_stage_with_the_same_micro_batches) {
   MpiComm world(test::session());

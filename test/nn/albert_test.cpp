@@ -29,6 +29,8 @@ using test::expect_close;
 using test::relative_difference;
 using test::whole_numbers;
 
+BOOST_AUTO_TEST_SUITE(albert_test)
+
 namespace {
 std::filesystem::path data(const std::string& file) { return test::reference_file(file); }
 
@@ -56,8 +58,6 @@ ReferenceBatch reference_batch(const io::SafetensorsFile& reference) {
   return out;
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(albert_test)
 
 BOOST_AUTO_TEST_CASE(names_and_sizes_are_huggingfaces) {
   const io::SafetensorsFile reference(data("albert_reference.safetensors"));

@@ -15,6 +15,8 @@
 using namespace ptrain;
 using test::relative_difference;
 
+BOOST_AUTO_TEST_SUITE(batch_norm_test)
+
 namespace {
 
 Tensor<float> float_tensor(const Shape& shape, std::uint64_t seed, double lo = -1, double hi = 1) {
@@ -28,8 +30,6 @@ double smallest(const Var<float>& v) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(batch_norm_test)
 
 // forward_relu is the fused op with the module's statistics and batch count; with a forward hook
 // it runs unfused, so the hook sees the batch norm's own output.

@@ -20,6 +20,8 @@ using namespace ptrain;
 using test::max_abs_difference;
 using test::recorded_ops;
 
+BOOST_AUTO_TEST_SUITE(checkpoint_blocks_test)
+
 namespace {
 
 // The largest difference between the two models' parameter gradients and buffers, name by name.
@@ -63,8 +65,6 @@ Var<double> tokens(std::int64_t s, std::int64_t n, std::int64_t vocabulary, std:
   return Var<double>(t);
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(checkpoint_blocks_test)
 
 BOOST_AUTO_TEST_CASE(finds_resnets_residual_blocks_and_a_transformers_layers) {
   BOOST_TEST(checkpoint_blocks(*resnet50<float>({.num_classes = 10})) == 16u);

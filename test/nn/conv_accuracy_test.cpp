@@ -21,6 +21,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(conv_accuracy_test)
+
 namespace {
 
 const io::SafetensorsFile& reference() {
@@ -61,8 +63,6 @@ double relative_error(const std::string& name, const Tensor<T>& got) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(conv_accuracy_test)
 
 // The same network in double equals PyTorch's: the comparison below measures rounding, not a
 // different network.

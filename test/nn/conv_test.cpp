@@ -11,6 +11,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(conv_test)
+
 namespace {
 // The largest |element| of a tensor.
 double largest(const Tensor<float>& t) {
@@ -19,8 +21,6 @@ double largest(const Tensor<float>& t) {
   return m;
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(conv_test)
 
 BOOST_AUTO_TEST_CASE(conv2d_default_options_are_pytorchs) {
   // GCC 12.2 at -O2 -march=native built a by-value default Conv2dOptions with pad_h = 1 in some

@@ -23,6 +23,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_models_test)
+
 namespace {
 
 template <class T = float>
@@ -69,8 +71,6 @@ void check_matches_cpu(const std::type_identity_t<std::function<std::shared_ptr<
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_models_test)
 
 BOOST_AUTO_TEST_CASE(small_cnn_with_dropout) {
   check_matches_cpu<SmallCnn>([] { return make<SmallCnn<float>>(); },

@@ -21,6 +21,8 @@ using namespace ptrain;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(state_dict_test)
+
 namespace {
 
 using Named = std::initializer_list<std::pair<std::string, std::shared_ptr<Module<float>>>>;
@@ -67,8 +69,6 @@ std::shared_ptr<Sequential<float>> target_model() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(state_dict_test)
 
 BOOST_AUTO_TEST_CASE(round_trips_every_parameter_and_buffer_of_a_resnet) {
   manual_seed(1);

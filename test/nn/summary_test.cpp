@@ -8,6 +8,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(summary_test)
+
 namespace {
 
 using Layers = std::initializer_list<std::pair<std::string, std::shared_ptr<Module<float>>>>;
@@ -32,8 +34,6 @@ class HalfUsed : public Module<float> {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(summary_test)
 
 BOOST_AUTO_TEST_CASE(resnet18_totals_equal_parameter_count_and_every_layer_is_reached) {
   manual_seed(1);

@@ -17,6 +17,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(torch_conversion_test)
+
 namespace {
 
 std::filesystem::path converted(const std::string& file) {
@@ -40,8 +42,6 @@ void expect_pytorch_logits(Module<float>& net, const std::string& name) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(torch_conversion_test)
 
 BOOST_AUTO_TEST_CASE(resnet18_from_a_torch_state_dict_computes_pytorchs_logits) {
   auto net = resnet18<float>();

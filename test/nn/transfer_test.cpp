@@ -25,6 +25,8 @@ using namespace ptrain;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(transfer_test)
+
 namespace {
 
 std::vector<std::vector<float>> values(const std::vector<std::pair<std::string, Tensor<float>>>& entries) {
@@ -98,8 +100,6 @@ void fine_tune_head(MakeOptimizer make_optimizer) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(transfer_test)
 
 BOOST_AUTO_TEST_CASE(replace_child_puts_the_new_head_in_the_old_place) {
   auto model = resnet18<float>({.num_classes = 10, .cifar_stem = true});

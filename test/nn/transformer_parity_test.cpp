@@ -24,11 +24,11 @@ using namespace ptrain;
 using test::expect_close;
 using test::whole_numbers;
 
+BOOST_AUTO_TEST_SUITE(transformer_parity_test)
+
 namespace {
 std::filesystem::path data(const std::string& file) { return test::reference_file(file); }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(transformer_parity_test)
 
 BOOST_AUTO_TEST_CASE(transformer_lm_matches_pytorch_from_its_safetensors_file) {
   const io::SafetensorsFile reference(data("transformer_reference.safetensors"));

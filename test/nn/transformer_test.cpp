@@ -24,6 +24,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(transformer_test)
+
 namespace {
 std::vector<std::string> state_names(Module<float>& m) {
   std::vector<std::string> out;
@@ -50,8 +52,6 @@ TransformerEncoderLayerOptions small_layer(bool norm_first, Activation activatio
   return o;
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(transformer_test)
 
 BOOST_AUTO_TEST_CASE(transformer_lm_state_dict_has_the_tutorials_names) {
   TransformerLM<float> model({.ntoken = 11, .ninp = 8, .nhead = 2, .nhid = 16, .nlayers = 2, .dropout = 0.2});

@@ -13,6 +13,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(unet_test)
+
 namespace {
 std::vector<std::string> parameter_names(const Module<double>& m) {
   std::vector<std::string> names;
@@ -24,8 +26,6 @@ double cos_weighted_sum(const Tensor<double>& y) {
   return (y.array() * w.array()).sum();
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(unet_test)
 
 BOOST_AUTO_TEST_CASE(output_has_the_input_size_and_a_channel_per_class) {
   manual_seed(1);

@@ -14,6 +14,8 @@
 using namespace ptrain;
 using namespace optim_test;
 
+BOOST_AUTO_TEST_SUITE(adam_test)
+
 namespace {
 
 // Expected values: torch.optim.Adam / AdamW (PyTorch 1.13, float64) on the same run, printed
@@ -96,8 +98,6 @@ void check_host_emulated_matches_cpu(const Options& options, int steps = 6) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(adam_test)
 
 static_assert(Optimizer<Adam<float>> && MomentumOptimizer<Adam<double>> && MomentumOptimizer<AdamW<float>>);
 static_assert(MomentumOptimizer<Adam<float, HostEmulated>> && MomentumOptimizer<AdamW<float, HostEmulated>>);

@@ -14,6 +14,8 @@
 using namespace ptrain;
 using namespace optim_test;
 
+BOOST_AUTO_TEST_SUITE(lamb_test)
+
 namespace {
 
 // Expected values: the LAMB algorithm in float64 on the quadratic run, printed by
@@ -37,8 +39,6 @@ Var<double, D> param(std::vector<double> values) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(lamb_test)
 
 static_assert(MomentumOptimizer<Lamb<float>> && MomentumOptimizer<Lamb<double, HostEmulated>>);
 

@@ -21,6 +21,8 @@
 using namespace ptrain;
 using namespace optim_test;
 
+BOOST_AUTO_TEST_SUITE(param_groups_test)
+
 namespace {
 
 // p in group 0 at the options' rate and weight decay, q in group 1 at its own.
@@ -50,8 +52,6 @@ void check_groups_equal_separate_optimizers(Make make) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(param_groups_test)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(sgd_groups_step_as_separate_optimizers, D, Devices) {
   check_groups_equal_separate_optimizers<D>([](auto p, auto q, auto p_alone, auto q_alone) {

@@ -15,6 +15,8 @@
 using namespace ptrain;
 using namespace optim_test;
 
+BOOST_AUTO_TEST_SUITE(schedule_test)
+
 namespace {
 
 // The smallest Optimizer: the concept's archetype. It has no momentum.
@@ -48,8 +50,6 @@ std::vector<Var<double>> one_param() { return {Var<double>(Tensor<double>::zeros
 // scheduler.step(), printed by test/optim/make_references.py.
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(schedule_test)
 
 BOOST_AUTO_TEST_CASE(step_lr_matches_pytorch) {
   check_values(lrs(StepLR{.base_lr = 0.1, .step_size = 3, .gamma = 0.5}, 10),

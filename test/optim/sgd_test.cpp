@@ -11,6 +11,8 @@
 using namespace ptrain;
 using namespace optim_test;
 
+BOOST_AUTO_TEST_SUITE(sgd_test)
+
 namespace {
 
 // Expected values: torch.optim.SGD (PyTorch 1.13, float64) on the same run, printed by
@@ -34,8 +36,6 @@ Var<double, D> param(std::vector<double> values, bool requires_grad = true) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sgd_test)
 
 static_assert(Optimizer<Sgd<float>> && MomentumOptimizer<Sgd<double>> && MomentumOptimizer<Sgd<float, HostEmulated>>);
 

@@ -23,6 +23,8 @@ using namespace ptrain;
 using detail::PipelineAction;
 using detail::StageRange;
 
+BOOST_AUTO_TEST_SUITE(pipeline_local_test)
+
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -100,8 +102,6 @@ bool says(const Error& e, const std::string& part) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(pipeline_local_test)
 
 BOOST_AUTO_TEST_CASE(gpipe_runs_every_forward_then_every_backward) {
   BOOST_TEST(order(detail::stage_actions<GPipe>(0, 3, 4)) == "F0 F1 F2 F3 B0 B1 B2 B3 ");

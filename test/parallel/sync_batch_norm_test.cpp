@@ -23,6 +23,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(sync_batch_norm_test)
+
 namespace {
 
 // A world of `size` ranks that all hold what this one holds: a sum over ranks is size times the
@@ -122,8 +124,6 @@ Tensor<T> repeat_rows(const Tensor<T>& t, int times) {
 using ptrain::test::worst_error;
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(sync_batch_norm_test)
 
 BOOST_AUTO_TEST_CASE(every_batch_norm_is_found_and_a_world_of_one_is_left_alone) {
   auto resnet = resnet18<float>({.num_classes = 10, .cifar_stem = true});

@@ -14,6 +14,8 @@ using namespace ptrain;
 
 BOOST_AUTO_TEST_SUITE(storage_census_test)
 
+using ptrain::bfloat16;  // beside the global one of OpenBLAS's cblas.h, where a kernel header includes it
+
 BOOST_AUTO_TEST_CASE(a_tensor_s_storage_bytes_are_what_the_allocator_counted) {
   const std::int64_t before = Cpu::live_bytes();
   const Tensor<bfloat16> t({3, 5});

@@ -21,6 +21,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(callback_test)
+
 namespace {
 
 template <class T>
@@ -132,8 +134,6 @@ std::vector<std::filesystem::path> step_directories(const std::filesystem::path&
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(callback_test)
 
 BOOST_AUTO_TEST_CASE(contract_accepts_the_archetype_and_refuses_a_wrong_point) {
   static_assert(Callback<CallbackArchetype>);

@@ -35,6 +35,8 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 
+BOOST_AUTO_TEST_SUITE(checkpoint_test)
+
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -179,8 +181,6 @@ struct PausingSgd : Sgd<float> {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(checkpoint_test)
 
 BOOST_AUTO_TEST_CASE(a_run_stopped_at_one_and_a_half_epochs_resumes_bit_identically) {
   check_resume_is_bit_identical<float>("ckpt_float");

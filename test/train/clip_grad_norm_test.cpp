@@ -23,6 +23,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(clip_grad_norm_test)
+
 namespace {
 
 const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -43,8 +45,6 @@ std::vector<Tensor<float>> values(const std::vector<Var<float>>& params) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(clip_grad_norm_test)
 
 BOOST_AUTO_TEST_CASE(gradients_above_the_norm_scale_by_max_norm_over_the_norm_plus_epsilon) {
   Var<double> a(Tensor<double>::zeros({2}), true), b(Tensor<double>::zeros({1}), true), frozen(Tensor<double>::zeros({1}));

@@ -26,6 +26,8 @@
 using namespace ptrain;
 using ptrain::test::StdoutCapture;
 
+BOOST_AUTO_TEST_SUITE(device_mixed_precision_test)
+
 namespace {
 
 // Host memory like HostEmulated, counting the device-to-host copies.
@@ -196,8 +198,6 @@ void check_overflows(const LossScalerOptions& scaling, const std::vector<int>& p
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_mixed_precision_test)
 
 // One step from the same 16-bit weights and inputs. The device's linear and cross_entropy round
 // a few 16-bit results differently from the CPU's (by one unit in the last place), so the

@@ -24,6 +24,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(device_trainer_test)
+
 namespace {
 
 Tensor<float> images(std::int64_t n, std::uint64_t seed) {
@@ -62,8 +64,6 @@ const SgdOptions sgd_options{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3};
 const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(device_trainer_test)
 
 BOOST_AUTO_TEST_CASE(a_device_resnet_starts_with_the_cpu_resnets_weights) {
   manual_seed(7);

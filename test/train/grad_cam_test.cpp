@@ -30,6 +30,8 @@ using namespace ptrain;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(grad_cam_test)
+
 namespace {
 
 std::filesystem::path data(const std::string& file) {
@@ -67,8 +69,6 @@ void expect_map(const Tensor<float>& got, const io::SafetensorsFile& reference, 
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(grad_cam_test)
 
 BOOST_AUTO_TEST_CASE(maps_of_one_head_match_pytorch) {
   auto model = small_cnn();

@@ -18,6 +18,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(loader_concept_test)
+
 namespace {
 
 struct ArchetypeBatch {
@@ -62,8 +64,6 @@ struct WrongTargets {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(loader_concept_test)
 
 BOOST_AUTO_TEST_CASE(the_archetype_and_the_library_loaders_satisfy_it) {
   static_assert(Loader<LoaderArchetype, Classification> && ResumesMidEpoch<LoaderArchetype>);

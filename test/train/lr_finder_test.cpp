@@ -20,6 +20,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(lr_finder_test)
+
 namespace {
 
 constexpr std::int64_t features = 8, classes = 4;
@@ -74,8 +76,6 @@ std::vector<std::vector<unsigned char>> bytes_of(Sequential<float>& model, const
 const TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(lr_finder_test)
 
 BOOST_AUTO_TEST_CASE(weights_buffers_optimizer_state_and_generator_are_restored_bit_for_bit) {
   auto model = classifier();

@@ -20,6 +20,8 @@ using namespace ptrain;
 using test::contains;
 using test::error_of;
 
+BOOST_AUTO_TEST_SUITE(metrics_test)
+
 namespace {
 
 // Rank of each target: 0; 1 (0.4 above); 2 (0.5 above, 0.2 tied at a smaller index); 2 (0.9
@@ -42,8 +44,6 @@ ConfusionMatrix example_matrix() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(metrics_test)
 
 // torch.topk's order: NaN above every number, NaNs among themselves by class index, so top-1
 // agrees with argmax (which NaN scores made count as correct for any target).

@@ -30,6 +30,8 @@
 using namespace ptrain;
 using ptrain::test::StdoutCapture;
 
+BOOST_AUTO_TEST_SUITE(mixed_precision_test)
+
 namespace {
 
 const TrainerOptions quiet{.csv_log = "", .progress_bar = false, .print_epochs = false};
@@ -156,8 +158,6 @@ Tensor<T> linear_inputs(bool poisoned) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(mixed_precision_test)
 
 // The ImageNet recipe's batch norm under MixedPrecision<Fp16>: 3 epochs of 6 steps from the same
 // (half) weights and images as the fp32 run. The half model's batch norm is float (BatchNorm2d,

@@ -15,6 +15,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(non_finite_test)
+
 namespace {
 using Devices = std::tuple<Cpu, HostEmulated>;
 
@@ -36,8 +38,6 @@ void set_gradients(Module<T, D>& model, std::size_t k, std::initializer_list<std
   }
 }
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(non_finite_test)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(the_first_non_finite_gradient_is_named_and_counted, D, Devices) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();

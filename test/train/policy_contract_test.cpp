@@ -23,6 +23,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(policy_contract_test)
+
 namespace {
 
 using Net = Sequential<float>;
@@ -215,8 +217,6 @@ struct OneBatch {
 };
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(policy_contract_test)
 
 BOOST_AUTO_TEST_CASE(the_archetype_is_called_at_every_point_in_order) {
   std::vector<std::string> calls;

@@ -32,6 +32,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(task_fit_test)
+
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -256,8 +258,6 @@ Loader<std::vector<std::int64_t>> blobs(int batches, std::uint64_t seed) {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(task_fit_test)
 
 BOOST_AUTO_TEST_CASE(segmentation_net_learns_through_fit_on_cpu_and_host_emulated) {
   const auto cpu = fit_segmentation<Cpu>();

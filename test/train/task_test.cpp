@@ -31,6 +31,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(task_test)
+
 namespace {
 
 constexpr TrainerOptions quiet{.progress_bar = false, .print_epochs = false};
@@ -61,8 +63,6 @@ std::vector<double> gradient(const X& task, const Tensor<double>& scores, const 
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(task_test)
 
 BOOST_AUTO_TEST_CASE(classification_loss_and_top_k_by_hand) {
   // Two samples of three classes; sample 0 (target 2) is ranked 2nd, sample 1 (target 0) 1st.

@@ -23,6 +23,8 @@
 using namespace ptrain;
 using namespace ptrain::test;
 
+BOOST_AUTO_TEST_SUITE(trainer_logs_test)
+
 namespace {
 
 constexpr int batches = 5;
@@ -46,8 +48,6 @@ std::shared_ptr<Sequential<float>> small_net() {
 }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(trainer_logs_test)
 
 BOOST_AUTO_TEST_CASE(tensorboard_holds_every_step_and_epoch_scalar) {
   const auto run = temp_dir("trainer_logs") / "tensorboard_run";

@@ -16,6 +16,8 @@
 
 using namespace ptrain;
 
+BOOST_AUTO_TEST_SUITE(trainer_test)
+
 namespace {
 
 struct Batch {
@@ -77,8 +79,6 @@ std::shared_ptr<Sequential<float>> two_linear_layers() {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(trainer_test)
 
 // A NaN in the second layer's weights (loaded from a bad file, say) ends training at the first step,
 // naming it and the first parameter whose gradient the NaN reached.
