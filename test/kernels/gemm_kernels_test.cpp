@@ -22,6 +22,7 @@
 #include <ptrain/kernels/cpu/conv.hpp>
 #include <ptrain/kernels/cpu/gemm.hpp>
 
+#include "bf16_setting.hpp"
 #include "spatial_compare.hpp"
 
 using namespace ptrain;
@@ -32,26 +33,6 @@ BOOST_AUTO_TEST_SUITE(gemm_kernels_test)
 using bf16 = ptrain::bfloat16;  // OpenBLAS's header declares a global bfloat16 too
 
 namespace {
-
-// PTRAIN_CPU_BF16 set to a value (or unset) for a scope, restored after.
-class Bf16Setting {
- public:
-  explicit Bf16Setting(const char* value) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~Bf16Setting() {
-    if (old_) ::setenv(name, old_->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  Bf16Setting(const Bf16Setting&) = delete;
-  Bf16Setting& operator=(const Bf16Setting&) = delete;
-
- private:
-  static constexpr const char* name = "PTRAIN_CPU_BF16";
-  std::optional<std::string> old_;
-};
 
 boost::test_tools::assertion_result has_bf16_dot(ut::test_unit_id) {
   boost::test_tools::assertion_result has(kernels::cpu_has_bf16_dot());

@@ -17,6 +17,7 @@
 #include <ptrain/device/threads.hpp>
 #include <ptrain/kernels/cpu/conv.hpp>
 
+#include "bf16_setting.hpp"
 #include "spatial_compare.hpp"
 
 using namespace ptrain;
@@ -132,25 +133,6 @@ struct AutoAfterwards {
 };
 
 using bf16 = ptrain::bfloat16;
-
-// Sets PTRAIN_CPU_BF16 for a scope (the bfloat16 kernels read it at each call).
-class Bf16Setting {
- public:
-  explicit Bf16Setting(const char* value) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~Bf16Setting() {
-    if (old_) ::setenv(name, old_->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  Bf16Setting(const Bf16Setting&) = delete;
-  Bf16Setting& operator=(const Bf16Setting&) = delete;
-
- private:
-  static constexpr const char* name = "PTRAIN_CPU_BF16";
-  std::optional<std::string> old_;
-};
 
 boost::test_tools::assertion_result has_bf16_dot(boost::unit_test::test_unit_id) {
   boost::test_tools::assertion_result has(k::cpu_has_bf16_dot());
