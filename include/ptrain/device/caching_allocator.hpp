@@ -12,12 +12,7 @@
 // its footprint. The new block comes on top: counted in, a pass that asks in turn for a few large
 // sizes, each freed before the next (a validation's layers), gave back at each miss the block the
 // next request wanted, and mapped them again for every batch. Without the eighth, VGG-16's fp32
-// step gave back and mapped again blocks every step, 15-20% slower. Blocks are not split, so a
-// repeated pattern may need more cached than that (fashion_mnist's validation batch asks in turn
-// for two blocks each of 96, 24, 48 and 12 MiB): a miss that a block given back would have served
-// grows the bound by it, up to twice the peak and an eighth, and from then on the pattern is all
-// hits (with the fixed bound that validation mapped four blocks afresh every batch: 3.5x the page
-// faults, 1.4x the wall time, for 15% less resident set). Worth it where giving back is
+// step gave back and mapped again blocks every step, 15-20% slower. Worth it where giving back is
 // cheap and leaves the resident set (Cpu's mmap'd blocks); not where it costs a device
 // synchronisation (cudaFree).
 //
@@ -31,7 +26,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -75,7 +69,10 @@ class CachingAllocator {
     std::lock_guard lock(mutex_);
     void* p = take_cached(size);
     if (!p) {
-      if (keep_within_peak_) give_back_over_peak(size);
+      if (keep_within_peak_) {
+        const std::size_t bound = stats_.peak_in_use_bytes + stats_.peak_in_use_bytes / 8;
+        release_largest_until(bound > stats_.in_use_bytes ? bound - stats_.in_use_bytes : 0);
+      }
       p = Raw::allocate(size);
       if (!p) {
         release_cache();
@@ -157,33 +154,6 @@ class CachingAllocator {
     stats_.cached_bytes = 0;
   }
 
-  // On a miss of size, kept within the peak: cached blocks go back, largest first, until the bytes
-  // in use and cached are within the bound, and their sizes are remembered. A miss that one of them
-  // would have served means the pattern asks again for more than the bound holds (blocks are not
-  // split: a pass whose layers ask in turn for 2 x 96 MiB then 2 x 48 MiB needs them all cached, over
-  // its peak), so the bound grows by that block, at most by the peak in all.
-  void give_back_over_peak(std::size_t size) {
-    const auto again = std::find_if(given_back_.begin(), given_back_.end(),
-                                    [&](std::size_t bytes) { return bytes >= size && bytes <= size + size / 4; });
-    if (again != given_back_.end()) {
-      grown_bytes_ = std::min(grown_bytes_ + *again, stats_.peak_in_use_bytes);
-      given_back_bytes_ -= *again;
-      given_back_.erase(again);
-    }
-    const std::size_t peak = stats_.peak_in_use_bytes, bound = peak + peak / 8 + grown_bytes_;
-    const std::size_t cached_bound = bound > stats_.in_use_bytes ? bound - stats_.in_use_bytes : 0;
-    while (stats_.cached_bytes > cached_bound) {
-      const std::size_t largest = std::prev(free_.end())->first;
-      given_back_.push_back(largest);  // before the block goes: a bad_alloc leaves the cache as it was
-      given_back_bytes_ += largest;
-      release_largest_until(stats_.cached_bytes - largest);
-    }
-    while (given_back_bytes_ > peak) {  // the oldest sizes are forgotten beyond the peak's worth
-      given_back_bytes_ -= given_back_.front();
-      given_back_.pop_front();
-    }
-  }
-
   void release_largest_until(std::size_t cached_bytes) noexcept {
     while (stats_.cached_bytes > cached_bytes) {
       const auto largest = std::prev(free_.end());
@@ -205,9 +175,6 @@ class CachingAllocator {
   std::size_t max_cached_bytes_;
   std::size_t reserved_bytes_ = 0;  // in use + cached
   bool keep_within_peak_ = false;
-  std::deque<std::size_t> given_back_;  // sizes of blocks the peak bound gave back, oldest first
-  std::size_t given_back_bytes_ = 0;    // their sum, at most the peak
-  std::size_t grown_bytes_ = 0;         // what the peak bound has grown by (give_back_over_peak)
   AllocatorStats stats_;
 };
 
