@@ -7,14 +7,12 @@
 // the cache is released and the request retried once. The cache may be bounded: a freed block that
 // would take the cached bytes over max_cached_bytes goes straight back to the raw allocator.
 // It may also keep within its peak (set_keep_within_peak): on a miss, cached blocks go back to
-// the raw allocator, largest first, until the bytes in use and cached are no more than the in-use
-// peak so far and an eighth, so that the blocks of sizes a step no longer asks for do not add to
-// its footprint. The new block comes on top: counted in, a pass that asks in turn for a few large
-// sizes, each freed before the next (a validation's layers), gave back at each miss the block the
-// next request wanted, and mapped them again for every batch. Without the eighth, VGG-16's fp32
-// step gave back and mapped again blocks every step, 15-20% slower. Worth it where giving back is
-// cheap and leaves the resident set (Cpu's mmap'd blocks); not where it costs a device
-// synchronisation (cudaFree).
+// the raw allocator, largest first, until the bytes it holds (in use, cached, and the request)
+// are no more than the in-use peak so far and an eighth, so that the blocks of sizes a step no
+// longer asks for do not add to its footprint (without the eighth, VGG-16's fp32 step gave back
+// and mapped again blocks every step, 15-20% slower). Worth it where giving back is cheap and
+// leaves the resident set (Cpu's mmap'd blocks); not where it costs a device synchronisation
+// (cudaFree).
 //
 // Raw: static void* allocate(std::size_t bytes) (nullptr when out of memory, throws on other
 // errors) and static void release(void* p, std::size_t bytes) (must not throw).
@@ -70,8 +68,9 @@ class CachingAllocator {
     void* p = take_cached(size);
     if (!p) {
       if (keep_within_peak_) {
-        const std::size_t bound = stats_.peak_in_use_bytes + stats_.peak_in_use_bytes / 8;
-        release_largest_until(bound > stats_.in_use_bytes ? bound - stats_.in_use_bytes : 0);
+        const std::size_t bound =
+            std::max(stats_.peak_in_use_bytes + stats_.peak_in_use_bytes / 8, stats_.in_use_bytes + size);
+        release_largest_until(bound - stats_.in_use_bytes - size);
       }
       p = Raw::allocate(size);
       if (!p) {
