@@ -8,6 +8,8 @@
 
 #include <ptrain/device/caching_allocator.hpp>
 
+BOOST_AUTO_TEST_SUITE(caching_allocator_test)
+
 namespace {
 
 struct CountingMalloc {
@@ -36,8 +38,6 @@ struct CountingMalloc {
 using Allocator = ptrain::CachingAllocator<CountingMalloc>;
 
 }  // namespace
-
-BOOST_AUTO_TEST_SUITE(caching_allocator_test)
 
 BOOST_AUTO_TEST_CASE(sizes_round_to_512_bytes_then_to_2_mib) {
   BOOST_TEST(Allocator::rounded(1) == 512u);
