@@ -368,49 +368,66 @@ EqualLayers equal_layers() {
   return d;
 }
 
+// This rank's master bytes through an equal_layers_run: the gradients at the last step (they exist
+// between the backward and the optimizer step), the values and gradients just after it, after the
+// Trainer's checkpoint points gathered them (whole) and after they sharded them again; and the bytes
+// of every master.
+struct MasterCensus {
+  std::int64_t gradients_at_step = 0;
+  MasterBytes after_step, gathered, sharded_again;
+  std::int64_t whole = 0;
+};
+
+// Counts the masters' gradient bytes where the optimizer reads them.
+struct CountMasterGradients {
+  const std::vector<Var<float>>* masters;
+  std::int64_t* bytes;
+  void on_before_optimizer_step(TrainerView&) { *bytes = master_bytes(*masters).gradients; }
+};
+
 // 12 linear layers of one size (a bf16 MLP), so that every rank owns 1/N of the masters (N = 2, 3, 4);
-// SGD + momentum on the masters. Trains `steps` steps of this rank's rows; returns the weights, and through
-// `during` and `after` this rank's master bytes just after the last step and after the Trainer's
-// checkpoint points gathered (whole) and sharded them again.
+// SGD + momentum on the masters. Trains `steps` steps of this rank's rows; returns the weights.
 template <class... Policies>
-Outcome equal_layers_run(MpiComm& comm, MasterBytes& during, MasterBytes& gathered, MasterBytes& after,
-                         std::int64_t& whole, Policies... policies) {
+Outcome equal_layers_run(MpiComm& comm, MasterCensus& census, Policies... policies) {
   const EqualLayers data = equal_layers();
   const auto& [net, x, y] = data;
   MixedPrecision<ptrain::Bf16> mixed(*net);
-  whole = master_bytes(mixed.master_parameters()).values;
+  census.whole = master_bytes(mixed.master_parameters()).values;
   auto sgd = make_optimizer(mixed.master_parameters(), static_cast<std::shared_ptr<Sgd<float>>*>(nullptr));
   using Amp = MixedPrecision<ptrain::Bf16>;
   Trainer<Sequential<ptrain::bfloat16>, Policies..., Amp> trainer(
       net, sgd, {.progress_bar = false, .print_epochs = false}, policies..., mixed);
+  trainer.add_callback(CountMasterGradients{&mixed.master_parameters(), &census.gradients_at_step});
   const std::int64_t rows = global_batch() / comm.size(), begin = comm.rank() * rows;
   for (int s = 0; s < steps; ++s)
     trainer.train_step(x.slice(begin, begin + rows).clone(), {y.begin() + begin, y.begin() + begin + rows});
-  during = master_bytes(mixed.master_parameters());
+  census.after_step = master_bytes(mixed.master_parameters());
   gather_whole_model<Policies...>(trainer);  // what a checkpoint does first
-  gathered = master_bytes(mixed.master_parameters());
+  census.gathered = master_bytes(mixed.master_parameters());
   Outcome outcome{weights_of(*net)};
   const auto shard = [&]<class P>(P*) {
     if constexpr (requires(P& p) { p.shard_parameters(); }) trainer.template policy<P>().shard_parameters();
   };
   (shard(static_cast<Policies*>(nullptr)), ...);
-  after = master_bytes(mixed.master_parameters());
+  census.sharded_again = master_bytes(mixed.master_parameters());
   return outcome;
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(with_mixed_precision_each_rank_keeps_the_masters_of_its_own_parameters, Stage, Stages) {
   MpiComm comm(test::session());
-  MasterBytes during, gathered, after;
-  std::int64_t whole = 0;
-  const Outcome data_parallel = equal_layers_run(comm, during, gathered, after, whole, DataParallelPolicy(comm));
-  BOOST_TEST(during.values == whole);  // every rank keeps every master
-  const Outcome sharded = equal_layers_run(comm, during, gathered, after, whole, Sharded<Stage>(comm));
-  BOOST_TEST_MESSAGE("fp32 masters on rank " << comm.rank() << ": " << during.values << " of " << whole << " bytes");
-  BOOST_TEST(during.values * comm.size() == whole);  // 1/N of them: 12 equal layers, each rank 12/N
-  BOOST_TEST(during.gradients == during.values);      // and the fp32 gradients of those alone
-  BOOST_TEST(sum_over_ranks(comm, static_cast<std::size_t>(during.values)) == static_cast<double>(whole));
-  BOOST_TEST(gathered.values == whole);  // whole around a checkpoint
-  BOOST_TEST(after.values == during.values);
+  MasterCensus census;
+  const Outcome data_parallel = equal_layers_run(comm, census, DataParallelPolicy(comm));
+  BOOST_TEST(census.after_step.values == census.whole);  // every rank keeps every master
+  BOOST_TEST(census.gradients_at_step == census.whole);
+  const Outcome sharded = equal_layers_run(comm, census, Sharded<Stage>(comm));
+  const std::int64_t whole = census.whole, mine = census.after_step.values;
+  BOOST_TEST_MESSAGE("fp32 masters on rank " << comm.rank() << ": " << mine << " of " << whole << " bytes");
+  BOOST_TEST(mine * comm.size() == whole);            // 1/N of them: 12 equal layers, each rank 12/N
+  BOOST_TEST(census.gradients_at_step == mine);       // and the fp32 gradients of those alone
+  BOOST_TEST(census.after_step.gradients == 0);       // let go after the step, as the values are not
+  BOOST_TEST(sum_over_ranks(comm, static_cast<std::size_t>(mine)) == static_cast<double>(whole));
+  BOOST_TEST(census.gathered.values == whole);  // whole around a checkpoint
+  BOOST_TEST(census.sharded_again.values == mine);
   // The same training: Zero1 to the bit, Zero2 and Zero3 within two bf16 units in the last place of
   // the largest weight (the reduce-scatter's order of addition).
   double largest_weight = 0;

@@ -247,6 +247,27 @@ BOOST_AUTO_TEST_CASE(resnet18_bf16_step) {
     BOOST_TEST(bit_identical(params[i].value(), tensor_cast<ptrain::bfloat16>(amp.master_parameters()[i].value())));
 }
 
+// After each step the 16-bit parameters' masters hold no gradient (torch's zero_grad(set_to_none=True)):
+// the next step writes them afresh, so the forward between does not carry four bytes a parameter.
+BOOST_AUTO_TEST_CASE(masters_let_go_of_their_gradients_after_each_step) {
+  manual_seed(13);
+  auto model = batch_norm_cnn<ptrain::bfloat16>();
+  MixedPrecision<Bf16> amp(*model);
+  auto sgd = make<Sgd<float>>(amp.master_parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9});
+  Trainer<Sequential<ptrain::bfloat16>, MixedPrecision<Bf16>> trainer(model, sgd, quiet, amp);
+  const auto images = tensor_cast<ptrain::bfloat16>(representable<ptrain::bfloat16>({8, 1, 8, 8}, 32));
+  const std::vector<std::int64_t> targets{0, 1, 2, 0, 1, 2, 0, 1};
+  const auto params = model->parameters();
+  const auto& masters = amp.master_parameters();
+  for (int step = 1; step <= 2; ++step) {
+    const auto before = values(params);
+    trainer.train_step(images, targets);
+    BOOST_TEST(!bit_identical(params.front().value(), before.front()), "step " << step << " did not move the weights");
+    for (std::size_t i = 0; i < params.size(); ++i)
+      BOOST_TEST(!masters[i].grad().defined(), "step " << step << ": master " << i << " kept its gradient");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(python_float_prints_as_apex) {
   BOOST_TEST(python_float(32768.0) == "32768.0");
   BOOST_TEST(python_float(65536.0) == "65536.0");
