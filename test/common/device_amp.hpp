@@ -38,16 +38,24 @@ AmpMlp<T, D> amp_mlp(std::int64_t in, std::int64_t hidden, std::int64_t classes,
 
 // One step: zero the gradients, forward, the loss's gradient times amp.loss_scale(), backward,
 // after_backward(model) (to inject gradients), before_optimizer_step, the optimizer's step unless
-// skipped, step_decided, after_optimizer_step. Returns whether the step was taken.
+// skipped, step_decided, after_optimizer_step. Returns whether the step was taken. With
+// master_gradients, copies of the masters' gradients as the optimizer read them (after the step
+// the masters let go of them).
 template <class Amp, class Model, class Opt, class T, class AfterBackward>
 bool amp_train_step(Amp& amp, Model& model, Opt& opt, const Tensor<T>& x, std::span<const std::int64_t> targets,
-                    const AfterBackward& after_backward) {
+                    const AfterBackward& after_backward,
+                    std::vector<Tensor<float, typename Amp::device_type>>* master_gradients = nullptr) {
   using D = typename Amp::device_type;
   for (auto& w : model.weights) w.zero_grad();
   const Var<T, D> loss = cross_entropy(model.forward(Var<T, D>(x.template to<D>())), targets, 0.0, amp.loss_scale());
   backward(loss);
   after_backward(model);
   const bool proceed = amp.before_optimizer_step(model);
+  if (master_gradients) {
+    master_gradients->clear();
+    for (const auto& m : amp.master_parameters())
+      master_gradients->push_back(m.grad().defined() ? m.grad().clone() : Tensor<float, D>());
+  }
   if (proceed) {
     NoGradGuard no_grad;
     opt.step();
