@@ -38,9 +38,13 @@ programs=(
   "bench_cuda_throughput|bench/bench_cuda_throughput|images/s and GPU memory of ResNet-50 and CIFAR ResNet-18, fp32 and fp16 AMP"
 )
 all_programs=$(printf '%s\n' "${programs[@]}" | cut -d'|' -f1 | paste -sd' ' -)
-# The examples' data gpu_check.sh uses: name|generator|its output's subfolder|what it is
+# The examples' data gpu_check.sh uses: name|generator|its output's subfolder|what it is. Fashion-MNIST
+# is the real one (the smoke runs' floor is set on it: the tiny generated set cannot reach it),
+# cut to the training images those runs read (--limit 2048) and the whole test set: 5 MB.
+fashion_mnist_root=${PTRAIN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+fashion_mnist_train_images=2048
 datasets=(
-  "fashion_mnist|make_example_data|fashion_mnist|Fashion-MNIST's IDX files, tiny (examples/testdata/make_example_data.cpp)"
+  "fashion_mnist|fashion_mnist_subset|.|Fashion-MNIST's IDX files from $fashion_mnist_root (Debian's dataset-fashion-mnist): the first $fashion_mnist_train_images training images, the whole test set"
   "cifar10|make_example_data|cifar10|CIFAR-10 binary batches, tiny (make_example_data)"
   "imagenet|make_example_data|imagenet|an ImageNet-style JPEG tree, tiny (make_example_data)"
   "wikitext|make_wikitext_data|.|a WikiText-2-form corpus of a small grammar (examples/testdata/make_wikitext_data.cpp)"
@@ -65,6 +69,33 @@ from_glibc() {
   return 1
 }
 image_libraries="libcuda.so.1 (the driver), libcublas.so.13, libcublasLt.so.13, libnccl.so.2 (and cuDNN, were it linked)"
+
+# fashion_mnist_subset OUT: the real Fashion-MNIST's test files as they are, and its training
+# files cut to their first $fashion_mnist_train_images records (the IDX header's count rewritten).
+fashion_mnist_subset() {
+  local out=$1
+  if [ ! -f "$fashion_mnist_root/train-images-idx3-ubyte.gz" ]; then
+    problem "no Fashion-MNIST in $fashion_mnist_root (scripts/setup.sh installs Debian's dataset-fashion-mnist)"
+    return 0
+  fi
+  mkdir -p "$out"
+  cp "$fashion_mnist_root"/t10k-images-idx3-ubyte.gz "$fashion_mnist_root"/t10k-labels-idx1-ubyte.gz "$out"/
+  python3 - "$fashion_mnist_root" "$out" "$fashion_mnist_train_images" <<'PY'
+import gzip, struct, sys
+root, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for name, header_ints in (("train-images-idx3-ubyte.gz", 4), ("train-labels-idx1-ubyte.gz", 2)):
+    data = gzip.open(f"{root}/{name}").read()
+    header = list(struct.unpack(f">{header_ints}I", data[: 4 * header_ints]))
+    record = 1
+    for d in header[2:]:
+        record *= d
+    assert header[1] >= n, f"{name} holds {header[1]} records, fewer than {n}"
+    header[1] = n
+    body = data[4 * header_ints : 4 * header_ints + n * record]
+    with gzip.GzipFile(f"{out}/{name}", "wb", mtime=0) as f:
+        f.write(struct.pack(f">{header_ints}I", *header) + body)
+PY
+}
 
 usage() {
   sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -147,6 +178,13 @@ collect() {
   local generator folder
   for entry in "${datasets[@]}"; do
     IFS='|' read -r name generator folder description <<<"$entry"
+    if [ "$generator" = fashion_mnist_subset ]; then
+      fashion_mnist_subset "$stage/data/$name" || problem "could not write the Fashion-MNIST subset from $fashion_mnist_root"
+      while IFS= read -r -d '' file; do
+        what[${file#"$stage"/}]="$description"
+      done < <(find "$stage/data/$name" -type f -print0)
+      continue
+    fi
     if [ ! -x "$build/examples/$generator" ]; then
       problem "no $build/examples/$generator to write the $name data (configure with PTRAIN_BUILD_TESTS=ON)"
       continue

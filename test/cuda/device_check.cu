@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checks/common.cuh"
@@ -22,6 +23,19 @@
 using namespace ptrain;
 using namespace ptrain::device_checks;
 
+namespace {
+void check_impossible_allocation() {
+  bool threw = false;
+  try {
+    Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("cudaMalloc of") != std::string::npos;
+    std::printf("      (expected) %s\n", e.what());
+  }
+  expect(threw, "an impossible allocation throws ptrain::Error naming cudaMalloc");
+}
+}  // namespace
+
 int main() {
   int devices = 0;
   try {
@@ -35,29 +49,28 @@ int main() {
   std::printf("%d CUDA device(s); device 0: %s, compute capability %d.%d\n", devices, prop.name, prop.major,
               prop.minor);
   expect(cuda_device_count() == devices, "cuda_device_count agrees with require_cuda_device");
-  try {
-    check_elementwise();
-    check_runtime();
-    check_pointwise();
-    check_reductions();
-    check_spatial();
-    check_autograd();
-    check_autograd_spatial();
-    check_data_parallel();
-    check_mixed_precision();
-    check_autograd_more();
-    check_transformer();
-    bool threw = false;
+  // Each family on its own: an exception ends that family's checks, counted as a failure, and the
+  // rest still run, so that one run on a lent GPU shows every failure.
+  const std::pair<const char*, void (*)()> families[] = {
+      {"elementwise", check_elementwise},
+      {"runtime", check_runtime},
+      {"pointwise", check_pointwise},
+      {"reductions", check_reductions},
+      {"spatial", check_spatial},
+      {"autograd", check_autograd},
+      {"autograd_spatial", check_autograd_spatial},
+      {"data_parallel", check_data_parallel},
+      {"mixed_precision", check_mixed_precision},
+      {"autograd_more", check_autograd_more},
+      {"transformer", check_transformer},
+      {"allocation", check_impossible_allocation},
+  };
+  for (const auto& [family, run] : families) {
     try {
-      Tensor<float, Cuda> huge(Shape{std::int64_t(1) << 50});
-    } catch (const Error& e) {
-      threw = std::string(e.what()).find("cudaMalloc of") != std::string::npos;
-      std::printf("      (expected) %s\n", e.what());
+      run();
+    } catch (const std::exception& e) {
+      expect(false, std::string("the ") + family + " checks stopped at an unexpected error: " + e.what());
     }
-    expect(threw, "an impossible allocation throws ptrain::Error naming cudaMalloc");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "unexpected error: %s\n", e.what());
-    return 1;
   }
   if (failures()) {
     std::fprintf(stderr, "%d CUDA check(s) failed\n", failures());

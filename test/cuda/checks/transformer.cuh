@@ -29,10 +29,13 @@ inline void check_transformer() {
   for (bool tanh_form : {false, true})
     expect_same_op(tanh_form ? "gelu tanh" : "gelu", [tanh_form](const auto& v) { return gelu(v[0], tanh_form); },
                    {rows});
+  // [3, 17, 33] @ [3, 33, 19], each operand stored transposed where its flag says so.
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       expect_same_op("bmm", [ta, tb](const auto& v) { return bmm(v[0], v[1], ta, tb); },
-                     {signed_values<float>(Shape{3, 17, 33}, 81), signed_values<float>(Shape{3, 33, 17}, 82)}, 1e-4);
+                     {signed_values<float>(ta ? Shape{3, 33, 17} : Shape{3, 17, 33}, 81),
+                      signed_values<float>(tb ? Shape{3, 19, 33} : Shape{3, 33, 19}, 82)},
+                     1e-4);
   expect_same_op("permute", [](const auto& v) { return permute(v[0], {2, 0, 3, 1}); },
                  {signed_values<float>(Shape{3, 5, 7, 11}, 83)});
   expect_same_op("layer_norm", [](const auto& v) { return layer_norm(v[0], Shape{301}, v[1], v[2]); },
