@@ -278,8 +278,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(half_input_with_float_running_statistics_tracks_th
   BOOST_TEST(relative_difference(widen(rounded_var), host(float_var)) > 1e-4, "16-bit statistics do not drift here");
 }
 
-// Apex O2's keep_batchnorm_fp32: half x with float weight and bias, the op run in float on the
-// widened x. Its output and x's gradient match the float op's within half's rounding, and weight
+// Apex O2's keep_batchnorm_fp32: half x with float weight and bias, the op computing in float on
+// x as it reads it. Its output and x's gradient match the float op's within half's rounding, and weight
 // and bias get float gradients equal to the float op's on the same (rounded) x, their hooks fired.
 BOOST_AUTO_TEST_CASE_TEMPLATE(half_input_with_float_weight_matches_the_float_op, D, test::Devices) {
   const std::int64_t C = 3;
@@ -339,25 +339,40 @@ BOOST_AUTO_TEST_CASE(half_input_with_float_weight_keeps_no_float_activations) {
   BOOST_TEST(w.grad().to_vector() == first_w.to_vector(), boost::test_tools::per_element());
 }
 
-// The same op with float x and double weight and bias matches the double op to float's precision:
-// the widening, the inner backward and the rounding of x's gradient lose nothing else.
-BOOST_AUTO_TEST_CASE(float_input_with_double_weight_matches_the_double_op) {
-  const Tensor<double> xd = random_tensor({5, 3, 2, 2}, 200, -2, 3), gy = random_tensor({5, 3, 2, 2}, 201);
-  const Tensor<double> wd = random_tensor({3}, 202, 0.5, 2), bd = random_tensor({3}, 203);
-  Tensor<double> rm = Tensor<double>::zeros({3}), rv = Tensor<double>::ones({3});
-  Tensor<double> rm_mixed = rm.clone(), rv_mixed = rv.clone();
-  Var<double> x(tensor_cast<double>(tensor_cast<float>(xd)), true), w(wd.clone(), true), b(bd.clone(), true);
-  Var<float> xf(tensor_cast<float>(xd), true);
-  Var<double> wm(wd.clone(), true), bm(bd.clone(), true);
-  const Var<double> y = batch_norm(x, w, b, rm, rv, true);
-  const Var<float> ym = batch_norm(xf, wm, bm, rm_mixed, rv_mixed, true);
-  backward(y, gy.clone());
-  backward(ym, tensor_cast<float>(gy));
-  BOOST_TEST(relative_difference(tensor_cast<double>(ym.value()), y.value()) <= 1e-6);
-  BOOST_TEST(relative_difference(tensor_cast<double>(xf.grad()), x.grad()) <= 1e-6);
-  BOOST_TEST(relative_difference(wm.grad(), w.grad()) <= 1e-6);
-  BOOST_TEST(relative_difference(bm.grad(), b.grad()) <= 1e-6);
-  BOOST_TEST(relative_difference(rv_mixed, rv) <= 1e-12);
+// The same op with bfloat16 x and float weight and bias, the fused relu and residual too, on the
+// CPU's channel-by-channel 16-bit kernels: the float op's output and gradients on the same
+// (rounded) values within bfloat16's rounding, weight and bias gradients in float.
+BOOST_AUTO_TEST_CASE(bfloat16_input_with_float_weight_matches_the_float_op) {
+  const std::int64_t C = 5;
+  const Tensor<double> xd = random_tensor({6, C, 7, 9}, 200, -2, 3), gy = random_tensor({6, C, 7, 9}, 201);
+  const Tensor<double> rd = random_tensor({6, C, 7, 9}, 204, -1, 1);
+  const Tensor<double> wd = random_tensor({C}, 202, 0.5, 2), bd = random_tensor({C}, 203);
+  const auto rounded = [](const Tensor<double>& t) { return tensor_cast<float>(tensor_cast<ptrain::bfloat16>(t)); };
+  for (int fusion = 0; fusion < 3; ++fusion) {
+    BOOST_TEST_CONTEXT((fusion == 0 ? "batch_norm" : fusion == 1 ? "batch_norm_relu" : "batch_norm_add_relu")) {
+      Tensor<float> rm = Tensor<float>::zeros({C}), rv = Tensor<float>::ones({C});
+      Tensor<float> rm_b = rm.clone(), rv_b = rv.clone();
+      Var<float> xf(rounded(xd), true), rf(rounded(rd), true), wf(tensor_cast<float>(wd), true),
+          bf(tensor_cast<float>(bd), true);
+      Var<ptrain::bfloat16> xb(tensor_cast<ptrain::bfloat16>(xd), true), rb(tensor_cast<ptrain::bfloat16>(rd), true);
+      Var<float> wb(tensor_cast<float>(wd), true), bb(tensor_cast<float>(bd), true);
+      const auto run = [&](const auto& x, const auto& r, const auto& w, const auto& b, auto& m, auto& v) {
+        if (fusion == 0) return batch_norm(x, w, b, m, v, true);
+        if (fusion == 1) return batch_norm_relu(x, w, b, m, v, true);
+        return batch_norm_add_relu(x, r, w, b, m, v, true);
+      };
+      const Var<float> yf = run(xf, rf, wf, bf, rm, rv);
+      const Var<ptrain::bfloat16> yb = run(xb, rb, wb, bb, rm_b, rv_b);
+      backward(yf, rounded(gy));
+      backward(yb, tensor_cast<ptrain::bfloat16>(gy));
+      BOOST_TEST(relative_difference(tensor_cast<float>(yb.value()), yf.value()) <= 1e-2);
+      BOOST_TEST(relative_difference(tensor_cast<float>(xb.grad()), xf.grad()) <= 1e-2);
+      if (fusion == 2) BOOST_TEST(relative_difference(tensor_cast<float>(rb.grad()), rf.grad()) <= 1e-2);
+      BOOST_TEST(relative_difference(wb.grad(), wf.grad()) <= 1e-5);
+      BOOST_TEST(relative_difference(bb.grad(), bf.grad()) <= 1e-5);
+      BOOST_TEST(relative_difference(rv_b, rv) <= 1e-6);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(batch_norm_checks_its_arguments_as_the_cpu_op) {

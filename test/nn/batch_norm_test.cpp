@@ -55,6 +55,25 @@ BOOST_AUTO_TEST_CASE(forward_relu_fuses_unless_hooked) {
   BOOST_TEST(fused.num_batches_tracked[0] == 2.0f);
 }
 
+// In a bfloat16 model the layer's float weight and bias go into the fused op as they are: one op,
+// the unfused layers' output and float gradients within bfloat16's rounding.
+BOOST_AUTO_TEST_CASE(a_bfloat16_layer_fuses_with_its_float_weight) {
+  using ptrain::bfloat16;
+  const Tensor<float> x = float_tensor({4, 3, 5, 5}, 62, -2, 3), r = float_tensor({4, 3, 5, 5}, 63);
+  const Tensor<float> gy = float_tensor({4, 3, 5, 5}, 64);
+  BatchNorm2d<bfloat16> fused(3), plain(3);
+  const Var<bfloat16> xb(tensor_cast<bfloat16>(x)), rb(tensor_cast<bfloat16>(r));
+  const Var<bfloat16> y = fused.forward_relu(xb, rb);
+  const Var<bfloat16> want = relu(add(plain.forward(xb), rb));
+  BOOST_TEST(std::string(y.node()->op) == "batch_norm_add_relu");
+  BOOST_TEST(relative_difference(tensor_cast<float>(y.value()), tensor_cast<float>(want.value())) <= 1e-2);
+  backward(y, tensor_cast<bfloat16>(gy));
+  backward(want, tensor_cast<bfloat16>(gy));
+  BOOST_TEST(relative_difference(fused.weight.grad(), plain.weight.grad()) <= 2e-2);
+  BOOST_TEST(relative_difference(fused.bias.grad(), plain.bias.grad()) <= 2e-2);
+  BOOST_TEST(relative_difference(fused.running_var, plain.running_var) <= 1e-6);
+}
+
 // A Sequential runs BatchNorm2d + ReLU as batch_norm_relu, with the unfused layers' output,
 // gradients and running statistics; a hook on either layer keeps them apart.
 BOOST_AUTO_TEST_CASE(sequential_fuses_batch_norm_and_relu_unless_hooked) {

@@ -5,7 +5,8 @@
 // (invstd, running statistics, affine gradients) have no tuned CPU kernel and run the indexed
 // ones on every executor. The double arrays are in the executor's memory. The forwards take an
 // optional residual and relu, and batch_norm_relu_backward is their backward: batch norm + (add +)
-// relu fused (autograd/ops/batch_norm.hpp's batch_norm_relu).
+// relu fused (autograd/ops/batch_norm.hpp's batch_norm_relu). Weight and bias are of x's type or, beside
+// a 16-bit x, float (a 16-bit model's BatchNorm2d keeps them in float).
 #include <cstdint>
 
 #include "ptrain/core/op_profile.hpp"
@@ -16,58 +17,58 @@
 
 namespace ptrain::kernels {
 
-template <class T>
-void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+template <class T, class W>
+void batch_norm_forward_training(const CpuExecutor&, const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                  double eps, T* y, double* mean, double* var, const T* residual = nullptr,
                                  bool relu = false) {
   ProfiledOp profiled("batch_norm_forward");
   batch_norm_forward_training(x, l, weight, bias, eps, y, mean, var, residual, relu);
 }
-template <class Ex, class T>
-void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+template <class Ex, class T, class W>
+void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                  double eps, T* y, double* mean, double* var, const T* residual = nullptr,
                                  bool relu = false) {
   indexed::batch_norm_forward_training(ex, x, l, weight, bias, eps, y, mean, var, residual, relu);
 }
 
-template <class T>
-void batch_norm_forward_inference(const CpuExecutor&, const T* x, const ChannelLayout& l, const T* weight,
-                                  const T* bias, const double* mean, const double* invstd, T* y,
+template <class T, class W>
+void batch_norm_forward_inference(const CpuExecutor&, const T* x, const ChannelLayout& l, const W* weight,
+                                  const W* bias, const double* mean, const double* invstd, T* y,
                                   const T* residual = nullptr, bool relu = false) {
   ProfiledOp profiled("batch_norm_forward");
   batch_norm_forward_inference(x, l, weight, bias, mean, invstd, y, residual, relu);
 }
-template <class Ex, class T>
-void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+template <class Ex, class T, class W>
+void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                   const double* mean, const double* invstd, T* y, const T* residual = nullptr,
                                   bool relu = false) {
   indexed::batch_norm_forward_inference(ex, x, l, weight, bias, mean, invstd, y, residual, relu);
 }
 
-template <class T>
-void batch_norm_backward(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class T, class W>
+void batch_norm_backward(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                          const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
                          double* sum_gy_xhat) {
   ProfiledOp profiled("batch_norm_backward");
   batch_norm_backward(x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
 }
-template <class Ex, class T>
-void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class Ex, class T, class W>
+void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                          const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
                          double* sum_gy_xhat) {
   indexed::batch_norm_backward(ex, x, gy, l, weight, mean, invstd, training, gx, sum_gy, sum_gy_xhat);
 }
 
-template <class T>
+template <class T, class W>
 void batch_norm_relu_backward(const CpuExecutor&, const T* x, const T* y, const T* gy, const ChannelLayout& l,
-                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              const W* weight, const double* mean, const double* invstd, bool training, T* gx,
                               T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
   ProfiledOp profiled("batch_norm_backward");
   batch_norm_relu_backward(x, y, gy, l, weight, mean, invstd, training, gx, grad_residual, sum_gy, sum_gy_xhat);
 }
-template <class Ex, class T>
+template <class Ex, class T, class W>
 void batch_norm_relu_backward(const Ex& ex, const T* x, const T* y, const T* gy, const ChannelLayout& l,
-                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              const W* weight, const double* mean, const double* invstd, bool training, T* gx,
                               T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
   indexed::batch_norm_relu_backward(ex, x, y, gy, l, weight, mean, invstd, training, gx, grad_residual, sum_gy,
                                     sum_gy_xhat);
@@ -95,15 +96,15 @@ void batch_norm_backward_sums(const Ex& ex, const T* x, const T* gy, const Chann
   indexed::batch_norm_backward_sums(ex, x, gy, l, mean, sum_gy, sum_gy_xmu);
 }
 
-template <class T>
-void batch_norm_backward_input(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class T, class W>
+void batch_norm_backward_input(const CpuExecutor&, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                                const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
                                double count, T* gx) {
   ProfiledOp profiled("batch_norm_backward");
   batch_norm_backward_input(x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);
 }
-template <class Ex, class T>
-void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class Ex, class T, class W>
+void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                                const double* mean, const double* invstd, const double* sum_gy, const double* sum_gy_xmu,
                                double count, T* gx) {
   indexed::batch_norm_backward_input(ex, x, gy, l, weight, mean, invstd, sum_gy, sum_gy_xmu, count, gx);

@@ -16,9 +16,9 @@ namespace ptrain {
 // nn.BatchNorm2d (and BatchNorm1d on [N, C]): weight 1, bias 0, running mean 0 and var 1;
 // buffers named as torchvision's state_dict names them. In a half or bfloat16 model weight, bias
 // and the buffers are float (statistics_t<T>, Apex O2's keep_batchnorm_fp32; Module's
-// named_float_parameters() and named_float_buffers()): the op runs in float on the widened input
-// (autograd/ops/batch_norm.hpp), a moving average rounded to 16 bits every step would drift, and a
-// 16-bit num_batches_tracked stops at 2048. With a sync hook (set_sync, or
+// named_float_parameters() and named_float_buffers()): the op computes in float, reading the
+// 16-bit input as it goes (autograd/ops/batch_norm.hpp); a moving average rounded to 16 bits every
+// step would drift, and a 16-bit num_batches_tracked stops at 2048. With a sync hook (set_sync, or
 // convert_sync_batchnorm in ptrain/parallel/sync_batch_norm.hpp) training normalises by the
 // statistics of the global batch, as torch.nn.SyncBatchNorm, on any device: off the CPU
 // (autograd/ops/batch_norm.hpp) the hook sums spans in the device's memory.
@@ -43,17 +43,14 @@ class BatchNorm2d : public Module<T, D> {
 
   // relu(forward(x) + residual), the residual when defined, as one fused op (batch_norm_relu,
   // batch_norm_add_relu) with the same statistics and updates. A forward hook sees this layer's
-  // own output, so a hooked (or checkpointed) layer runs unfused through operator(); so does a
-  // 16-bit model, whose float weight the fused op does not take.
+  // own output, so a hooked (or checkpointed) layer runs unfused through operator().
   Var<T, D> forward_relu(const Var<T, D>& x, const Var<T, D>& residual = {}) {
-    if constexpr (std::is_same_v<S, T>) {
-      if (!this->has_forward_hook() && !this->checkpoints_activations()) {
-        const bool batch_statistics = count_batch();
-        return residual.defined() ? batch_norm_add_relu(x, residual, weight, bias, running_mean, running_var,
-                                                        batch_statistics, momentum_, eps_, sync_)
-                                  : batch_norm_relu(x, weight, bias, running_mean, running_var, batch_statistics,
-                                                    momentum_, eps_, sync_);
-      }
+    if (!this->has_forward_hook() && !this->checkpoints_activations()) {
+      const bool batch_statistics = count_batch();
+      return residual.defined() ? batch_norm_add_relu(x, residual, weight, bias, running_mean, running_var,
+                                                      batch_statistics, momentum_, eps_, sync_)
+                                : batch_norm_relu(x, weight, bias, running_mean, running_var, batch_statistics,
+                                                  momentum_, eps_, sync_);
     }
     const Var<T, D> y = (*this)(x);
     return relu(residual.defined() ? add(y, residual) : y);

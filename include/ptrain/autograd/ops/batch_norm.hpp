@@ -16,7 +16,6 @@
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/batch_norm.hpp"
-#include "ptrain/kernels/cast.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/kernels/indexed/batch_norm.hpp"
@@ -31,8 +30,8 @@ using BatchNormSync = std::function<void(std::span<double>)>;
 
 namespace detail {
 // batch_norm's checks on its arguments, on any device (see batch_norm below); x's layout.
-template <class T, class D, class S>
-kernels::ChannelLayout checked_batch_norm_layout(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+template <class T, class D, class W, class S>
+kernels::ChannelLayout checked_batch_norm_layout(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D>& bias,
                                                  const Tensor<S, D>& running_mean, const Tensor<S, D>& running_var,
                                                  bool training, double eps) {
   const Shape& s = x.shape();
@@ -98,10 +97,18 @@ double merge_replica_moments(const Ex& ex, std::int64_t channels, double count, 
 namespace detail {
 // batch_norm (documented below) and, with relu, relu(batch_norm(x) + residual) as one op, the
 // residual (x's shape) added when defined. op names the caller in errors and in the graph.
-template <class T, Device D, class S>
-Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu, const Var<T, D>& weight,
-                        const Var<T, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var, bool training,
+template <class T, Device D, class S, class W = T>
+Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu, const Var<W, D>& weight,
+                        const Var<W, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var, bool training,
                         double momentum, double eps, const BatchNormSync& sync, const char* op) {
+  // Weight and bias wider than x (float beside half or bfloat16) are leaves of their own type's
+  // graph: the kernels read them as they are, and backward hands them their gradients itself.
+  constexpr bool wide_affine = !std::is_same_v<T, W>;
+  static_assert(!wide_affine || (is_reduced_float_v<T> && std::is_same_v<W, float>),
+                "batch_norm: a weight and bias of another type than x's are float, beside a half or bfloat16 x");
+  if constexpr (wide_affine)
+    for (const Var<W, D>* p : {&weight, &bias})
+      check(!p->defined() || p->node()->is_leaf(), op, ": a weight or bias wider than the input must be a leaf");
   const kernels::ChannelLayout layout =
       checked_batch_norm_layout(x, weight, bias, running_mean, running_var, training, eps);
   if (residual.defined())
@@ -111,8 +118,8 @@ Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu
   const bool has_weight = weight.defined(), has_bias = bias.defined(), has_residual = residual.defined();
   const bool tracked = running_mean.defined() || running_var.defined();
   const kernels::executor_for<D> ex;
-  const T* w = has_weight ? weight.value().data() : nullptr;
-  const T* b = has_bias ? bias.value().data() : nullptr;
+  const W* w = has_weight ? weight.value().data() : nullptr;
+  const W* b = has_bias ? bias.value().data() : nullptr;
   const T* r = has_residual ? residual.value().data() : nullptr;
   // [mean | invstd] per channel, kept on the device for backward.
   Tensor<double, D> statistics(Shape{2 * C});
@@ -146,28 +153,43 @@ Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu
   std::vector<Var<T, D>> inputs{x};
   const std::size_t residual_at = has_residual ? inputs.size() : 0;
   if (has_residual) inputs.push_back(residual);
-  const std::size_t weight_at = has_weight ? inputs.size() : 0;
-  if (has_weight) inputs.push_back(weight);
-  const std::size_t bias_at = has_bias ? inputs.size() : 0;
-  if (has_bias) inputs.push_back(bias);
-  return make_var<T, D>(std::move(y), std::move(inputs), op,
-                        [layout, training, relu, residual_at, weight_at, bias_at, statistics,
-                         sync = synced ? sync : BatchNormSync(), count](Node<T, D>& self) {
+  std::size_t weight_at = 0, bias_at = 0;
+  Var<W, D> wide_weight, wide_bias;  // wide_affine's weight and bias, outside T's graph
+  if constexpr (wide_affine) {
+    wide_weight = weight;
+    wide_bias = bias;
+  } else {
+    weight_at = has_weight ? inputs.size() : 0;
+    if (has_weight) inputs.push_back(weight);
+    bias_at = has_bias ? inputs.size() : 0;
+    if (has_bias) inputs.push_back(bias);
+  }
+  auto backward = [layout, training, relu, residual_at, weight_at, bias_at, wide_weight, wide_bias, statistics,
+                   sync = synced ? sync : BatchNormSync(), count](Node<T, D>& self) {
     const kernels::executor_for<D> ex;
     const std::int64_t C = layout.channels;
     const bool need_x = self.input_needs_grad(0);
     const bool need_r = residual_at && self.input_needs_grad(residual_at);
-    const bool need_w = weight_at && self.input_needs_grad(weight_at);
-    const bool need_b = bias_at && self.input_needs_grad(bias_at);
+    bool need_w = false, need_b = false;
+    const W* w = nullptr;
+    if constexpr (wide_affine) {
+      need_w = wide_weight.defined() && wide_weight.requires_grad();
+      need_b = wide_bias.defined() && wide_bias.requires_grad();
+      w = wide_weight.defined() ? wide_weight.value().data() : nullptr;
+    } else {
+      need_w = weight_at && self.input_needs_grad(weight_at);
+      need_b = bias_at && self.input_needs_grad(bias_at);
+      w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
+    }
     const double* mean = statistics.data();
-    const T* w = weight_at ? self.inputs[weight_at]->value.data() : nullptr;
     // [sum(gy) | sum(gy * xhat)] per channel: the bias and weight gradients.
     Tensor<double, D> sums(Shape{2 * C});
-    Tensor<T, D> gx, gr, gw, gb;
+    Tensor<T, D> gx, gr;
+    Tensor<W, D> gw, gb;
     if (need_x) gx = Tensor<T, D>(self.inputs[0]->value.shape());
     if (need_r) gr = Tensor<T, D>(self.inputs[0]->value.shape());
-    if (need_w) gw = Tensor<T, D>(Shape{C});
-    if (need_b) gb = Tensor<T, D>(Shape{C});
+    if (need_w) gw = Tensor<W, D>(Shape{C});
+    if (need_b) gb = Tensor<W, D>(Shape{C});
     const T* x = self.inputs[0]->value.data();
     const T* gy = self.grad.data();  // batch norm's output gradient: after relu's mask when fused
     Tensor<T, D> masked;
@@ -190,8 +212,18 @@ Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu
     if (need_w || need_b)
       kernels::batch_norm_affine_grads(ex, sums.data(), sums.data() + C, sync ? mean + C : nullptr, C,
                                        need_w ? gw.data() : nullptr, need_b ? gb.data() : nullptr);
-    if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
-    if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
+    if constexpr (wide_affine) {
+      // A leaf's last contribution: its hook (data parallelism's bucketing) fires now, as the
+      // backward pass fires it for a leaf of T's graph.
+      for (auto [leaf, g] : {std::pair{wide_weight.node().get(), &gw}, std::pair{wide_bias.node().get(), &gb}})
+        if (g->defined()) {
+          leaf->accumulate(std::move(*g));
+          if (leaf->on_grad_ready) leaf->on_grad_ready(*leaf);
+        }
+    } else {
+      if (need_w) self.inputs[weight_at]->accumulate(std::move(gw));
+      if (need_b) self.inputs[bias_at]->accumulate(std::move(gb));
+    }
     if (need_r) self.inputs[residual_at]->accumulate(std::move(gr));
     if (need_x && sync) {
       sync(std::span(sums.data(), static_cast<std::size_t>(2 * C)));  // now over the global batch
@@ -199,7 +231,22 @@ Var<T, D> batch_norm_op(const Var<T, D>& x, const Var<T, D>& residual, bool relu
                                          gx.data());
     }
     if (need_x) self.inputs[0]->accumulate(std::move(gx));
-  });
+  };
+  if constexpr (wide_affine) {
+    // The op needs a node when only its wide weight or bias needs a gradient, which make_var,
+    // seeing T's inputs alone, would not give it.
+    const bool wide_needs = (weight.defined() && weight.requires_grad()) || (bias.defined() && bias.requires_grad());
+    if (wide_needs && GradMode::enabled()) {
+      auto node = std::make_shared<Node<T, D>>();
+      node->value = std::move(y);
+      node->requires_grad = true;
+      node->op = op;
+      for (auto& in : inputs) node->inputs.push_back(in.node());
+      node->backward = std::move(backward);
+      return Var<T, D>(std::move(node));
+    }
+  }
+  return make_var<T, D>(std::move(y), std::move(inputs), op, std::move(backward));
 }
 }  // namespace detail
 
@@ -228,9 +275,10 @@ Var<T, D> batch_norm(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D
 
 // relu(batch_norm(x, ...)) as one op: the same statistics, running-statistics update and sync as
 // batch_norm, the output written once, and a backward that masks the gradient by the output
-// (relu's, NaN passing) inside batch norm's own pass. Weight and bias of x's type.
-template <class T, Device D, class S>
-Var<T, D> batch_norm_relu(const Var<T, D>& x, const Var<T, D>& weight, const Var<T, D>& bias,
+// (relu's, NaN passing) inside batch norm's own pass. Weight and bias of x's type or, as with
+// batch_norm, float beside a 16-bit x.
+template <class T, Device D, class W, class S>
+Var<T, D> batch_norm_relu(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D>& bias,
                           Tensor<S, D>& running_mean, Tensor<S, D>& running_var, bool training,
                           double momentum = 0.1, double eps = 1e-5, const BatchNormSync& sync = {}) {
   return detail::batch_norm_op(x, Var<T, D>(), true, weight, bias, running_mean, running_var, training, momentum,
@@ -239,9 +287,9 @@ Var<T, D> batch_norm_relu(const Var<T, D>& x, const Var<T, D>& weight, const Var
 
 // relu(batch_norm(x, ...) + residual) as one op (a ResNet block's end), residual of x's shape; it
 // gets the masked gradient. As batch_norm_relu otherwise.
-template <class T, Device D, class S>
-Var<T, D> batch_norm_add_relu(const Var<T, D>& x, const Var<T, D>& residual, const Var<T, D>& weight,
-                              const Var<T, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var,
+template <class T, Device D, class W, class S>
+Var<T, D> batch_norm_add_relu(const Var<T, D>& x, const Var<T, D>& residual, const Var<W, D>& weight,
+                              const Var<W, D>& bias, Tensor<S, D>& running_mean, Tensor<S, D>& running_var,
                               bool training, double momentum = 0.1, double eps = 1e-5,
                               const BatchNormSync& sync = {}) {
   check(residual.defined(), "batch_norm_add_relu: the residual is undefined");
@@ -249,55 +297,18 @@ Var<T, D> batch_norm_add_relu(const Var<T, D>& x, const Var<T, D>& residual, con
                                sync, "batch_norm_add_relu");
 }
 
-// batch_norm with weight and bias wider than x (float beside half: Apex O2's keep_batchnorm_fp32,
-// the affine parameters fp32 leaves in a 16-bit model). The op runs in W on a widened copy of x,
-// as the 16-bit CPU kernels do anyway (kernels/cpu/widen.hpp), and y is rounded to T once. A graph
-// holds one type, so x's graph sees one op whose backward widens the gradient, runs the W op's
-// own backward (weight and bias get W gradients there, and their on_grad_ready hooks fire as in
-// any backward pass) and rounds x's gradient to T.
+// batch_norm with weight and bias wider than x (float beside half or bfloat16: Apex O2's
+// keep_batchnorm_fp32, the affine parameters a 16-bit model keeps in float). The kernels read x in
+// its own type and the float weight as it is, compute in float and round y once; weight and bias,
+// which must be leaves (parameters), get float gradients, their on_grad_ready hooks firing as in
+// any backward pass.
 template <class T, Device D, class W, class S>
   requires(!std::is_same_v<T, W>)
 Var<T, D> batch_norm(const Var<T, D>& x, const Var<W, D>& weight, const Var<W, D>& bias, Tensor<S, D>& running_mean,
                      Tensor<S, D>& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                      const BatchNormSync& sync = {}) {
-  const kernels::executor_for<D> ex;
-  Tensor<W, D> wide_x(x.shape());
-  kernels::cast(ex, x.value().data(), wide_x.data(), x.numel());
-  Var<W, D> xw(std::move(wide_x), x.requires_grad() && GradMode::enabled());
-  Var<W, D> yw = batch_norm(xw, weight, bias, running_mean, running_var, training, momentum, eps, sync);
-  Tensor<T, D> y(x.shape());
-  kernels::cast(ex, yw.value().data(), y.data(), y.numel());
-  if (!yw.requires_grad()) return Var<T, D>(std::move(y), false);
-  // Until backward the W graph keeps neither of its activations, twice x's size each: its op's
-  // backward reads xw, made again from x by the same cast, and never yw, whose value only gives
-  // the seed gradient's shape.
-  xw.node()->value = Tensor<W, D>();
-  yw.node()->value = Tensor<W, D>();
-  auto node = std::make_shared<Node<T, D>>();
-  node->value = std::move(y);
-  node->requires_grad = true;
-  node->op = "batch_norm";
-  node->inputs.push_back(x.node());
-  node->backward = [xw, yw](Node<T, D>& self) mutable {
-    const kernels::executor_for<D> ex;
-    Tensor<W, D> gy(self.grad.shape());
-    kernels::cast(ex, self.grad.data(), gy.data(), gy.numel());
-    const Tensor<T, D>& x_value = self.inputs[0]->value;
-    Tensor<W, D> wide_x(x_value.shape());
-    kernels::cast(ex, x_value.data(), wide_x.data(), wide_x.numel());
-    xw.node()->value = std::move(wide_x);
-    yw.node()->value = gy;
-    xw.zero_grad();
-    backward(yw, std::move(gy), /*retain_graph=*/true);  // a retained outer graph may run it again
-    yw.node()->value = Tensor<W, D>();
-    xw.node()->value = Tensor<W, D>();
-    if (!self.input_needs_grad(0) || !xw.grad().defined()) return;
-    Tensor<T, D> gx(self.grad.shape());
-    kernels::cast(ex, xw.grad().data(), gx.data(), gx.numel());
-    xw.zero_grad();
-    self.inputs[0]->accumulate(std::move(gx));
-  };
-  return Var<T, D>(std::move(node));
+  return detail::batch_norm_op(x, Var<T, D>(), false, weight, bias, running_mean, running_var, training, momentum,
+                               eps, sync, "batch_norm");
 }
 
 }  // namespace ptrain

@@ -9,6 +9,7 @@
 // output there, so the fused layer's intermediates never reach memory.
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -103,6 +104,7 @@ void channel_relu_mask(const T* y, const T* gy, const ChannelLayout& l, std::int
 // y = (x - mean) / sqrt(var + eps) * weight + bias. weight and bias may be null (1 and 0). Fused:
 // residual (x's shape) is added when not null, and relu applied when asked.
 template <class T>
+  requires std::floating_point<T>  // float and double (the 16-bit types: below, weight maybe float)
 void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
                                  T* y, double* mean, double* var, const T* residual = nullptr, bool relu = false) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
@@ -117,6 +119,7 @@ void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* we
 // Evaluation forward: y = (x - mean) * invstd * weight + bias with given statistics; residual and
 // relu as batch_norm_forward_training.
 template <class T>
+  requires std::floating_point<T>
 void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
                                   const double* mean, const double* invstd, T* y, const T* residual = nullptr,
                                   bool relu = false) {
@@ -177,6 +180,7 @@ void channel_backward(const T* x, const T* gy, const ChannelLayout& l, std::int6
 // not null, gx = w * invstd * (gy - [mean(gy) + xhat * mean(gy * xhat)]), the bracket only in
 // training (where the statistics depend on x).
 template <class T>
+  requires std::floating_point<T>
 void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
                          const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
 #pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
@@ -188,6 +192,7 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
 // to grad_residual when not null: the residual's gradient), then batch_norm_backward on the masked
 // gradient while the channel is in cache. gx or grad_residual may be null.
 template <class T>
+  requires std::floating_point<T>
 void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const T* weight,
                               const double* mean, const double* invstd, bool training, T* gx, T* grad_residual,
                               double* sum_gy, double* sum_gy_xhat) {
@@ -225,6 +230,7 @@ void batch_norm_backward_sums(const T* x, const T* gy, const ChannelLayout& l, c
 // Training gx from sums taken over `count` elements per channel (possibly more than x holds):
 // gx = w * invstd * (gy - sum_gy / count - (x - mean) * invstd^2 * sum_gy_xmu / count).
 template <class T>
+  requires std::floating_point<T>
 void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
                                const double* invstd, const double* sum_gy, const double* sum_gy_xmu, double count,
                                T* gx) {
@@ -234,7 +240,8 @@ void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, 
                                    true, sum_gy[c], sum_gy_xmu[c], count, gx);
 }
 
-// The 16-bit types: the float kernels on float copies, the results rounded once. On [N, C, H, W]
+// The 16-bit types: the float kernels on float copies, the results rounded once. Weight and bias are
+// of x's type or float (W: a 16-bit model's BatchNorm2d keeps them in float). On [N, C, H, W]
 // each channel's planes are widened into buffers of the thread's and its outputs rounded back while
 // they are in cache, instead of whole copies going to memory and back ([N, C], whose channels are
 // strided columns, keeps the whole copies).
@@ -290,9 +297,9 @@ void for_each_channel_copied(const ChannelLayout& l, int buffers, Step&& step) {
 }
 }  // namespace detail
 
-template <class T>
+template <class T, class W = T>
   requires is_reduced_float_v<T>
-void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* weight, const T* bias, double eps,
+void batch_norm_forward_training(const T* x, const ChannelLayout& l, const W* weight, const W* bias, double eps,
                                  T* y, double* mean, double* var, const T* residual = nullptr, bool relu = false) {
   const Tensor<float> wf = widen(weight, l.channels), bf = widen(bias, l.channels);
   if (l.inner == 1) {
@@ -312,9 +319,9 @@ void batch_norm_forward_training(const T* x, const ChannelLayout& l, const T* we
     copies.store(2, c, y);
   });
 }
-template <class T>
+template <class T, class W = T>
   requires is_reduced_float_v<T>
-void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                   const double* mean, const double* invstd, T* y, const T* residual = nullptr,
                                   bool relu = false) {
   const Tensor<float> wf = widen(weight, l.channels), bf = widen(bias, l.channels);
@@ -333,9 +340,9 @@ void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const T* w
     copies.store(2, c, y);
   });
 }
-template <class T>
+template <class T, class W = T>
   requires is_reduced_float_v<T>
-void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const W* weight, const double* mean,
                          const double* invstd, bool training, T* gx, double* sum_gy, double* sum_gy_xhat) {
   const Tensor<float> wf = widen(weight, l.channels);
   if (l.inner == 1) {
@@ -353,9 +360,9 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
     copies.store(1, c, gx);
   });
 }
-template <class T>
+template <class T, class W = T>
   requires is_reduced_float_v<T>
-void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const T* weight,
+void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const ChannelLayout& l, const W* weight,
                               const double* mean, const double* invstd, bool training, T* gx, T* grad_residual,
                               double* sum_gy, double* sum_gy_xhat) {
   const Tensor<float> wf = widen(weight, l.channels);
@@ -392,9 +399,9 @@ void batch_norm_backward_sums(const T* x, const T* gy, const ChannelLayout& l, c
                               double* sum_gy_xmu) {
   batch_norm_backward_sums(widen(x, l.numel()).data(), widen(gy, l.numel()).data(), l, mean, sum_gy, sum_gy_xmu);
 }
-template <class T>
+template <class T, class W = T>
   requires is_reduced_float_v<T>
-void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, const T* weight, const double* mean,
+void batch_norm_backward_input(const T* x, const T* gy, const ChannelLayout& l, const W* weight, const double* mean,
                                const double* invstd, const double* sum_gy, const double* sum_gy_xmu, double count,
                                T* gx) {
   Tensor<float> gxf = float_buffer(l.numel());

@@ -30,16 +30,17 @@ struct TwoSumsReduction {
 
 // Per channel, mean and biased variance from sums of x - x[first of c] (as the CPU: a large mean
 // does not cancel the variance away). With scale non-null (the fused training forward) also
-// scale = weight / sqrt(var + eps) and shift = bias - mean * scale.
-template <class T>
+// scale = weight / sqrt(var + eps) and shift = bias - mean * scale. Weight and bias are of x's type
+// or wider (W: float beside a 16-bit x, BatchNorm2d's in a 16-bit model).
+template <class T, class W = T>
 struct ChannelMoments : TwoSumsReduction {
   using A = accumulate_t<T>;
   const T* x;
   ChannelLayout l;
   double* mean;
   double* var;
-  const T* weight;
-  const T* bias;
+  const W* weight;
+  const W* bias;
   double eps;
   A* scale;
   A* shift;
@@ -62,11 +63,11 @@ struct ChannelMoments : TwoSumsReduction {
 };
 
 // Per channel, from given statistics: scale = weight * invstd, shift = bias - mean * scale.
-template <class T>
+template <class T, class W = T>
 struct ChannelAffineCoefficients {
   using A = accumulate_t<T>;
-  const T* weight;
-  const T* bias;
+  const W* weight;
+  const W* bias;
   const double* mean;
   const double* invstd;
   A* scale;
@@ -120,7 +121,7 @@ PTRAIN_HOST_DEVICE void backward_coefficients(double weight, double mean, double
 
 // Per channel, s1 = sum(gy) and s2 = sum(gy * (x - mean)). finish writes sum_gy = s1 and
 // second = s2 (times invstd when invstd is given), and with on_gy non-null the coefficients of gx.
-template <class T>
+template <class T, class W = T>
 struct ChannelBackwardSums : TwoSumsReduction {
   using A = accumulate_t<T>;
   const T* x;
@@ -130,7 +131,7 @@ struct ChannelBackwardSums : TwoSumsReduction {
   const double* invstd;
   double* sum_gy;
   double* second;
-  const T* weight;
+  const W* weight;
   bool training;
   A* on_gy;                       // [3 * C]: on_gy, on_x, constant
   const T* relu_output = nullptr;  // not null: gy is first masked by relu's output
@@ -150,10 +151,10 @@ struct ChannelBackwardSums : TwoSumsReduction {
 };
 
 // The coefficients of gx from sums already taken (over `count` elements per channel).
-template <class T>
+template <class T, class W = T>
 struct ChannelBackwardCoefficients {
   using A = accumulate_t<T>;
-  const T* weight;
+  const W* weight;
   const double* mean;
   const double* invstd;
   const double* sum_gy;
@@ -197,8 +198,8 @@ inline void check_channel_layout(const ChannelLayout& l, const char* op) {
 // Training forward: mean and biased variance per channel, y = (x - mean) / sqrt(var + eps) *
 // weight + bias (weight, bias may be null), then + residual where not null and relu when asked.
 // kernels::batch_norm_forward_training.
-template <class T, class Ex>
-void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+template <class T, class Ex, class W>
+void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                  double eps, T* y, double* mean, double* var, const T* residual = nullptr,
                                  bool relu = false) {
   check_channel_layout(l, "batch_norm_forward_training");
@@ -208,14 +209,14 @@ void batch_norm_forward_training(const Ex& ex, const T* x, const ChannelLayout& 
   auto coefficients = ex.template buffer<A>(2 * l.channels);
   A* scale = coefficients.data();
   A* shift = scale + l.channels;
-  reduce_rows(ex, l.channels, l.count(), ChannelMoments<T>{{}, x, l, mean, var, weight, bias, eps, scale, shift},
+  reduce_rows(ex, l.channels, l.count(), ChannelMoments<T, W>{{}, x, l, mean, var, weight, bias, eps, scale, shift},
               channel_runs_contiguous(l));
   ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner, residual, relu});
 }
 
 // Evaluation forward with given statistics: kernels::batch_norm_forward_inference.
-template <class T, class Ex>
-void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const T* weight, const T* bias,
+template <class T, class Ex, class W>
+void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout& l, const W* weight, const W* bias,
                                   const double* mean, const double* invstd, T* y, const T* residual = nullptr,
                                   bool relu = false) {
   check_channel_layout(l, "batch_norm_forward_inference");
@@ -223,14 +224,14 @@ void batch_norm_forward_inference(const Ex& ex, const T* x, const ChannelLayout&
   auto coefficients = ex.template buffer<A>(2 * l.channels);
   A* scale = coefficients.data();
   A* shift = scale + l.channels;
-  ex.indexed(l.channels, ChannelAffineCoefficients<T>{weight, bias, mean, invstd, scale, shift});
+  ex.indexed(l.channels, ChannelAffineCoefficients<T, W>{weight, bias, mean, invstd, scale, shift});
   ex.indexed(l.numel(), ChannelAffine<T>{x, scale, shift, y, l.channels, l.inner, residual, relu});
 }
 
 // Backward given the forward's statistics: sum_gy[c] = sum(gy), sum_gy_xhat[c] = sum(gy * xhat),
 // and gx when not null. kernels::batch_norm_backward.
-template <class T, class Ex>
-void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class T, class Ex, class W>
+void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                          const double* mean, const double* invstd, bool training, T* gx, double* sum_gy,
                          double* sum_gy_xhat) {
   check_channel_layout(l, "batch_norm_backward");
@@ -238,7 +239,7 @@ void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLay
   auto coefficients = ex.template buffer<A>(gx ? 3 * l.channels : 1);
   A* on_gy = gx ? coefficients.data() : nullptr;
   reduce_rows(ex, l.channels, l.count(),
-              ChannelBackwardSums<T>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy},
+              ChannelBackwardSums<T, W>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy},
               channel_runs_contiguous(l));
   if (gx) ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, on_gy, gx, l.channels, l.inner});
 }
@@ -246,16 +247,16 @@ void batch_norm_backward(const Ex& ex, const T* x, const T* gy, const ChannelLay
 // Backward of relu(bn(x) [+ residual]) given its output y: the sums and gx of batch_norm_backward
 // on gy masked by relu, the masked gradient also written to grad_residual when not null (the
 // residual's gradient). gx or grad_residual may be null. kernels::batch_norm_relu_backward.
-template <class T, class Ex>
+template <class T, class Ex, class W>
 void batch_norm_relu_backward(const Ex& ex, const T* x, const T* y, const T* gy, const ChannelLayout& l,
-                              const T* weight, const double* mean, const double* invstd, bool training, T* gx,
+                              const W* weight, const double* mean, const double* invstd, bool training, T* gx,
                               T* grad_residual, double* sum_gy, double* sum_gy_xhat) {
   check_channel_layout(l, "batch_norm_relu_backward");
   using A = accumulate_t<T>;
   auto coefficients = ex.template buffer<A>(gx ? 3 * l.channels : 1);
   A* on_gy = gx ? coefficients.data() : nullptr;
   reduce_rows(ex, l.channels, l.count(),
-              ChannelBackwardSums<T>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy, y},
+              ChannelBackwardSums<T, W>{{}, x, gy, l, mean, invstd, sum_gy, sum_gy_xhat, weight, training, on_gy, y},
               channel_runs_contiguous(l));
   if (gx || grad_residual)
     ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, on_gy, gx, l.channels, l.inner, y, grad_residual});
@@ -285,14 +286,14 @@ void batch_norm_backward_sums(const Ex& ex, const T* x, const T* gy, const Chann
 }
 
 // Training gx from sums over `count` elements per channel: kernels::batch_norm_backward_input.
-template <class T, class Ex>
-void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const T* weight,
+template <class T, class Ex, class W>
+void batch_norm_backward_input(const Ex& ex, const T* x, const T* gy, const ChannelLayout& l, const W* weight,
                                const double* mean, const double* invstd, const double* sum_gy,
                                const double* sum_gy_xmu, double count, T* gx) {
   check_channel_layout(l, "batch_norm_backward_input");
   using A = accumulate_t<T>;
   auto coefficients = ex.template buffer<A>(3 * l.channels);
-  ex.indexed(l.channels, ChannelBackwardCoefficients<T>{weight, mean, invstd, sum_gy, sum_gy_xmu, count, l.channels,
+  ex.indexed(l.channels, ChannelBackwardCoefficients<T, W>{weight, mean, invstd, sum_gy, sum_gy_xmu, count, l.channels,
                                                         coefficients.data()});
   ex.indexed(l.numel(), ChannelBackwardApply<T>{x, gy, coefficients.data(), gx, l.channels, l.inner});
 }
