@@ -5,6 +5,9 @@
 # Exits non-zero when anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's wall seconds, printed in the summary: where CI's time goes.
+phase_times=() phase_start=$SECONDS
+phase_done() { phase_times+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 bash scripts/setup.sh
 . scripts/env.sh
 
@@ -44,7 +47,9 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
   -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" ${torch_python:+"-DPTRAIN_TORCH_PYTHON=$torch_python"} \
   "-DPTRAIN_CUDA_EXAMPLES=$cuda_examples" "${cuda_compile_only[@]}"
+phase_done "setup and configure:"
 cmake --build build -j "$jobs"
+phase_done "build:"
 
 failed=()
 ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
@@ -54,10 +59,12 @@ slow=(-LE slow)
 ctest --test-dir build --output-on-failure -j "$jobs" "${slow[@]}" 2>&1 | tee "$ctest_console" || failed+=("ctest")
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
+phase_done "ctest:"
 package_log=build/package_test.log
 bash test/package/run.sh build 2>&1 | tee "$package_log" || failed+=("package test (test/package/run.sh)")
 bash scripts/test_conan.sh 2>&1 | tee build/conan_test.log || failed+=("Conan package (scripts/test_conan.sh)")
 bash test/vcpkg/run.sh 2>&1 | tee build/vcpkg_test.log || failed+=("vcpkg port (test/vcpkg/run.sh)")
+phase_done "package, Conan and vcpkg tests:"
 
 # Jobs in scripts of their own (own build directories), each reported in the summary.
 job_results=()
@@ -72,9 +79,11 @@ run_job() {  # script name, what it checks; its output also goes to build/<scrip
 }
 run_job ci_portable "float-sensitive unit tests built for x86-64-v2"
 run_job ci_sanitize "unit tests under ASan + UBSan"
+phase_done "portable and sanitizer jobs:"
 
 echo
 echo "==== summary ===="
+echo "time: $(printf '%s, ' "${phase_times[@]}")$SECONDS s in all"
 printf '%s\n' "${job_results[@]}"
 ccache_summary
 if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep -q could end ctest by SIGPIPE (pipefail)

@@ -14,8 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ptrain/device/threads.hpp>
@@ -83,27 +85,58 @@ std::vector<Product> products() {
   return all;
 }
 
-// The operands of one product, their leading dimensions padded by 3, and C's starting values.
+// The operands of one product, their leading dimensions padded by 3, and C's starting values;
+// with the exact sum_k a_ik b_kj and sum_k |a_ik b_kj| of each element of C, in double, row-major.
 struct Operands {
   std::int64_t lda, ldb, ldc;
   std::vector<bf16> a, b;
   std::vector<float> c0;
+  std::vector<double> sum, magnitude;
   explicit Operands(const Product& p)
       : lda((p.trans_a ? p.m : p.k) + 3),
         ldb((p.trans_b ? p.k : p.n) + 3),
         ldc(p.n + 3),
         a(matrix(p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, lda, 11)),
-        b(matrix(p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, ldb, 12)) {
+        b(matrix(p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, ldb, 12)),
+        sum(static_cast<std::size_t>(p.m * p.n)),
+        magnitude(sum.size()) {
     const std::vector<bf16> c = matrix(p.m, p.n, ldc, 13);
     for (const bf16 v : c) c0.push_back(static_cast<float>(v));
-  }
-  double at_a(const Product& p, std::int64_t i, std::int64_t q) const {
-    return static_cast<double>(a[static_cast<std::size_t>(p.trans_a ? q * lda + i : i * lda + q)]);
-  }
-  double at_b(const Product& p, std::int64_t q, std::int64_t j) const {
-    return static_cast<double>(b[static_cast<std::size_t>(p.trans_b ? j * ldb + q : q * ldb + j)]);
+    // A as m x k and B as n x k, each row contiguous: the reference is most of this file's time
+    // where the tests are unoptimised (the sanitizer job).
+    std::vector<double> rows_a(static_cast<std::size_t>(p.m * p.k)), rows_b(static_cast<std::size_t>(p.n * p.k));
+    for (std::int64_t q = 0; q < p.k; ++q) {
+      for (std::int64_t i = 0; i < p.m; ++i)
+        rows_a[static_cast<std::size_t>(i * p.k + q)] =
+            static_cast<double>(a[static_cast<std::size_t>(p.trans_a ? q * lda + i : i * lda + q)]);
+      for (std::int64_t j = 0; j < p.n; ++j)
+        rows_b[static_cast<std::size_t>(j * p.k + q)] =
+            static_cast<double>(b[static_cast<std::size_t>(p.trans_b ? j * ldb + q : q * ldb + j)]);
+    }
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        const double* x = rows_a.data() + i * p.k;
+        const double* y = rows_b.data() + j * p.k;
+        double exact = 0, size = 0;
+        for (std::int64_t q = 0; q < p.k; ++q) {
+          exact += x[q] * y[q];
+          size += std::abs(x[q] * y[q]);
+        }
+        sum[static_cast<std::size_t>(i * p.n + j)] = exact;
+        magnitude[static_cast<std::size_t>(i * p.n + j)] = size;
+      }
   }
 };
+
+// The operands of p, made once per shape and transposition (alpha and beta do not change them) for
+// all the cases of this file.
+const Operands& operands(const Product& p) {
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>, Operands> made;
+  const auto key = std::make_tuple(p.m, p.n, p.k, p.trans_a, p.trans_b);
+  auto found = made.find(key);
+  if (found == made.end()) found = made.emplace(key, Operands(p)).first;
+  return found->second;
+}
 
 // The worst |got - exact| / bound over C (the bound at the top of the file; rounded: a bf16
 // C).
@@ -112,14 +145,10 @@ double worst_error(const Product& p, const Operands& o, const std::vector<C>& go
   double worst = 0;
   for (std::int64_t i = 0; i < p.m; ++i)
     for (std::int64_t j = 0; j < p.n; ++j) {
-      double exact = 0, magnitude = 0;
-      for (std::int64_t q = 0; q < p.k; ++q) {
-        exact += o.at_a(p, i, q) * o.at_b(p, q, j);
-        magnitude += std::abs(o.at_a(p, i, q) * o.at_b(p, q, j));
-      }
       const double c0 = p.beta == 0.0f ? 0.0 : o.c0[static_cast<std::size_t>(i * o.ldc + j)];
-      exact = p.alpha * exact + p.beta * c0;
-      double bound = double(p.k + 4) * std::ldexp(1.0, -24) * (std::abs(p.alpha) * magnitude + std::abs(p.beta * c0));
+      const double exact = p.alpha * o.sum[static_cast<std::size_t>(i * p.n + j)] + p.beta * c0;
+      double bound = double(p.k + 4) * std::ldexp(1.0, -24) *
+                     (std::abs(p.alpha) * o.magnitude[static_cast<std::size_t>(i * p.n + j)] + std::abs(p.beta * c0));
       if (rounded) bound += std::ldexp(1.0, -8) * std::abs(exact);
       const double error = std::abs(static_cast<double>(got[static_cast<std::size_t>(i * o.ldc + j)]) - exact);
       worst = std::max(worst, bound == 0 ? (error == 0 ? 0.0 : std::numeric_limits<double>::infinity()) : error / bound);
@@ -143,7 +172,7 @@ std::vector<C> start(const Product& p, const Operands& o) {
 BOOST_AUTO_TEST_CASE(vdpbf16ps_kernel_is_within_the_float_summation_bound, *ut::precondition(has_bf16_dot)) {
 #if defined(PTRAIN_HALF_X86)
   for (const Product& p : products()) {
-    const Operands o(p);
+    const Operands& o = operands(p);
     std::vector<float> c = start<float>(p, o);
     kernels::detail::gemm_bf16_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(),
                                       o.ldb, p.beta, c.data(), o.ldc);
@@ -157,7 +186,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_products_into_float_are_within_the_bound_on_each_p
     const Bf16Setting setting(path);
     BOOST_TEST(kernels::cpu_bf16_gemm_enabled() == (std::string(path) == "on"));
     for (const Product& p : products()) {
-      const Operands o(p);
+      const Operands& o = operands(p);
       std::vector<float> c = start<float>(p, o);
       kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(), o.ldb, p.beta,
                     c.data(), o.ldc);
@@ -171,7 +200,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_products_are_rounded_once_on_each_path) {
   for (const char* path : paths()) {
     const Bf16Setting setting(path);
     for (const Product& p : products()) {
-      const Operands o(p);
+      const Operands& o = operands(p);
       std::vector<bf16> c = start<bf16>(p, o);
       kernels::gemm<bf16>(p.trans_a, p.trans_b, p.m, p.n, p.k, bf16(p.alpha), o.a.data(), o.lda, o.b.data(),
                               o.ldb, bf16(p.beta), c.data(), o.ldc);
