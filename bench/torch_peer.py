@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """The PyTorch peer of bench/train_step: the same networks, batch sizes and optimizer step,
 timed the same way (median of the timed steps after warm-up). Prints one JSON line per model,
-then, with a third argument `profile`, one per model and kernel family: the self CPU time per
-step that torch.profiler gives the aten ops of two more steps, grouped as bench/train_step groups
-its own (FAMILIES below; the optimizer is every op under Optimizer.step). A third argument `bf16`
-runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) instead, the weights and
-the optimizer in float (PyTorch's CPU mixed precision). Each model's line has its peak resident
+then, with a third argument `profile` or `bf16`, one per model and kernel family: the self CPU
+time per step that torch.profiler gives the aten ops of two more steps, grouped as bench/train_step
+groups its own (FAMILIES below; the optimizer is every op under Optimizer.step, a cast every op
+under aten::_to_copy). `bf16` runs forward and loss under torch.autocast("cpu",
+dtype=torch.bfloat16), the weights and the optimizer in float (PyTorch's CPU mixed precision). Each model's line has its peak resident
 memory (peak_mb: VmHWM, reset before the model); bench/train_step runs this script once per model,
 so that no other model's memory is resident beside it."""
 import contextlib
@@ -98,11 +98,15 @@ FAMILIES = [
 
 
 def family_of(event):
-    parent = event
+    parent, cast = event, False
     while parent is not None:
         if parent.name.startswith("Optimizer.step") or parent.name.startswith("Optimizer.zero_grad"):
             return "optimizer"
+        # autocast's copies (aten::to -> _to_copy -> copy_, the work in copy_): ptrain's family "cast".
+        cast = cast or parent.name == "aten::_to_copy"
         parent = parent.cpu_parent
+    if cast:
+        return "cast"
     for pattern, family in FAMILIES:
         if re.search(pattern, event.name):
             return family
@@ -140,7 +144,7 @@ def main():
         "unet_128": (lambda: zoo.UNet(3, 2), (3, 128, 128), 16, 1, 4, 2, True),
     }
     mode = sys.argv[3] if len(sys.argv) > 3 else ""
-    profiling, bf16 = mode == "profile", mode == "bf16"
+    profiling, bf16 = mode in ("profile", "bf16"), mode == "bf16"
     for name in which:
         make, shape, batch, warmup, steps, classes, per_pixel = configs[name]
         gc.collect()

@@ -12,7 +12,9 @@
 // (a bfloat16 model, float masters) against torch.autocast("cpu", bfloat16) on the same networks,
 // on CPUs with AVX512_BF16 (kernels/cpu/gemm_bf16.hpp), and the bf16 GEMM's rate beside the fp32
 // GEMM's (vdpbf16ps does two products per float lane: twice the rate at best); ptrain runs twice,
-// on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float). Elsewhere it says
+// on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float); the families are
+// impl=ptrain_bf16, ptrain_widened_bf16 and pytorch_<peer>_bf16 there, the peer's autocast copies
+// under family=cast as ptrain's. Elsewhere it says
 // "bf16 not measured: no AVX512_BF16/AMX".
 // Each model is measured in a process of its own (this program runs itself once per model, and
 // per kernel path under bf16; each peer runs once per model), so that its line's peak resident
@@ -264,7 +266,7 @@ struct PeerRun {
   std::string torch_version, threads;
 };
 
-// mode: "profile" (fp32, with the kernel families) or "bf16" (under torch.autocast). One peer
+// mode: "profile" (fp32) or "bf16" (under torch.autocast), each with the kernel families. One peer
 // process per model, as ours.
 PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::vector<std::string>& models,
                     const char* mode) {
@@ -273,7 +275,8 @@ PeerRun run_pytorch(const bench::TorchPeer& peer, int threads, const std::vector
     for (const std::string& line :
          bench::peer_lines(peer, "torch_peer.py", std::to_string(threads) + " " + model + " " + mode)) {
       if (!bench::json_field(line, "family").empty()) {
-        print_family(bench::json_field(line, "model"), "pytorch_" + peer.name, bench::json_field(line, "family"),
+        print_family(bench::json_field(line, "model"),
+                     "pytorch_" + peer.name + (std::string(mode) == "bf16" ? "_bf16" : ""), bench::json_field(line, "family"),
                      std::atof(bench::json_field(line, "ms_per_step").c_str()));
         continue;
       }
