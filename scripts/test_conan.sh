@@ -15,7 +15,10 @@ if [ ! -x "$venv/bin/conan" ] || [ "$("$venv/bin/conan" --version 2>/dev/null)" 
   "$venv/bin/pip" install --quiet "conan==$conan_version"
 fi
 
-CONAN_HOME=$(mktemp -d /tmp/ptrain-conan-home.XXXXXX)
+# A fresh Conan home in build/, at the same path each run: the package's compile lines hold it, so
+# a compiler cache (scripts/env.sh) serves them the next time.
+CONAN_HOME=$PWD/build/conan-home
+rm -rf "$CONAN_HOME" && mkdir -p "$CONAN_HOME"
 export CONAN_HOME
 trap 'rm -rf "$CONAN_HOME"' EXIT
 conan=("$venv/bin/conan")

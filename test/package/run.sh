@@ -5,7 +5,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
-work=$(mktemp -d /tmp/ptrain-package.XXXXXX)
+# In the build folder, at the same path each run: the consumers' compile lines hold it, so a
+# compiler cache (scripts/env.sh) serves them the next time.
+work=$build/package-test
+rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 jobs=$(nproc)
 

@@ -3,20 +3,36 @@ under "state_dict" or "model", non-contiguous and tied tensors included), and ea
 sentence naming what is wrong. Run with a Python holding torch and safetensors:
     python torch_to_safetensors_test.py
 """
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 import torch
 from safetensors.torch import load_file
 
-CONVERTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "torch_to_safetensors.py")
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+CONVERTER = os.path.join(TOOLS, "torch_to_safetensors.py")
+sys.path.insert(0, TOOLS)
+import torch_to_safetensors  # noqa: E402
+
+
+def run_command_line(source, target):
+    """The converter as a user runs it: its own process."""
+    return subprocess.run([sys.executable, CONVERTER, source, target], capture_output=True, text=True)
 
 
 def convert(source, target):
-    return subprocess.run([sys.executable, CONVERTER, source, target], capture_output=True, text=True)
+    """The converter's main in this process (a process each would import torch again: seconds),
+    with its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = torch_to_safetensors.main([source, target])
+    return types.SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 class TorchToSafetensorsTest(unittest.TestCase):
@@ -48,8 +64,9 @@ class TorchToSafetensorsTest(unittest.TestCase):
             "bn.num_batches_tracked": torch.tensor(7),
             "double": torch.full((1,), 0.5, dtype=torch.float64),
         }
-        result = convert(self.save(state), self.path("out.safetensors"))
+        result = run_command_line(self.save(state), self.path("out.safetensors"))
         self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("wrote 6 tensors", result.stdout)
         written = load_file(self.path("out.safetensors"))
         self.assertEqual(sorted(written), sorted(state))
         for name, tensor in state.items():
@@ -65,6 +82,9 @@ class TorchToSafetensorsTest(unittest.TestCase):
 
     def test_a_missing_file_is_named(self):
         self.expect_refused(self.path("nothing.pth"), "nothing.pth: no such file")
+        result = run_command_line(self.path("nothing.pth"), self.path("out.safetensors"))
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("nothing.pth: no such file", result.stderr)
 
     def test_a_file_that_is_not_a_state_dict_is_refused(self):
         self.expect_refused(self.save([torch.ones(2)]), "not a state dict: torch.load gave a list")

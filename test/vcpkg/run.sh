@@ -14,7 +14,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 here=$repo/test/vcpkg
-work=$(mktemp -d /tmp/ptrain-vcpkg.XXXXXX)
+# In build/, at the same path each run: the consumer's compile lines hold it, so a compiler cache
+# (scripts/env.sh) serves them the next time.
+work=$repo/build/vcpkg-test
+rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 say() { printf 'vcpkg test: %s\n' "$*"; }
 
