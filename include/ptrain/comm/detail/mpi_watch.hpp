@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -21,6 +22,8 @@
 #include <mpi.h>
 
 #include "ptrain/comm/collective_watchdog.hpp"
+#include "ptrain/comm/wait_policy.hpp"
+#include "ptrain/device/threads.hpp"
 #include "ptrain/launch/mpi_abort.hpp"
 #include "ptrain/launch/mpi_types.hpp"
 
@@ -55,6 +58,7 @@ class MpiWatch {
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     is_world_ = world_size == size_;
     for (int q = 0; q < size_; ++q) is_world_ = is_world_ && world_ranks_[static_cast<std::size_t>(q)] == q;
+    policy_ = wait_policy_for(std::getenv("PTRAIN_WAIT_POLICY"), ranks_on_this_node(), num_threads(), usable_cores());
   }
   ~MpiWatch() {
     int finalized = 0;
@@ -87,9 +91,13 @@ class MpiWatch {
   template <class Done>
   void wait_until(Done&& done, const WaitTicket& ticket) {
     const WaitTicket* outer = std::exchange(waiting_, &ticket);
-    dog_.wait(done, [&] { answer_questions(); }, [&] { report_stall(ticket); });
+    if (policy_ == WaitPolicy::passive)
+      dog_.wait(detail::PassivePoll(done), [&] { answer_questions(); }, [&] { report_stall(ticket); });
+    else
+      dog_.wait(done, [&] { answer_questions(); }, [&] { report_stall(ticket); });
     waiting_ = outer;
   }
+  WaitPolicy wait_policy() const { return policy_; }
 
  private:
   static constexpr int question_tag = 1, answer_tag = 2;
@@ -97,6 +105,21 @@ class MpiWatch {
     std::int64_t started = 0;
     char what[200] = {};
   };
+
+  // The ranks on this node: this communicator's, or the launcher's count of the node's ranks when it
+  // gives one (MPICH's hydra, Open MPI) and it is more (a communicator split from the world's).
+  int ranks_on_this_node() const {
+    int local = 1;
+    MPI_Comm node = MPI_COMM_NULL;
+    if (MPI_Comm_split_type(questions_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+        node != MPI_COMM_NULL) {
+      MPI_Comm_size(node, &local);
+      MPI_Comm_free(&node);
+    }
+    for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+      if (const char* text = std::getenv(name)) local = std::max(local, std::atoi(text));
+    return local;
+  }
 
   // Another rank's wait expired: tell it how far this rank got and what it waits for.
   void answer_questions() {
@@ -187,6 +210,7 @@ class MpiWatch {
   }
 
   CollectiveWatchdog dog_;
+  WaitPolicy policy_ = WaitPolicy::active;
   MPI_Comm questions_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::uint64_t started_ = 0;
