@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/tensor/tensor.hpp"
@@ -138,3 +139,6 @@ Var<T, D> make_var(Tensor<T, D> value, std::vector<Var<T, D>> inputs, const char
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Node)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Var)

@@ -1,26 +1,50 @@
 #pragma once
 // What the prebuilt library (ptrain::prebuilt, src/prebuilt/) compiles once, so that a program
-// linking it does not compile it again: the float and double specialisations on the CPU of the
-// kernels, the autograd ops and backward, as fmt's compiled library holds its formatting.
+// linking it does not compile it again, as fmt's compiled library holds its formatting: the float
+// and double specialisations on the CPU of the kernels, the autograd ops and backward, the state
+// files, the tensors, layers, models, optimizers and the loader of a TensorDataset, and the
+// functions that are not templates (the run's logs, checkpoint files, TensorBoard's writer, atomic
+// files, the launch environment).
 //
-// A header lists its own, at its end: PTRAIN_PREBUILT_KERNEL(kernels::cpu::gemm<float>) names one
-// function template specialisation (the macro reads its type with decltype, so the list does not
-// repeat signatures). What a list line becomes:
-//   - in the library's sources of its area (KERNEL: src/prebuilt/kernels*.cpp, which define
-//     PTRAIN_PREBUILT_DEFINE_KERNELS; OP: ops.cpp; STATE, the state dicts, safetensors and
-//     checkpoint files: state.cpp): an explicit instantiation, compiled there;
+// Templates: a header lists its own at its end, each line naming one specialisation.
+//   PTRAIN_PREBUILT_KERNEL(kernels::cpu::gemm<float>), _OP, _STATE: a function template's (the
+//     macro reads its type with decltype, so the list does not repeat signatures);
+//   PTRAIN_PREBUILT_OP_DECLARATION(void ptrain::TopKAccuracy::update<float, ptrain::Cpu>(...)): a
+//     member function template's, by its declaration (decltype cannot name one);
+//   PTRAIN_PREBUILT_CLASS(ptrain::Linear<float, ptrain::Cpu>), _MODEL: a class template's, all its
+//     members.
+// What a list line becomes:
+//   - in the library's source of its area (KERNEL: src/prebuilt/kernels*.cpp, which define
+//     PTRAIN_PREBUILT_DEFINE_KERNELS; OP: ops.cpp; STATE: state.cpp; CLASS: classes.cpp; MODEL:
+//     models.cpp): an explicit instantiation, compiled there;
 //   - in a program built against the library (PTRAIN_PREBUILT, which ptrain::prebuilt's users get
 //     from CMake): an explicit instantiation declaration, `extern template`, so the compiler calls
-//     the library's copy instead of instantiating its own;
+//     the library's copy instead of compiling its own (GCC and Clang still expand a member defined
+//     in its class body where they inline it, but emit no copy of it);
 //   - header-only (no PTRAIN_PREBUILT, or PTRAIN_HEADER_ONLY defined), and in CUDA translation
 //     units: nothing.
-// Functions defined in a class body are inline, and an optimising compiler instantiates an inline
-// function whatever an extern template says, so the lists name free function templates only.
+//
+// Functions that are not templates are declared in their header and defined after the
+// declarations under `#if PTRAIN_PREBUILT_FUNCTION_BODIES`, each marked PTRAIN_PREBUILT_INLINE:
+// inline header-only; one ordinary definition in the library's src/prebuilt/functions.cpp
+// (PTRAIN_PREBUILT_DEFINE_FUNCTIONS); not seen at all by a program built against the library. That
+// source compiles ptrain/ptrain.hpp without the optional components (MPI, images, SentencePiece,
+// CUDA), so only headers it reaches that way may hold such functions.
 
 #if defined(PTRAIN_PREBUILT) && !defined(PTRAIN_HEADER_ONLY) && !defined(__CUDACC__)
+#define PTRAIN_PREBUILT_IN_USE 1
+#else
+#define PTRAIN_PREBUILT_IN_USE 0
+#endif
+
+#if PTRAIN_PREBUILT_IN_USE
 #define PTRAIN_PREBUILT_EXTERN(...) extern template decltype(__VA_ARGS__) __VA_ARGS__;
+#define PTRAIN_PREBUILT_EXTERN_DECLARATION(...) extern template __VA_ARGS__;
+#define PTRAIN_PREBUILT_EXTERN_CLASS(...) extern template class __VA_ARGS__;
 #else
 #define PTRAIN_PREBUILT_EXTERN(...)
+#define PTRAIN_PREBUILT_EXTERN_DECLARATION(...)
+#define PTRAIN_PREBUILT_EXTERN_CLASS(...)
 #endif
 #define PTRAIN_PREBUILT_INSTANTIATE(...) template decltype(__VA_ARGS__) __VA_ARGS__;
 
@@ -32,8 +56,10 @@
 
 #if defined(PTRAIN_PREBUILT_DEFINE_OPS)
 #define PTRAIN_PREBUILT_OP(...) PTRAIN_PREBUILT_INSTANTIATE(__VA_ARGS__)
+#define PTRAIN_PREBUILT_OP_DECLARATION(...) template __VA_ARGS__;
 #else
 #define PTRAIN_PREBUILT_OP(...) PTRAIN_PREBUILT_EXTERN(__VA_ARGS__)
+#define PTRAIN_PREBUILT_OP_DECLARATION(...) PTRAIN_PREBUILT_EXTERN_DECLARATION(__VA_ARGS__)
 #endif
 
 #if defined(PTRAIN_PREBUILT_DEFINE_STATE)
@@ -42,8 +68,33 @@
 #define PTRAIN_PREBUILT_STATE(...) PTRAIN_PREBUILT_EXTERN(__VA_ARGS__)
 #endif
 
+#if defined(PTRAIN_PREBUILT_DEFINE_CLASSES)
+#define PTRAIN_PREBUILT_CLASS(...) template class __VA_ARGS__;
+#else
+#define PTRAIN_PREBUILT_CLASS(...) PTRAIN_PREBUILT_EXTERN_CLASS(__VA_ARGS__)
+#endif
+
+#if defined(PTRAIN_PREBUILT_DEFINE_MODELS)
+#define PTRAIN_PREBUILT_MODEL(...) template class __VA_ARGS__;
+#else
+#define PTRAIN_PREBUILT_MODEL(...) PTRAIN_PREBUILT_EXTERN_CLASS(__VA_ARGS__)
+#endif
+
+#if defined(PTRAIN_PREBUILT_DEFINE_FUNCTIONS)
+#define PTRAIN_PREBUILT_FUNCTION_BODIES 1
+#define PTRAIN_PREBUILT_INLINE
+#else
+#define PTRAIN_PREBUILT_FUNCTION_BODIES (!PTRAIN_PREBUILT_IN_USE)
+#define PTRAIN_PREBUILT_INLINE inline
+#endif
+
 // The lists stand after their header's namespace, so they name templates in full: ptrain::...
-// A kernel's float and double specialisations; an op's, on the CPU; a state file's.
+// A kernel's float and double specialisations; an op's, on the CPU; a state file's; a class's and
+// a model's, on the CPU.
 #define PTRAIN_PREBUILT_KERNELS_FD(f) PTRAIN_PREBUILT_KERNEL(f<float>) PTRAIN_PREBUILT_KERNEL(f<double>)
 #define PTRAIN_PREBUILT_OPS_FD(f) PTRAIN_PREBUILT_OP(f<float, ::ptrain::Cpu>) PTRAIN_PREBUILT_OP(f<double, ::ptrain::Cpu>)
 #define PTRAIN_PREBUILT_STATE_FD(f) PTRAIN_PREBUILT_STATE(f<float>) PTRAIN_PREBUILT_STATE(f<double>)
+#define PTRAIN_PREBUILT_CLASSES_FD(c) \
+  PTRAIN_PREBUILT_CLASS(c<float, ::ptrain::Cpu>) PTRAIN_PREBUILT_CLASS(c<double, ::ptrain::Cpu>)
+#define PTRAIN_PREBUILT_MODELS_FD(c) \
+  PTRAIN_PREBUILT_MODEL(c<float, ::ptrain::Cpu>) PTRAIN_PREBUILT_MODEL(c<double, ::ptrain::Cpu>)

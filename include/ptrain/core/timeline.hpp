@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -149,7 +150,10 @@ inline std::string timeline_name(const TimelineEvent& e) {
 }  // namespace detail
 
 // Chrome trace JSON of events (every rank's), times from the earliest start.
-inline std::string chrome_trace_json(const std::vector<TimelineEvent>& events) {
+std::string chrome_trace_json(const std::vector<TimelineEvent>& events);
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE std::string chrome_trace_json(const std::vector<TimelineEvent>& events) {
   double origin = 0;
   for (std::size_t i = 0; i < events.size(); ++i)
     if (i == 0 || events[i].start_us < origin) origin = events[i].start_us;
@@ -185,5 +189,6 @@ inline std::string chrome_trace_json(const std::vector<TimelineEvent>& events) {
   }
   return json + "\n]}\n";
 }
+#endif
 
 }  // namespace ptrain

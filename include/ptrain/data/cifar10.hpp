@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/data/dataset.hpp"
 #include "ptrain/data/detail/byte_reader.hpp"
 #include "ptrain/io/pixels.hpp"
@@ -17,7 +18,10 @@
 namespace ptrain {
 
 // The records of CIFAR-10 binary files, in file order, as one dataset.
-inline TensorDataset read_cifar10_files(const std::vector<std::filesystem::path>& files) {
+TensorDataset read_cifar10_files(const std::vector<std::filesystem::path>& files);
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE TensorDataset read_cifar10_files(const std::vector<std::filesystem::path>& files) {
   constexpr std::size_t pixels = 3 * 32 * 32, record = 1 + pixels;
   std::vector<std::uint8_t> bytes;  // the pixels of every record, then converted at once
   std::vector<std::int64_t> labels;
@@ -46,6 +50,7 @@ inline TensorDataset read_cifar10_files(const std::vector<std::filesystem::path>
   for (std::size_t i = 0; i < bytes.size(); ++i) out[i] = scale[bytes[i]];
   return TensorDataset(std::move(images), std::move(labels));
 }
+#endif
 
 // 60000 32x32 colour images of 10 classes: 50000 train (five files), 10000 test.
 class Cifar10 : public TensorDataset {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
@@ -47,13 +48,7 @@ static_assert(Dataset<DatasetArchetype>);
 class TensorDataset {
  public:
   TensorDataset() = default;
-  TensorDataset(Tensor<float> inputs, std::vector<std::int64_t> targets)
-      : inputs_(std::move(inputs)), targets_(std::move(targets)) {
-    check(inputs_.rank() >= 1, "TensorDataset: expected inputs [N, ...], got shape ", inputs_.shape());
-    check(static_cast<std::int64_t>(targets_.size()) == inputs_.size(0), "TensorDataset: ", inputs_.size(0),
-          " inputs (shape ", inputs_.shape(), ") but ", targets_.size(), " targets");
-    example_shape_ = Shape(inputs_.shape().begin() + 1, inputs_.shape().end());
-  }
+  TensorDataset(Tensor<float> inputs, std::vector<std::int64_t> targets);
 
   std::int64_t size() const { return static_cast<std::int64_t>(targets_.size()); }
   Example get(std::int64_t i) const {
@@ -71,5 +66,15 @@ class TensorDataset {
   std::vector<std::int64_t> targets_;
   Shape example_shape_;
 };
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE TensorDataset::TensorDataset(Tensor<float> inputs, std::vector<std::int64_t> targets)
+    : inputs_(std::move(inputs)), targets_(std::move(targets)) {
+  check(inputs_.rank() >= 1, "TensorDataset: expected inputs [N, ...], got shape ", inputs_.shape());
+  check(static_cast<std::int64_t>(targets_.size()) == inputs_.size(0), "TensorDataset: ", inputs_.size(0),
+        " inputs (shape ", inputs_.shape(), ") but ", targets_.size(), " targets");
+  example_shape_ = Shape(inputs_.shape().begin() + 1, inputs_.shape().end());
+}
+#endif
 
 }  // namespace ptrain

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/data/dataset.hpp"
@@ -350,3 +351,5 @@ class DataLoader {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASS(ptrain::DataLoader<ptrain::TensorDataset>)

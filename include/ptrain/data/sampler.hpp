@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 
 namespace ptrain {
@@ -39,7 +40,16 @@ inline std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t n) {
 }
 
 // A random permutation of 0..n-1 (Fisher-Yates), fixed by the seed.
-inline std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed) {
+std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed);
+
+inline std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  return order;
+}
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   std::mt19937_64 engine(seed);
@@ -49,12 +59,7 @@ inline std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed)
   }
   return order;
 }
-
-inline std::vector<std::int64_t> iota(std::int64_t n) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-  return order;
-}
+#endif
 
 }  // namespace detail
 

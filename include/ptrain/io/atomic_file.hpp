@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/io/detail/file_descriptor_buffer.hpp"
 #include "ptrain/io/detail/partial_files.hpp"
 
@@ -25,54 +26,34 @@ namespace ptrain::io {
 
 // A rename or a new entry is durable once its directory is: fsync the directory. File systems
 // that cannot (EINVAL) have nothing more to do. context starts the error message (the target).
-inline void sync_directory(const std::filesystem::path& dir, const std::string& context = "") {
+void sync_directory(const std::filesystem::path& dir, const std::string& context = "");
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE void sync_directory(const std::filesystem::path& dir, const std::string& context) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   check(fd >= 0, context, "cannot open the directory ", dir.string(), " to fsync it: ", std::strerror(errno));
   const int synced = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
   ::close(fd);
   check(synced == 0, context, "fsync of the directory ", dir.string(), " failed: ", std::strerror(synced));
 }
+#endif
 
 namespace detail {
 
 // <target>.tmp.<pid>.<n>: unique among the processes and threads writing one target.
-inline std::filesystem::path temporary_beside(const std::filesystem::path& target) {
-  static std::atomic<unsigned long> serial{0};
-  return target.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-}
+std::filesystem::path temporary_beside(const std::filesystem::path& target);
 
 // The temporary of one write: open until commit() puts it in place; removed if that never happens.
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::filesystem::path& target)
-      : target_(target), temporary_(temporary_beside(target)), record_(temporary_.string()) {
-    do fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) fail_with_errno("cannot create the temporary file " + temporary_.string());
-    buffer_.emplace(fd_);
-  }
+  explicit AtomicFile(const std::filesystem::path& target);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temporary_.c_str());
-  }
+  ~AtomicFile();
 
   std::streambuf& buffer() { return *buffer_; }
 
-  void commit() {
-    if (buffer_->pubsync() != 0 || buffer_->error() != 0)
-      fail_with_errno("writing " + temporary_.string() + " failed", buffer_->error());
-    if (::fsync(fd_) != 0) fail_with_errno("fsync of " + temporary_.string() + " failed");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail_with_errno("closing " + temporary_.string() + " failed");
-    if (::rename(temporary_.c_str(), target_.c_str()) != 0)
-      fail_with_errno("cannot rename " + temporary_.string() + " into place");
-    committed_ = true;
-    record_.release();
-    sync_directory(target_.has_parent_path() ? target_.parent_path() : ".", target_.string() + ": ");
-  }
+  void commit();
 
  private:
   [[noreturn]] void fail_with_errno(const std::string& what, int error = errno) const {
@@ -85,6 +66,40 @@ class AtomicFile {
   std::optional<FileDescriptorBuffer> buffer_;
   bool committed_ = false;
 };
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE std::filesystem::path temporary_beside(const std::filesystem::path& target) {
+  static std::atomic<unsigned long> serial{0};
+  return target.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+}
+
+PTRAIN_PREBUILT_INLINE AtomicFile::AtomicFile(const std::filesystem::path& target)
+    : target_(target), temporary_(temporary_beside(target)), record_(temporary_.string()) {
+  do fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) fail_with_errno("cannot create the temporary file " + temporary_.string());
+  buffer_.emplace(fd_);
+}
+
+PTRAIN_PREBUILT_INLINE AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temporary_.c_str());
+}
+
+PTRAIN_PREBUILT_INLINE void AtomicFile::commit() {
+  if (buffer_->pubsync() != 0 || buffer_->error() != 0)
+    fail_with_errno("writing " + temporary_.string() + " failed", buffer_->error());
+  if (::fsync(fd_) != 0) fail_with_errno("fsync of " + temporary_.string() + " failed");
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail_with_errno("closing " + temporary_.string() + " failed");
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0)
+    fail_with_errno("cannot rename " + temporary_.string() + " into place");
+  committed_ = true;
+  record_.release();
+  sync_directory(target_.has_parent_path() ? target_.parent_path() : ".", target_.string() + ": ");
+}
+#endif
 
 }  // namespace detail
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/io/detail/crc32c.hpp"
 
 namespace ptrain::io {
@@ -94,38 +95,9 @@ inline double seconds_since_epoch() {
 // SummaryWriter's add_scalar into one run directory (created if missing).
 class EventWriter {
  public:
-  explicit EventWriter(const std::filesystem::path& run_directory) {
-    std::error_code error;
-    std::filesystem::create_directories(run_directory, error);
-    check(!error, run_directory.string(), ": cannot create the TensorBoard run directory: ", error.message());
-    char host[256] = "localhost";
-    ::gethostname(host, sizeof host - 1);
-    const double now = detail::seconds_since_epoch();
-    path_ = run_directory / ("events.out.tfevents." + std::to_string(static_cast<std::int64_t>(now)) + "." + host +
-                             "." + std::to_string(::getpid()));
-    out_.open(path_, std::ios::binary | std::ios::app);
-    check(out_.is_open(), path_.string(), ": cannot open the TensorBoard event file for writing");
-    detail::ProtoWriter event;
-    event.double_field(1, now);
-    event.int64_field(2, 0);
-    event.bytes_field(3, "brain.Event:2");
-    write(event.bytes());
-    flush();
-  }
+  explicit EventWriter(const std::filesystem::path& run_directory);
 
-  void add_scalar(std::string_view tag, double value, std::int64_t step) {
-    detail::ProtoWriter summary_value;
-    summary_value.bytes_field(1, tag);
-    summary_value.float_field(2, static_cast<float>(value));
-    detail::ProtoWriter summary;
-    summary.bytes_field(1, summary_value.bytes());
-    detail::ProtoWriter event;
-    event.double_field(1, detail::seconds_since_epoch());
-    event.int64_field(2, step);
-    event.bytes_field(5, summary.bytes());
-    write(event.bytes());
-    if (Clock::now() - last_flush_ > std::chrono::seconds(10)) flush();
-  }
+  void add_scalar(std::string_view tag, double value, std::int64_t step);
 
   // Hands what was added to the file system, where a reader sees it.
   void flush() {
@@ -137,14 +109,51 @@ class EventWriter {
 
  private:
   using Clock = std::chrono::steady_clock;
-  void write(std::string_view data) {
-    out_ << detail::tfrecord(data);
-    check(out_.good(), path_.string(), ": writing the TensorBoard event file failed");
-  }
+  void write(std::string_view data);
 
   std::filesystem::path path_;
   std::ofstream out_;
   Clock::time_point last_flush_ = Clock::now();
 };
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE EventWriter::EventWriter(const std::filesystem::path& run_directory) {
+  std::error_code error;
+  std::filesystem::create_directories(run_directory, error);
+  check(!error, run_directory.string(), ": cannot create the TensorBoard run directory: ", error.message());
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  const double now = detail::seconds_since_epoch();
+  path_ = run_directory / ("events.out.tfevents." + std::to_string(static_cast<std::int64_t>(now)) + "." + host +
+                           "." + std::to_string(::getpid()));
+  out_.open(path_, std::ios::binary | std::ios::app);
+  check(out_.is_open(), path_.string(), ": cannot open the TensorBoard event file for writing");
+  detail::ProtoWriter event;
+  event.double_field(1, now);
+  event.int64_field(2, 0);
+  event.bytes_field(3, "brain.Event:2");
+  write(event.bytes());
+  flush();
+}
+
+PTRAIN_PREBUILT_INLINE void EventWriter::add_scalar(std::string_view tag, double value, std::int64_t step) {
+  detail::ProtoWriter summary_value;
+  summary_value.bytes_field(1, tag);
+  summary_value.float_field(2, static_cast<float>(value));
+  detail::ProtoWriter summary;
+  summary.bytes_field(1, summary_value.bytes());
+  detail::ProtoWriter event;
+  event.double_field(1, detail::seconds_since_epoch());
+  event.int64_field(2, step);
+  event.bytes_field(5, summary.bytes());
+  write(event.bytes());
+  if (Clock::now() - last_flush_ > std::chrono::seconds(10)) flush();
+}
+
+PTRAIN_PREBUILT_INLINE void EventWriter::write(std::string_view data) {
+  out_ << detail::tfrecord(data);
+  check(out_.good(), path_.string(), ": writing the TensorBoard event file failed");
+}
+#endif
 
 }  // namespace ptrain::io

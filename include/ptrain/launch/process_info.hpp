@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/launch/url_launch.hpp"
 
 namespace ptrain {
@@ -45,41 +46,12 @@ struct LaunchEnvironment {
   std::optional<UrlLaunch> url;  // set when the launcher is "url": where the processes meet
 };
 
-inline int env_int(const char* name, const char* value) {
-  return launch_number(std::string("environment variable ") + name, value);
-}
+int env_int(const char* name, const char* value);
 
 // Slurm's compressed per-node task counts, e.g. "2(x3),1" = nodes 0-2 run 2 tasks, node 3 runs 1.
-inline int slurm_tasks_on_node(const char* name, const char* list, int node) {
-  const std::string_view text(list);
-  int index = 0;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t end = std::min(text.find(',', at), text.size());
-    const std::string_view item = text.substr(at, end - at);
-    const std::size_t paren = item.find("(x");
-    const std::string count(item.substr(0, paren));
-    int repeat = 1;
-    if (paren != std::string_view::npos) {
-      check(item.size() > paren + 3 && item.back() == ')', "launch: ", name, "='", text, "': malformed item '", item,
-            "', expected N or N(xR)");
-      repeat = env_int(name, std::string(item.substr(paren + 2, item.size() - paren - 3)).c_str());
-    }
-    const int tasks = env_int(name, count.c_str());
-    if (node < index + repeat) return tasks;
-    index += repeat;
-    at = end + 1;
-  }
-  fail("launch: ", name, "='", text, "' lists ", index, " nodes but SLURM_NODEID is ", node);
-}
+int slurm_tasks_on_node(const char* name, const char* list, int node);
 
-inline void validate(const ProcessInfo& p, const char* source) {
-  check(p.world_size >= 1 && p.rank >= 0 && p.rank < p.world_size, "launch (", source, "): rank ", p.rank,
-        " is not in [0, world size ", p.world_size, ")");
-  check(p.local_size >= 1 && p.local_size <= p.world_size && p.local_rank >= 0 && p.local_rank < p.local_size,
-        "launch (", source, "): local rank ", p.local_rank, " of ", p.local_size,
-        " local processes does not fit a world of ", p.world_size);
-}
+void validate(const ProcessInfo& p, const char* source);
 
 // env(name) returns the variable's value or nullptr when it is not set.
 template <class Env>
@@ -153,6 +125,43 @@ LaunchEnvironment parse_launch_environment(Env&& env) {
   return out;
 }
 
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE int env_int(const char* name, const char* value) {
+  return launch_number(std::string("environment variable ") + name, value);
+}
+
+PTRAIN_PREBUILT_INLINE int slurm_tasks_on_node(const char* name, const char* list, int node) {
+  const std::string_view text(list);
+  int index = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, end - at);
+    const std::size_t paren = item.find("(x");
+    const std::string count(item.substr(0, paren));
+    int repeat = 1;
+    if (paren != std::string_view::npos) {
+      check(item.size() > paren + 3 && item.back() == ')', "launch: ", name, "='", text, "': malformed item '", item,
+            "', expected N or N(xR)");
+      repeat = env_int(name, std::string(item.substr(paren + 2, item.size() - paren - 3)).c_str());
+    }
+    const int tasks = env_int(name, count.c_str());
+    if (node < index + repeat) return tasks;
+    index += repeat;
+    at = end + 1;
+  }
+  fail("launch: ", name, "='", text, "' lists ", index, " nodes but SLURM_NODEID is ", node);
+}
+
+PTRAIN_PREBUILT_INLINE void validate(const ProcessInfo& p, const char* source) {
+  check(p.world_size >= 1 && p.rank >= 0 && p.rank < p.world_size, "launch (", source, "): rank ", p.rank,
+        " is not in [0, world size ", p.world_size, ")");
+  check(p.local_size >= 1 && p.local_size <= p.world_size && p.local_rank >= 0 && p.local_rank < p.local_size,
+        "launch (", source, "): local rank ", p.local_rank, " of ", p.local_size,
+        " local processes does not fit a world of ", p.world_size);
+}
+#endif
+
 }  // namespace detail
 
 // The process's place in the job, from a lookup env(name) -> const char* (nullptr when unset).
@@ -163,8 +172,12 @@ ProcessInfo process_info_from(Env&& env) {
 }
 
 // The process's place in the job, from this process's environment.
-inline ProcessInfo detect_process_info() {
+ProcessInfo detect_process_info();
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE ProcessInfo detect_process_info() {
   return process_info_from([](const char* name) -> const char* { return std::getenv(name); });
 }
+#endif
 
 }  // namespace ptrain

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 
 namespace ptrain {
 
@@ -42,7 +43,10 @@ inline constexpr int default_launch_port = 29500;
 
 // url is "tcp://HOST:PORT" or "tcp://HOST" (port 29500); what names where the values came from
 // in messages ("--init-url", "MASTER_ADDR:MASTER_PORT").
-inline UrlLaunch url_launch(std::string_view url, int rank, int world_size, std::string_view what = "--init-url") {
+UrlLaunch url_launch(std::string_view url, int rank, int world_size, std::string_view what = "--init-url");
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE UrlLaunch url_launch(std::string_view url, int rank, int world_size, std::string_view what) {
   constexpr std::string_view scheme = "tcp://";
   check(url.substr(0, scheme.size()) == scheme, "launch: ", what, " '", url, "' must look like tcp://HOST:PORT");
   const std::string_view address = url.substr(scheme.size());
@@ -61,5 +65,6 @@ inline UrlLaunch url_launch(std::string_view url, int rank, int world_size, std:
   launch.world_size = world_size;
   return launch;
 }
+#endif
 
 }  // namespace ptrain

@@ -46,6 +46,7 @@
 #include "ptrain/autograd/ops/narrow.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/nn/embedding.hpp"
 #include "ptrain/nn/init.hpp"
@@ -602,3 +603,13 @@ class AlbertForPreTrainingSequential : public Sequential<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertEmbeddings)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertAttention)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertLayer)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertTransformer)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertModel)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertMLMHead)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertSOPHead)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertForPreTraining)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::AlbertForPreTrainingSequential)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
@@ -279,3 +280,12 @@ std::shared_ptr<InceptionV3<T, D>> inception_v3(InceptionV3Options options = {})
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::BasicConv2d)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionA)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionB)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionC)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionD)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionE)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionAux)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::InceptionV3)

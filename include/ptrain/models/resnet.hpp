@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/arithmetic.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
@@ -142,3 +143,10 @@ std::shared_ptr<ResNet<T, Bottleneck, D>> resnet50(ResNetOptions options = {}) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::BasicBlock)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::Bottleneck)
+PTRAIN_PREBUILT_MODEL(ptrain::ResNet<float, ptrain::BasicBlock, ptrain::Cpu>)
+PTRAIN_PREBUILT_MODEL(ptrain::ResNet<double, ptrain::BasicBlock, ptrain::Cpu>)
+PTRAIN_PREBUILT_MODEL(ptrain::ResNet<float, ptrain::Bottleneck, ptrain::Cpu>)
+PTRAIN_PREBUILT_MODEL(ptrain::ResNet<double, ptrain::Bottleneck, ptrain::Cpu>)

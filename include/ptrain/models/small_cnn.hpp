@@ -1,5 +1,6 @@
 #pragma once
 // The Fashion-MNIST demo network: two 3x3 conv + max-pool stages and two linear layers.
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
 #include "ptrain/nn/linear.hpp"
@@ -29,3 +30,5 @@ class SmallCnn : public Sequential<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::SmallCnn)

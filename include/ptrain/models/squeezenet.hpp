@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
 #include "ptrain/nn/sequential.hpp"
@@ -98,3 +99,6 @@ std::shared_ptr<SqueezeNet<T, D>> squeezenet1_1(SqueezeNetOptions options = {}) 
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::Fire)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::SqueezeNet)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/arithmetic.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/nn/embedding.hpp"
 #include "ptrain/nn/init.hpp"
@@ -109,3 +110,6 @@ class TransformerLM : public Sequential<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::ScaledEmbedding)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::TransformerLM)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
@@ -115,3 +116,6 @@ class UNet : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::UNetUp)
+PTRAIN_PREBUILT_MODELS_FD(ptrain::UNet)

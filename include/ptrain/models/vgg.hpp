@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/conv.hpp"
 #include "ptrain/nn/layers.hpp"
@@ -88,3 +89,5 @@ std::shared_ptr<Vgg<T, D>> vgg_f(VggOptions options = {}) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_MODELS_FD(ptrain::Vgg)

@@ -6,6 +6,7 @@
 #include "ptrain/autograd/ops/activation.hpp"
 #include "ptrain/autograd/ops/arithmetic.hpp"
 #include "ptrain/autograd/ops/batch_norm.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/kernels/elementwise.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/functors.hpp"
@@ -103,3 +104,5 @@ std::size_t freeze_batch_norm(Module<T, D>& model) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::BatchNorm2d)

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ptrain/autograd/ops/conv.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
 
@@ -60,3 +61,8 @@ template <class T = float, class D = Cpu>
 using ConvTranspose2d = Convolution2d<T, ConvKind::transposed, D>;
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASS(ptrain::Convolution2d<float, ptrain::ConvKind::direct, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Convolution2d<double, ptrain::ConvKind::direct, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Convolution2d<float, ptrain::ConvKind::transposed, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Convolution2d<double, ptrain::ConvKind::transposed, ptrain::Cpu>)

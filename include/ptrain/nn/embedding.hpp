@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ptrain/autograd/ops/embedding.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
 
@@ -35,3 +36,5 @@ class Embedding : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Embedding)

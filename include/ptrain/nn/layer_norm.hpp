@@ -2,6 +2,7 @@
 // nn.LayerNorm: normalises over the trailing normalized_shape, eps 1e-5 unless given; with
 // elementwise_affine a weight (ones) and, unless bias is false, a bias (zeros) of that shape.
 #include "ptrain/autograd/ops/layer_norm.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -28,3 +29,5 @@ class LayerNorm : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::LayerNorm)

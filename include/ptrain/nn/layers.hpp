@@ -7,6 +7,7 @@
 #include "ptrain/autograd/ops/pool.hpp"
 #include "ptrain/autograd/ops/upsample.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/module.hpp"
 
 namespace ptrain {
@@ -99,3 +100,14 @@ class Upsample : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::ReLU)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Sigmoid)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Flatten)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Dropout)
+PTRAIN_PREBUILT_CLASS(ptrain::Pool2d<float, ptrain::PoolKind::max, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Pool2d<double, ptrain::PoolKind::max, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Pool2d<float, ptrain::PoolKind::average, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASS(ptrain::Pool2d<double, ptrain::PoolKind::average, ptrain::Cpu>)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::AdaptiveAvgPool2d)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Upsample)

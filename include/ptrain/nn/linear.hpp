@@ -4,6 +4,7 @@
 
 #include "ptrain/autograd/ops/linear.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/module.hpp"
 
@@ -32,3 +33,5 @@ class Linear : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Linear)

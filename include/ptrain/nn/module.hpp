@@ -23,6 +23,7 @@
 #include "ptrain/autograd/checkpoint.hpp"
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/device/cpu.hpp"
 
@@ -329,3 +330,5 @@ class Module {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Module)

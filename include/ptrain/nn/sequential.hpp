@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/batch_norm.hpp"
 #include "ptrain/nn/layers.hpp"
 #include "ptrain/nn/module.hpp"
@@ -117,3 +118,5 @@ std::shared_ptr<M> make(Args&&... args) {
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Sequential)

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/rng.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/nn/batch_norm.hpp"
@@ -244,7 +245,10 @@ inline std::string megabytes(std::int64_t bytes) {
 }  // namespace detail
 
 // The summary as torchinfo prints it: a row per layer (indented by depth), then the totals.
-inline void print_summary(const ModelSummary& s, std::ostream& out = std::cout) {
+void print_summary(const ModelSummary& s, std::ostream& out = std::cout);
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE void print_summary(const ModelSummary& s, std::ostream& out) {
   struct Cells {
     std::string layer, shape, params, frozen, flops, activations;
   };
@@ -285,5 +289,6 @@ inline void print_summary(const ModelSummary& s, std::ostream& out = std::cout) 
       << "\n"
       << rule << "\n";
 }
+#endif
 
 }  // namespace ptrain

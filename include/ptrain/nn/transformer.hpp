@@ -21,6 +21,7 @@
 #include "ptrain/autograd/ops/attention.hpp"
 #include "ptrain/autograd/ops/narrow.hpp"
 #include "ptrain/autograd/ops/shape.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/nn/init.hpp"
 #include "ptrain/nn/layer_norm.hpp"
 #include "ptrain/nn/layers.hpp"
@@ -260,3 +261,8 @@ class PositionalEncoding : public Module<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::MultiheadAttention)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::TransformerEncoderLayer)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::TransformerEncoder)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::PositionalEncoding)

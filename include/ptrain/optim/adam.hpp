@@ -245,3 +245,5 @@ PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, float, ptrain::Ada
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, double, ptrain::AdamOptions>)
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, float, ptrain::AdamWOptions>)
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, double, ptrain::AdamWOptions>)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Adam)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::AdamW)

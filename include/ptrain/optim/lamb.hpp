@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/device/device.hpp"
 #include "ptrain/kernels/executor_for.hpp"
 #include "ptrain/kernels/optim.hpp"
@@ -130,3 +131,5 @@ class Lamb : public detail::GroupedOptimizer<T, D> {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Lamb)

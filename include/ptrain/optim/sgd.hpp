@@ -143,3 +143,4 @@ class Sgd : public detail::GroupedOptimizer<T, D> {
 
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::sgd_step<float, ptrain::SgdOptions>)
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::sgd_step<double, ptrain::SgdOptions>)
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Sgd)

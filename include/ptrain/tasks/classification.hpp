@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "ptrain/autograd/ops/loss.hpp"
-#include "ptrain/autograd/ops/loss.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/tasks/metrics.hpp"
+#include "ptrain/tasks/task.hpp"
 
 namespace ptrain {
 
@@ -41,11 +42,7 @@ struct Classification {
     state[top_k.size()] += static_cast<double>(counts.samples());
   }
 
-  std::vector<std::string> metric_names() const {
-    std::vector<std::string> names;
-    for (int k : top_k) names.push_back(k == 1 ? "accuracy" : "top" + std::to_string(k) + "_accuracy");
-    return names;
-  }
+  std::vector<std::string> metric_names() const;
   std::vector<double> metric_values(std::span<const double> state) const {
     std::vector<double> values;
     const double samples = state[top_k.size()];
@@ -55,4 +52,16 @@ struct Classification {
   }
 };
 
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE std::vector<std::string> Classification::metric_names() const {
+  std::vector<std::string> names;
+  for (int k : top_k) names.push_back(k == 1 ? "accuracy" : "top" + std::to_string(k) + "_accuracy");
+  return names;
+}
+#endif
+
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OP(ptrain::batch_totals<ptrain::Classification, float, ptrain::Cpu>)
+PTRAIN_PREBUILT_OP(ptrain::batch_totals<ptrain::Classification, double, ptrain::Cpu>)
+PTRAIN_PREBUILT_OP(ptrain::metric_values<ptrain::Classification>)

@@ -15,6 +15,7 @@
 #include "ptrain/autograd/ops/accuracy.hpp"
 #include "ptrain/comm/communicator.hpp"
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/kernels/functors.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
@@ -225,3 +226,8 @@ class ConfusionMatrix {
 };
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_OP_DECLARATION(void ptrain::TopKAccuracy::update<float, ptrain::Cpu>(
+    const ptrain::Tensor<float, ptrain::Cpu>&, std::span<const std::int64_t>))
+PTRAIN_PREBUILT_OP_DECLARATION(void ptrain::TopKAccuracy::update<double, ptrain::Cpu>(
+    const ptrain::Tensor<double, ptrain::Cpu>&, std::span<const std::int64_t>))

@@ -44,6 +44,7 @@
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/device/cpu.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
 
@@ -116,14 +117,18 @@ struct MetricValues {
   std::vector<double> values;
 
   bool empty() const { return names.empty(); }
-  double at(std::string_view name) const {
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name) return values[i];
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    fail("MetricValues: no metric named '", name, "'; the task's metrics are: ", known.empty() ? "(none)" : known);
-  }
+  double at(std::string_view name) const;
 };
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE double MetricValues::at(std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return values[i];
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  fail("MetricValues: no metric named '", name, "'; the task's metrics are: ", known.empty() ? "(none)" : known);
+}
+#endif
 
 template <class X>
 MetricValues metric_values(const X& task, const EpochTotals& totals) {

@@ -12,6 +12,7 @@
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/shape.hpp"
 #include "ptrain/device/cpu.hpp"
 
@@ -252,3 +253,5 @@ void require_shape(const Tensor<T, D>& t, const Shape& expected, const char* wha
 }
 
 }  // namespace ptrain
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::Tensor)

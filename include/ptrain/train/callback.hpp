@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
 #include "ptrain/tasks/task.hpp"
@@ -290,43 +291,9 @@ class CallbackList {
 
   // Every stateful callback's state in one, each under "callback.<i>." (i: its place among the
   // stateful ones); nothing when none has state.
-  std::optional<CallbackState> state() const {
-    CallbackState all;
-    bool any = false;
-    int index = 0;
-    for (const auto& c : callbacks_) {
-      if (!c->stateful()) continue;
-      any = true;
-      const std::string prefix = "callback." + std::to_string(index++) + ".";
-      CallbackState own = c->state();
-      for (auto& [name, value] : own.scalars) all.scalars.emplace_back(prefix + name, value);
-      for (auto& [name, tensor] : own.tensors) all.tensors.emplace_back(prefix + name, std::move(tensor));
-      all.scalars.emplace_back(prefix.substr(0, prefix.size() - 1), 1.0);  // present, even with an empty state
-    }
-    if (!any) return std::nullopt;
-    return all;
-  }
+  std::optional<CallbackState> state() const;
   // The inverse of state(); file names the checkpoint's file in an error.
-  void load_state(CallbackState all, const std::string& file) {
-    int index = 0;
-    for (const auto& c : callbacks_) {
-      if (!c->stateful()) continue;
-      const std::string prefix = "callback." + std::to_string(index++) + ".";
-      const std::string marker = prefix.substr(0, prefix.size() - 1);
-      bool present = false;
-      CallbackState own;
-      for (auto& [name, value] : all.scalars) {
-        if (name == marker) present = true;
-        else if (name.rfind(prefix, 0) == 0) own.scalars.emplace_back(name.substr(prefix.size()), value);
-      }
-      for (auto& [name, tensor] : all.tensors)
-        if (name.rfind(prefix, 0) == 0) own.tensors.emplace_back(name.substr(prefix.size()), std::move(tensor));
-      check(present, file, ": the checkpoint holds the state of ", index - 1,
-            " stateful callback(s); this Trainer has more (add the same callbacks, in the same order, as the run "
-            "that saved it)");
-      c->load_state(own);
-    }
-  }
+  void load_state(CallbackState all, const std::string& file);
   bool stateful() const {
     for (const auto& c : callbacks_)
       if (c->stateful()) return true;
@@ -409,6 +376,46 @@ class CallbackList {
 
   std::vector<std::unique_ptr<Any>> callbacks_;
 };
+
+#if PTRAIN_PREBUILT_FUNCTION_BODIES
+PTRAIN_PREBUILT_INLINE std::optional<CallbackState> CallbackList::state() const {
+  CallbackState all;
+  bool any = false;
+  int index = 0;
+  for (const auto& c : callbacks_) {
+    if (!c->stateful()) continue;
+    any = true;
+    const std::string prefix = "callback." + std::to_string(index++) + ".";
+    CallbackState own = c->state();
+    for (auto& [name, value] : own.scalars) all.scalars.emplace_back(prefix + name, value);
+    for (auto& [name, tensor] : own.tensors) all.tensors.emplace_back(prefix + name, std::move(tensor));
+    all.scalars.emplace_back(prefix.substr(0, prefix.size() - 1), 1.0);  // present, even with an empty state
+  }
+  if (!any) return std::nullopt;
+  return all;
+}
+
+PTRAIN_PREBUILT_INLINE void CallbackList::load_state(CallbackState all, const std::string& file) {
+  int index = 0;
+  for (const auto& c : callbacks_) {
+    if (!c->stateful()) continue;
+    const std::string prefix = "callback." + std::to_string(index++) + ".";
+    const std::string marker = prefix.substr(0, prefix.size() - 1);
+    bool present = false;
+    CallbackState own;
+    for (auto& [name, value] : all.scalars) {
+      if (name == marker) present = true;
+      else if (name.rfind(prefix, 0) == 0) own.scalars.emplace_back(name.substr(prefix.size()), value);
+    }
+    for (auto& [name, tensor] : all.tensors)
+      if (name.rfind(prefix, 0) == 0) own.tensors.emplace_back(name.substr(prefix.size()), std::move(tensor));
+    check(present, file, ": the checkpoint holds the state of ", index - 1,
+          " stateful callback(s); this Trainer has more (add the same callbacks, in the same order, as the run "
+          "that saved it)");
+    c->load_state(own);
+  }
+}
+#endif
 
 }  // namespace detail
 }  // namespace ptrain

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptrain/core/error.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/optim/detail/params.hpp"
 #include "ptrain/optim/optimizer.hpp"
 
@@ -161,3 +162,5 @@ std::vector<ParamGroup<T, D>> one_group(std::vector<Var<T, D>> params) {
 }
 
 }  // namespace ptrain::detail
+
+PTRAIN_PREBUILT_CLASSES_FD(ptrain::detail::ParamGroups)
