@@ -8,7 +8,7 @@
 // fresh mmap whose every page faults on first touch. Freed blocks are kept, up to
 // cache_limit_bytes() (a quarter of physical memory, at least 1 GiB, unless set_cache_limit_bytes
 // says otherwise; none under ASan), and empty_cache() hands them back. The cache keeps within its
-// in-use peak and an eighth (CachingAllocator::set_keep_within_peak): a block that misses first
+// in-use peak and a half (CachingAllocator::set_keep_within_peak): a block that misses first
 // unmaps cached ones, so that a step's resident memory stays near its tensors' peak and not that
 // plus blocks of the sizes the previous phase freed. live_bytes() stays the bytes asked
 // of the device: the cache's own are apart.
