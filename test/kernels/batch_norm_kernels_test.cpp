@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ptrain/autograd/backward.hpp>
@@ -182,11 +183,13 @@ void check_against_op(const Shape& shape, bool training) {
   }
 }
 
-// The 16-bit kernels on [N, C, H, W], channel by channel on float copies, against the float kernels
-// on whole widened copies (kernels/cpu/widen.hpp), each output rounded once: forward with residual
-// and relu, inference, backward and relu's backward, with and without each output. Where a plane
-// is a multiple of 16 floats Eigen's sums start their vectors at the same element in both, so the
-// bits are the same; elsewhere sum(gy) adds in another order, within T's rounding.
+// The 16-bit kernels on [N, C, H, W] against the float kernels on whole widened copies
+// (kernels/cpu/widen.hpp), each output rounded once: forward with residual and relu, inference,
+// backward and relu's backward, with and without each output. half runs channel by channel on float
+// copies: where a plane is a multiple of 16 floats Eigen's sums start their vectors at the same
+// element in both, so the bits are the same; elsewhere sum(gy) adds in another order, within T's
+// rounding. bfloat16 runs on its own planes (widened in registers), its sums in another order than
+// Eigen's: within its rounding everywhere.
 template <class T>
 void check_channel_copies(const ChannelLayout& l, bool same_bits) {
   namespace k = kernels;
@@ -208,7 +211,9 @@ void check_channel_copies(const ChannelLayout& l, bool same_bits) {
         std::vector<double> g, e;
         for (const auto& v : got) g.push_back(static_cast<double>(v));
         for (const auto& v : want) e.push_back(static_cast<double>(v));
-        expect_close(g, e, reduction_tolerance<T>, what);
+        // The statistics (double) differ only by the order of float sums.
+        using Element = std::decay_t<decltype(got[0])>;
+        expect_close(g, e, std::is_same_v<Element, double> ? reduction_tolerance<float> : reduction_tolerance<T>, what);
       }
     };
     std::vector<double> mean(C), var(C), want_mean(C), want_var(C), invstd(C);
@@ -263,10 +268,10 @@ BOOST_AUTO_TEST_CASE(float_matches_cpu) { check_type<float>("float"); }
 BOOST_AUTO_TEST_CASE(half_matches_cpu) { check_type<ptrain::half>("half"); }
 BOOST_AUTO_TEST_CASE(bfloat16_matches_cpu) { check_type<ptrain::bfloat16>("bfloat16"); }
 
-BOOST_AUTO_TEST_CASE(sixteen_bit_channels_on_float_copies_match_whole_widened_copies) {
+BOOST_AUTO_TEST_CASE(sixteen_bit_kernels_match_the_float_kernels_on_widened_copies) {
   for (const ChannelLayout& l : {ChannelLayout{4, 3, 16}, ChannelLayout{3, 40, 64}, ChannelLayout{8, 64, 64}}) {
     check_channel_copies<ptrain::half>(l, true);
-    check_channel_copies<ptrain::bfloat16>(l, true);
+    check_channel_copies<ptrain::bfloat16>(l, false);
   }
   for (const ChannelLayout& l : {ChannelLayout{5, 3, 7}, ChannelLayout{3, 2, 45}, ChannelLayout{16, 48, 49}}) {
     check_channel_copies<ptrain::half>(l, false);

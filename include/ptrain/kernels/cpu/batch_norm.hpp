@@ -4,7 +4,8 @@
 // and its normalisation run back to back, so the channel's N planes are read from memory once
 // and found in cache the second time. Sums inside a plane are Eigen's vectorised reductions,
 // accumulated in double across planes. half and bfloat16 are computed in float, as Apex keeps
-// batch norm in fp32 (widen.hpp). The forward optionally adds a residual and applies relu in the
+// batch norm in fp32: half on float copies (widen.hpp), bfloat16 widened in registers (below). The
+// forward optionally adds a residual and applies relu in the
 // same pass (relu(bn(x) + residual)), and batch_norm_relu_backward masks the gradient by the relu
 // output there, so the fused layer's intermediates never reach memory.
 #include <algorithm>
@@ -15,10 +16,12 @@
 #include <new>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include <Eigen/Core>
 
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cpu/lanes.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/geometry/layout.hpp"
 #include "ptrain/core/prebuilt.hpp"
@@ -297,6 +300,161 @@ void for_each_channel_copied(const ChannelLayout& l, int buffers, Step&& step) {
 }
 }  // namespace detail
 
+#if !defined(__CUDACC__)
+// bfloat16 on [N, C, H, W] without copies: each pass widens a channel's planes in registers (a
+// shift) and rounds its outputs there, so a channel is read twice (the second time from cache) and
+// written once, where float copies cost a widening pass, a pass per sum and a rounding pass. The
+// arithmetic is the float kernels': float products, each plane's sums in float lanes (two
+// accumulators of lanes<float>) added up in double, the same formulas; only the order of a plane's
+// sums differs from Eigen's.
+namespace detail::bf16 {
+using lanes::lane_sum;
+using lanes::store_rounded;
+using lanes::widened;
+using F = lanes::Lanes<float>;
+inline constexpr std::int64_t L = lanes::lanes<float>;
+
+inline F relu(const F& v) { return v <= 0.0f ? F{} : v; }  // NaN passes, as kernels::Relu
+inline float relu(float v) { return v <= 0.0f ? 0.0f : v; }
+// gy where relu's output y passed (y not <= 0, NaN included), else 0.
+inline F relu_masked(const F& y, const F& gy) { return y <= 0.0f ? F{} : gy; }
+inline float relu_masked(float y, float gy) { return y <= 0.0f ? 0.0f : gy; }
+
+// Calls f(p) for the plane of each row n of channel c: p its offset.
+template <class Body>
+void for_each_plane(const ChannelLayout& l, std::int64_t c, Body&& body) {
+  for (std::int64_t n = 0; n < l.outer; ++n) body((n * l.channels + c) * l.inner);
+}
+
+// s1 += sum(d), s2 += sum(d * e) over a plane of `inner` elements, d and e given per lane and per
+// element by at(j) (a pair of vectors) and at_one(j) (a pair of floats).
+template <class Pair, class One>
+void add_plane_sums(std::int64_t inner, Pair&& at, One&& at_one, double& s1, double& s2) {
+  F a1{}, a2{}, b1{}, b2{};
+  std::int64_t j = 0;
+  for (; j + 2 * L <= inner; j += 2 * L) {
+    const auto [d, e] = at(j);
+    a1 += d;
+    a2 += d * e;
+    const auto [d2, e2] = at(j + L);
+    b1 += d2;
+    b2 += d2 * e2;
+  }
+  if (j + L <= inner) {
+    const auto [d, e] = at(j);
+    a1 += d;
+    a2 += d * e;
+    j += L;
+  }
+  double t1 = lane_sum(a1 + b1), t2 = lane_sum(a2 + b2);
+  for (; j < inner; ++j) {
+    const auto [d, e] = at_one(j);
+    t1 += static_cast<double>(d);
+    t2 += static_cast<double>(d * e);
+  }
+  s1 += t1;
+  s2 += t2;
+}
+
+// out[j] = value(j) rounded, over a plane: value given per lane and per element.
+template <class Lane, class One>
+void write_plane(std::int64_t inner, bfloat16* out, Lane&& value, One&& value_one) {
+  std::int64_t j = 0;
+  for (; j + L <= inner; j += L) store_rounded(value(j), out + j);
+  for (; j < inner; ++j) out[j] = static_cast<bfloat16>(value_one(j));
+}
+
+inline float at(const bfloat16* p, std::int64_t j) { return static_cast<float>(p[j]); }
+
+// channel_moments on bfloat16 planes.
+inline void channel_moments(const bfloat16* x, const ChannelLayout& l, std::int64_t c, double& mean, double& var) {
+  const float shift = at(x, c * l.inner);
+  double s1 = 0, s2 = 0;
+  for_each_plane(l, c, [&](std::int64_t p) {
+    const bfloat16* xp = x + p;
+    add_plane_sums(
+        l.inner,
+        [&](std::int64_t j) {
+          const F d = widened(xp + j) - shift;
+          return std::pair{d, d};
+        },
+        [&](std::int64_t j) {
+          const float d = at(xp, j) - shift;
+          return std::pair{d, d};
+        },
+        s1, s2);
+  });
+  const double m = static_cast<double>(l.count());
+  const double centred = s1 / m;
+  mean = static_cast<double>(shift) + centred;
+  const double v = s2 / m - centred * centred;
+  var = v < 0.0 ? 0.0 : v;
+}
+
+// channel_affine on bfloat16 planes.
+inline void channel_affine(const bfloat16* x, const ChannelLayout& l, std::int64_t c, float scale, float shift,
+                           const bfloat16* residual, bool relu_after, bfloat16* y) {
+  for_each_plane(l, c, [&](std::int64_t p) {
+    const bfloat16 *xp = x + p, *rp = residual ? residual + p : nullptr;
+    write_plane(
+        l.inner, y + p,
+        [&](std::int64_t j) {
+          F v = widened(xp + j) * scale + shift;
+          if (rp) v += widened(rp + j);
+          return relu_after ? relu(v) : v;
+        },
+        [&](std::int64_t j) {
+          float v = at(xp, j) * scale + shift;
+          if (rp) v += at(rp, j);
+          return relu_after ? relu(v) : v;
+        });
+  });
+}
+
+// channel_backward on bfloat16 planes; with y (relu's output), gy masked by relu first, and
+// written to grad_residual where not null. gx may be gy itself.
+inline void channel_backward(const bfloat16* x, const bfloat16* y, const bfloat16* gy, const ChannelLayout& l,
+                             std::int64_t c, double weight, double mean, double invstd, bool training, bfloat16* gx,
+                             bfloat16* grad_residual, double& sum_gy, double& sum_gy_xhat) {
+  const float mu = static_cast<float>(mean);
+  const auto g_lanes = [&](std::int64_t p, std::int64_t j) {
+    const F g = widened(gy + p + j);
+    return y ? relu_masked(widened(y + p + j), g) : g;
+  };
+  const auto g_one = [&](std::int64_t p, std::int64_t j) {
+    const float g = at(gy, p + j);
+    return y ? relu_masked(at(y, p + j), g) : g;
+  };
+  double s1 = 0, s2 = 0;
+  for_each_plane(l, c, [&](std::int64_t p) {
+    if (grad_residual)  // exact: gy or 0
+      write_plane(l.inner, grad_residual + p, [&](std::int64_t j) { return g_lanes(p, j); },
+                  [&](std::int64_t j) { return g_one(p, j); });
+    add_plane_sums(
+        l.inner, [&](std::int64_t j) { return std::pair{g_lanes(p, j), widened(x + p + j) - mu}; },
+        [&](std::int64_t j) { return std::pair{g_one(p, j), at(x, p + j) - mu}; }, s1, s2);
+  });
+  sum_gy = s1;
+  sum_gy_xhat = s2 * invstd;
+  if (!gx) return;
+  const double m = static_cast<double>(l.count());
+  const double on_gy = weight * invstd;
+  const double on_x = training ? -on_gy * invstd * invstd * s2 / m : 0.0;
+  const double constant = training ? -on_gy * s1 / m - on_x * mean : 0.0;
+  const float a = static_cast<float>(on_gy), b = static_cast<float>(on_x), d = static_cast<float>(constant);
+  for_each_plane(l, c, [&](std::int64_t p) {
+    write_plane(
+        l.inner, gx + p, [&](std::int64_t j) { return g_lanes(p, j) * a + widened(x + p + j) * b + d; },
+        [&](std::int64_t j) { return g_one(p, j) * a + at(x, p + j) * b + d; });
+  });
+}
+
+inline float weight_at(const Tensor<float>& w, std::int64_t c, float otherwise) {
+  return w.defined() ? w.data()[c] : otherwise;
+}
+}  // namespace detail::bf16
+#endif
+
 template <class T, class W = T>
   requires is_reduced_float_v<T>
 void batch_norm_forward_training(const T* x, const ChannelLayout& l, const W* weight, const W* bias, double eps,
@@ -309,6 +467,18 @@ void batch_norm_forward_training(const T* x, const ChannelLayout& l, const W* we
     narrow(yf, y);
     return;
   }
+#if !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bfloat16>) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+    for (std::int64_t c = 0; c < l.channels; ++c) {
+      detail::bf16::channel_moments(x, l, c, mean[c], var[c]);
+      const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) / std::sqrt(var[c] + eps);
+      const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
+      detail::bf16::channel_affine(x, l, c, static_cast<float>(a), static_cast<float>(b), residual, relu, y);
+    }
+    return;
+  }
+#endif
   detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
     const float* xc = copies.load(0, x, c);
     detail::channel_moments(xc, copies.layout(), 0, mean[c], var[c]);
@@ -332,6 +502,17 @@ void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const W* w
     narrow(yf, y);
     return;
   }
+#if !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bfloat16>) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+    for (std::int64_t c = 0; c < l.channels; ++c) {
+      const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) * invstd[c];
+      const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
+      detail::bf16::channel_affine(x, l, c, static_cast<float>(a), static_cast<float>(b), residual, relu, y);
+    }
+    return;
+  }
+#endif
   detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
     const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) * invstd[c];
     const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
@@ -352,6 +533,15 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
     narrow(gxf, gx);
     return;
   }
+#if !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bfloat16>) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+    for (std::int64_t c = 0; c < l.channels; ++c)
+      detail::bf16::channel_backward(x, nullptr, gy, l, c, detail::bf16::weight_at(wf, c, 1.0f), mean[c], invstd[c],
+                                     training, gx, nullptr, sum_gy[c], sum_gy_xhat[c]);
+    return;
+  }
+#endif
   // The channel's step on its copies: channel 0 of a one-channel layout, the statistics at c.
   detail::for_each_channel_copied<T>(l, 2, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
     const float* w = weight ? wf.data() + c : nullptr;
@@ -376,6 +566,15 @@ void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const Channel
     narrow(grf, grad_residual);
     return;
   }
+#if !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bfloat16>) {
+#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
+    for (std::int64_t c = 0; c < l.channels; ++c)
+      detail::bf16::channel_backward(x, y, gy, l, c, detail::bf16::weight_at(wf, c, 1.0f), mean[c], invstd[c],
+                                     training, gx, grad_residual, sum_gy[c], sum_gy_xhat[c]);
+    return;
+  }
+#endif
   // Buffers: 0 x, 1 y then gx, 2 gy then the masked gradient (grad_residual's).
   detail::for_each_channel_copied<T>(l, 3, [&](detail::ChannelCopies<T>& copies, std::int64_t c) {
     const ChannelLayout one = copies.layout();

@@ -506,8 +506,8 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
 // and Acc = float, y and the grad input by convolution rounded as each block's GEMM ends; except
 // where Winograd applies and conv_algorithm() picks F(2x2, 3x3) for a pass (by shape, auto needing
 // more channels than for float: default_conv_algorithm's bf16_products), which runs winograd.hpp's
-// with bfloat16 products on vdpbf16ps (transforms in float from widened copies, each result
-// rounded once). A forced F(4x4, 3x3) runs in float on widened copies: its transforms are too
+// with bfloat16 products on vdpbf16ps (transforms in float, the tiles of x and gy widened as they
+// are gathered, each result rounded once). A forced F(4x4, 3x3) runs in float on widened copies: its transforms are too
 // inexact for bfloat16 operands.
 template <class T>
   requires is_reduced_float_v<T>
@@ -523,8 +523,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
       run_conv_pass(g, ConvPass::forward, sizeof(T), [&](ConvAlgorithm a) {
         const std::int64_t in = g.batch * g.in_channels * g.in_plane();
         if (a == ConvAlgorithm::winograd2) {
-          winograd_forward<2, float, bfloat16>(g, widen(x, in).data(), widen(w, g.weight_numel()).data(),
-                                               data_or_null(bf), y);
+          winograd_forward<2, float, bfloat16>(g, x, widen(w, g.weight_numel()).data(), data_or_null(bf), y);
         } else if (a == ConvAlgorithm::winograd4) {  // in float: F(4x4)'s transforms are too inexact for bfloat16
           Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
           winograd_forward<4>(g, widen(x, in).data(), widen(w, g.weight_numel()).data(), data_or_null(bf), yf.data());
@@ -552,7 +551,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
       run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
         const std::int64_t out = g.batch * g.out_channels * g.out_plane();
         if (a == ConvAlgorithm::winograd2) {
-          winograd_grad_input<2, float, bfloat16>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gx);
+          winograd_grad_input<2, float, bfloat16>(g, widen(w, g.weight_numel()).data(), gy, gx);
         } else if (a == ConvAlgorithm::winograd4) {  // in float, as the forward pass
           Tensor<float> gxf = float_buffer(in);
           winograd_grad_input<4>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gxf.data());
@@ -578,7 +577,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
       run_conv_pass(g, ConvPass::grad_weight, sizeof(T), [&](ConvAlgorithm a) {
         const std::int64_t out = g.batch * g.out_channels * g.out_plane();
         if (a == ConvAlgorithm::winograd2)
-          winograd_grad_weight<2, float, bfloat16>(g, widen(x, in).data(), widen(gy, out).data(), gwf.data());
+          winograd_grad_weight<2, float, bfloat16>(g, x, gy, gwf.data());
         else if (a == ConvAlgorithm::winograd4)  // in float, as the forward pass
           winograd_grad_weight<4>(g, widen(x, in).data(), widen(gy, out).data(), gwf.data());
         else

@@ -36,6 +36,7 @@
 #include "ptrain/kernels/cpu/gemm.hpp"
 #include "ptrain/kernels/cpu/gemm_avx512.hpp"
 #include "ptrain/kernels/cpu/gemm_bf16.hpp"
+#include "ptrain/kernels/cpu/lanes.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/geometry/conv.hpp"
 
@@ -158,36 +159,10 @@ struct Tiles {
   using A = Mat<M, alpha, W::AT, true>;
 };
 
-// Channels transformed at once: a SIMD register of T, as a GCC vector (the build turns GCC 12's
-// SLP vectoriser off, see docs/architecture.md, so the lanes are explicit). nvcc's host front end
-// stops with an internal error on GCC vectors, so a CUDA translation unit (whose CPU convolutions
-// are the --device cpu fallback) transforms one channel at a time.
-#if defined(__CUDACC__)
-template <class T>
-inline constexpr int lanes = 1;
-template <class T>
-using Lanes = T;
-#else
-#if defined(__AVX512F__)
-inline constexpr int vector_bytes = 64;
-#else
-inline constexpr int vector_bytes = 32;
-#endif
-template <class T>
-inline constexpr int lanes = vector_bytes / static_cast<int>(sizeof(T));
-template <class T>
-struct LaneVector;
-template <>
-struct LaneVector<float> {
-  typedef float type __attribute__((vector_size(vector_bytes)));
-};
-template <>
-struct LaneVector<double> {
-  typedef double type __attribute__((vector_size(vector_bytes)));
-};
-template <class T>
-using Lanes = typename LaneVector<T>::type;
-#endif
+// Channels transformed at once: a SIMD register of T (lanes.hpp).
+using lanes::lanes;
+using lanes::Lanes;
+using lanes::load_lanes;
 
 // Where a geometry's tiles are and how they are cut into chunks (one GEMM per position each).
 struct TileGrid {
@@ -229,21 +204,6 @@ void over_chunks(std::int64_t chunks, int threads, Body&& body) {
   }
 }
 
-#if !defined(__CUDACC__)
-typedef std::uint32_t LaneWords __attribute__((vector_size(vector_bytes)));
-typedef std::uint16_t LaneHalves __attribute__((vector_size(vector_bytes / 2)));
-// The lanes of v rounded to bfloat16 as half.hpp's float_to_bfloat16 does (to nearest even, a NaN
-// the quiet NaN of its sign), their bits.
-inline LaneHalves bfloat16_bits(const Lanes<float>& v) {
-  LaneWords u;
-  std::memcpy(&u, &v, sizeof u);
-  const LaneWords rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const LaneWords quiet = ((u >> 16) & 0x8000u) | 0x7fc0u;
-  const LaneWords nan = reinterpret_cast<LaneWords>((u & 0x7fffffffu) > 0x7f800000u);  // all ones where NaN
-  return __builtin_convertvector((rounded & ~nan) | (quiet & nan), LaneHalves);
-}
-#endif
-
 // to[l] = v[l] for l < channels, in O: T itself, or bfloat16 for float lanes (rounded once).
 template <class T, class O>
 inline void store_lanes(const Lanes<T>& v, int channels, O* to) {
@@ -260,7 +220,7 @@ inline void store_lanes(const Lanes<T>& v, int channels, O* to) {
 #if defined(__CUDACC__)
     *to = static_cast<O>(v);
 #else
-    const LaneHalves bits = bfloat16_bits(v);
+    const lanes::LaneHalves bits = lanes::bfloat16_bits(v);
     if (channels == lanes<T>) std::memcpy(static_cast<void*>(to), &bits, sizeof(bits));
     else std::memcpy(static_cast<void*>(to), &bits, static_cast<std::size_t>(channels) * sizeof(O));
 #endif
@@ -272,20 +232,6 @@ inline void store_lanes(const Lanes<T>& v, int channels, O* to) {
 template <int N, class T, class O>
 inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t stride, O* to) {
   for (int p = 0; p < N * N; ++p) store_lanes<T>(from[p / N][p % N], channels, to + p * stride);
-}
-
-// from[0, channels) as a vector, the lanes past them zero.
-template <class T>
-inline Lanes<T> load_lanes(const T* from, int channels) {
-  Lanes<T> v;
-  if (channels == lanes<T>) {
-    std::memcpy(&v, from, sizeof(v));
-  } else {
-    alignas(64) T values[lanes<T>] = {};
-    std::copy(from, from + channels, values);
-    std::memcpy(&v, values, sizeof(v));
-  }
-  return v;
 }
 
 // U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
@@ -338,20 +284,37 @@ __attribute__((always_inline)) inline void transpose8(const Floats8 (&rows)[8], 
   }
 }
 
-// gather() of a whole tile of lanes<float> channels whose rows can be read 8 floats at a time
+// 8 values from `from` on as floats (bfloat16 widened exactly).
+__attribute__((always_inline)) inline Floats8 load8(const float* from) {
+  Floats8 v;
+  std::memcpy(&v, from, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline Floats8 load8(const bfloat16* from) {
+  typedef std::uint16_t Halves8 __attribute__((vector_size(16)));
+  typedef std::uint32_t Words8 __attribute__((vector_size(32)));
+  Halves8 bits;
+  std::memcpy(&bits, static_cast<const void*>(from), sizeof bits);
+  const Words8 words = __builtin_convertvector(bits, Words8) << 16;
+  Floats8 v;
+  std::memcpy(&v, &words, sizeof v);
+  return v;
+}
+
+// gather() of a whole tile of lanes<float> channels whose rows can be read 8 values at a time
 // (x0 + 8 <= W): 8 channels' rows at once turned into the tile's columns by transpose8.
-template <int N>
-__attribute__((always_inline)) inline void gather_rows_transposed(const float* plane, std::int64_t stride,
+template <int N, class S>
+__attribute__((always_inline)) inline void gather_rows_transposed(const S* plane, std::int64_t stride,
                                                                   std::int64_t W, std::int64_t y0, std::int64_t x0,
                                                                   Lanes<float> (&d)[N][N]) {
   constexpr int blocks = lanes<float> / 8;
   static_assert(N <= 8 && blocks * 8 == lanes<float> && (blocks == 1 || blocks == 2));
-  const float* corner = plane + y0 * W + x0;
+  const S* corner = plane + y0 * W + x0;
   for (int i = 0; i < N; ++i) {
     Floats8 columns[blocks][8];
     for (int b = 0; b < blocks; ++b) {
       Floats8 rows[8];
-      for (int r = 0; r < 8; ++r) std::memcpy(&rows[r], corner + (b * 8 + r) * stride + i * W, sizeof(Floats8));
+      for (int r = 0; r < 8; ++r) rows[r] = load8(corner + (b * 8 + r) * stride + i * W);
       transpose8(rows, columns[b]);
     }
     for (int j = 0; j < N; ++j) {
@@ -366,9 +329,10 @@ __attribute__((always_inline)) inline void gather_rows_transposed(const float* p
 #endif
 
 // The N x N tile at row y0, column x0 of `channels` (<= lanes: the rest zero) planes of H x W,
-// from `plane` on, planes `stride` apart, zero outside the planes.
-template <int N, class T>
-inline void gather(const T* plane, std::int64_t stride, int channels, std::int64_t H, std::int64_t W, std::int64_t y0,
+// from `plane` on, planes `stride` apart, zero outside the planes; planes of S (T, or bfloat16
+// for float lanes: widened here, exactly).
+template <int N, class T, class S>
+inline void gather(const S* plane, std::int64_t stride, int channels, std::int64_t H, std::int64_t W, std::int64_t y0,
                    std::int64_t x0, Lanes<T> (&d)[N][N]) {
   constexpr int L = lanes<T>;
   alignas(64) T buffer[N][N][L];
@@ -381,19 +345,20 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
       }
 #endif
     for (int l = 0; l < L; ++l) {
-      const T* src = plane + l * stride + y0 * W + x0;
+      const S* src = plane + l * stride + y0 * W + x0;
       for (int i = 0; i < N; ++i)
-        for (int j = 0; j < N; ++j) buffer[i][j][l] = src[i * W + j];
+        for (int j = 0; j < N; ++j) buffer[i][j][l] = static_cast<T>(src[i * W + j]);
     }
   } else {
     // Every element written once (a fill first, then the values, costs more than these tests).
     const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
     const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
     for (int l = 0; l < L; ++l) {
-      const T* src = plane + l * stride + y0 * W + x0;
+      const S* src = plane + l * stride + y0 * W + x0;
       for (std::int64_t i = 0; i < N; ++i)
         for (std::int64_t j = 0; j < N; ++j)
-          buffer[i][j][l] = l < channels && i >= i0 && i < i1 && j >= j0 && j < j1 ? src[i * W + j] : T(0);
+          buffer[i][j][l] =
+              l < channels && i >= i0 && i < i1 && j >= j0 && j < j1 ? static_cast<T>(src[i * W + j]) : T(0);
     }
   }
   std::memcpy(&d[0][0], &buffer[0][0][0], sizeof(d));
@@ -401,9 +366,10 @@ inline void gather(const T* plane, std::int64_t stride, int channels, std::int64
 
 // out[pos * stride + (tile - first) * C + c] = (Mx d Mx^T)[pos] for tiles [first, first + count)
 // of the grid, d the N x N tile (N = Mx::cols) of planes [batch, C, H, W] whose corner is the output
-// tile's shifted back by the padding (zero outside the planes); out in O, computed in T.
-template <int M, class Mx, class T, class O = T>
-void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std::int64_t H, std::int64_t W,
+// tile's shifted back by the padding (zero outside the planes); planes in S (gather's), out in O,
+// computed in T.
+template <int M, class Mx, class T, class S, class O>
+void transform_tiles(const TileGrid& grid, const S* planes, std::int64_t C, std::int64_t H, std::int64_t W,
                      std::int64_t pad_h, std::int64_t pad_w, std::int64_t first, std::int64_t count, O* out,
                      std::int64_t stride) {
   constexpr int N = Mx::cols, P = Mx::rows;
@@ -414,7 +380,7 @@ void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std:
     for (std::int64_t c0 = 0; c0 < C; c0 += lanes<T>) {
       const int channels = static_cast<int>(std::min<std::int64_t>(lanes<T>, C - c0));
       Lanes<T> d[N][N], v[P][P];
-      gather(planes + (n * C + c0) * plane, plane, channels, H, W, y0, x0, d);
+      gather<N, T>(planes + (n * C + c0) * plane, plane, channels, H, W, y0, x0, d);
       sandwich<Mx, T>(d, v);
       scatter<P, T>(v, channels, stride, out + t * C + c0);
     }
@@ -422,11 +388,12 @@ void transform_tiles(const TileGrid& grid, const T* planes, std::int64_t C, std:
 }
 
 // V[pos * stride + (tile - first) * C + c] = (B^T d B)[pos], d the alpha x alpha input tile of
-// x [N, C, H, W]; stride count * C (the default) packs the chunk's positions one after another.
-template <int M, class T, class O = T>
-void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const T* x, std::int64_t first,
+// x [N, C, H, W] (in S: T, or bfloat16 for float); stride count * C (the default) packs the
+// chunk's positions one after another.
+template <int M, class T, class S, class O>
+void transform_inputs(const Conv2dGeometry& g, const TileGrid& grid, const S* x, std::int64_t first,
                       std::int64_t count, O* V, std::int64_t stride = 0) {
-  transform_tiles<M, typename Tiles<M>::BT>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
+  transform_tiles<M, typename Tiles<M>::BT, T>(grid, x, g.in_channels, g.in_h, g.in_w, g.pad_h, g.pad_w, first, count,
                                             V, stride ? stride : count * g.in_channels);
 }
 
@@ -464,11 +431,11 @@ void transform_outputs(const Conv2dGeometry& g, const TileGrid& grid, const T* M
 }
 
 // dM[pos * stride + (tile - first) * K + k] = (A dY A^T)[pos], dY the m x m tile of gy (zero past
-// the output); stride as transform_inputs'. dM in O, as transform_inputs' V.
-template <int M, class T, class O = T>
-void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const T* gy, std::int64_t first,
+// the output); stride as transform_inputs'. gy in S and dM in O, as transform_inputs' x and V.
+template <int M, class T, class S, class O>
+void transform_output_gradients(const Conv2dGeometry& g, const TileGrid& grid, const S* gy, std::int64_t first,
                                 std::int64_t count, O* dM, std::int64_t stride = 0) {
-  transform_tiles<M, typename Tiles<M>::A>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM,
+  transform_tiles<M, typename Tiles<M>::A, T>(grid, gy, g.out_channels, g.out_h, g.out_w, 0, 0, first, count, dM,
                                            stride ? stride : count * g.out_channels);
 }
 
@@ -483,9 +450,10 @@ inline bool split_positions(const TileGrid& grid, std::int64_t C, std::int64_t K
 // y = conv(x, w) + b given U (transform_filters): chunks of tiles over the threads, each chunk's
 // positions one GEMM each; or, where split_positions, the whole batch transformed by the threads
 // and then the positions, each one GEMM over every tile, split over them. V and U in Op (bfloat16:
-// the products on vdpbf16ps), the transforms and M in T, y in Out.
-template <int M, class T, class Op = T, class Out = T>
-void forward_transformed(const Conv2dGeometry& g, const T* x, const Op* U, const T* b, Out* y) {
+// the products on vdpbf16ps), the transforms and M in T, y in Out, x in In (T, or bfloat16 for
+// float: widened as its tiles are gathered).
+template <int M, class T, class Op, class Out, class In>
+void forward_transformed(const Conv2dGeometry& g, const In* x, const Op* U, const T* b, Out* y) {
   using Tl = Tiles<M>;
   const std::int64_t C = g.in_channels, K = g.out_channels;
   const TileGrid grid = tile_grid(g, M, Tl::positions * (C + K), num_threads());
@@ -496,7 +464,7 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const Op* U, const
     T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * total * K));
     over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(total, last_chunk * grid.chunk);
-      transform_inputs<M>(g, grid, x, first, last - first, V + first * C, total * C);
+      transform_inputs<M, T>(g, grid, x, first, last - first, V + first * C, total * C);
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
@@ -512,7 +480,7 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const Op* U, const
     T* Mt = scratch<T>(1, static_cast<std::size_t>(Tl::positions * grid.chunk * K));
     for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
       const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
-      transform_inputs<M>(g, grid, x, first, count, V);
+      transform_inputs<M, T>(g, grid, x, first, count, V);
       for (int p = 0; p < Tl::positions; ++p)
         product(false, count, K, C, V + p * count * C, C, U + p * C * K, K, Mt + p * count * K, K, false);
       transform_outputs<M>(g, grid, Mt, first, count, b, y);
@@ -521,30 +489,32 @@ void forward_transformed(const Conv2dGeometry& g, const T* x, const Op* U, const
 }
 
 // y = conv(x, w) + b in the geometry `run`, w being the weight of `of_weight` (flipped: of its
-// input gradient, run = transposed_geometry(of_weight)). Op and Out as forward_transformed's.
-template <int M, class T, class Op = T, class Out = T>
-void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const T* x,
+// input gradient, run = transposed_geometry(of_weight)). Op, Out and In as forward_transformed's.
+template <int M, class T, class Op, class Out, class In>
+void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const In* x,
                         const T* b, Out* y) {
   if (run.batch == 0 || run.out_channels == 0 || run.out_plane() == 0) return;
   Op* U = scratch<Op>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
   transform_filters<M>(of_weight, w, flip, U);
-  forward_transformed<M, T, Op, Out>(run, x, U, b, y);
+  forward_transformed<M, T, Op, Out, In>(run, x, U, b, y);
 }
 
 }  // namespace detail::winograd
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C, 3, 3]) + b[K] (b may be null); winograd_applies(g).
 // Op = bfloat16 (T = float, where cpu_bf16_gemm_enabled): V and U rounded to bfloat16 and their
-// products on vdpbf16ps, the transforms, M and the bias in float, y (Out) rounded once.
-template <int M, class T, class Op = T, class Out = T>
-void winograd_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, Out* y) {
-  detail::winograd::filter_and_forward<M, T, Op, Out>(g, g, w, false, x, b, y);
+// products on vdpbf16ps, the transforms, M and the bias in float, y (Out) rounded once; x (In) may
+// be bfloat16 for T = float, widened as its tiles are gathered.
+template <int M, class T, class Op = T, class Out = T, class In = T>
+void winograd_forward(const Conv2dGeometry& g, const In* x, const T* w, const T* b, Out* y) {
+  detail::winograd::filter_and_forward<M, T, Op, Out, In>(g, g, w, false, x, b, y);
 }
 
-// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g). Op and Out as winograd_forward's.
-template <int M, class T, class Op = T, class Out = T>
-void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, Out* gx) {
-  detail::winograd::filter_and_forward<M, T, Op, Out>(detail::transposed_geometry(g), g, w, true, gy,
+// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g). Op, Out and In (gy's) as
+// winograd_forward's.
+template <int M, class T, class Op = T, class Out = T, class In = T>
+void winograd_grad_input(const Conv2dGeometry& g, const T* w, const In* gy, Out* gx) {
+  detail::winograd::filter_and_forward<M, T, Op, Out, In>(detail::transposed_geometry(g), g, w, true, gy,
                                                       static_cast<const T*>(nullptr), gx);
 }
 
@@ -552,9 +522,10 @@ void winograd_grad_input(const Conv2dGeometry& g, const T* w, const T* gy, Out* 
 // adding into its partial sums dU, added up at the end; or, where split_positions, the whole batch
 // transformed and the positions split over the threads, each one GEMM over every tile. Op =
 // bfloat16 (T = float, where cpu_bf16_gemm_enabled): the transformed x and gy rounded to bfloat16,
-// their products on vdpbf16ps summed in float, the rest in float.
-template <int M, class T, class Op = T>
-void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) {
+// their products on vdpbf16ps summed in float, the rest in float; x and gy (In) may be bfloat16
+// for T = float, widened as their tiles are gathered.
+template <int M, class T, class Op = T, class In = T>
+void winograd_grad_weight(const Conv2dGeometry& g, const In* x, const In* gy, T* gw) {
   namespace wd = detail::winograd;
   using Tl = wd::Tiles<M>;
   const std::int64_t C = g.in_channels, K = g.out_channels, KC = K * C, partial_size = Tl::positions * KC;
@@ -571,8 +542,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
     T* dU = scratch<T>(2, static_cast<std::size_t>(partial_size));
     wd::over_chunks(grid.chunks, threads, [&](std::int64_t first_chunk, std::int64_t last_chunk, int) {
       const std::int64_t first = first_chunk * grid.chunk, last = std::min(grid.total, last_chunk * grid.chunk);
-      wd::transform_inputs<M>(g, grid, x, first, last - first, V + first * C, grid.total * C);
-      wd::transform_output_gradients<M>(g, grid, gy, first, last - first, dM + first * K, grid.total * K);
+      wd::transform_inputs<M, T>(g, grid, x, first, last - first, V + first * C, grid.total * C);
+      wd::transform_output_gradients<M, T>(g, grid, gy, first, last - first, dM + first * K, grid.total * K);
     });
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int p = 0; p < Tl::positions; ++p)
@@ -589,8 +560,8 @@ void winograd_grad_weight(const Conv2dGeometry& g, const T* x, const T* gy, T* g
       partial[static_cast<std::size_t>(t)] = dU;
       for (std::int64_t ch = first_chunk; ch < last_chunk; ++ch) {
         const std::int64_t first = ch * grid.chunk, count = std::min(grid.chunk, grid.total - first);
-        wd::transform_inputs<M>(g, grid, x, first, count, V);
-        wd::transform_output_gradients<M>(g, grid, gy, first, count, dM);
+        wd::transform_inputs<M, T>(g, grid, x, first, count, V);
+        wd::transform_output_gradients<M, T>(g, grid, gy, first, count, dM);
         for (int p = 0; p < Tl::positions; ++p)
           wd::product(true, K, C, count, dM + p * count * K, K, V + p * count * C, C, dU + p * KC, C, true);
       }
