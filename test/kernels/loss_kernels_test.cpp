@@ -68,6 +68,8 @@ void check_cross_entropy_type(const char* type) {
       {2, 4, 15},    // [N, C, H, W]: rows folded per thread
       {3, 300, 2},   // many classes per pixel: a block per row
       {4100, 3, 1},  // many short rows
+      {37, 2000, 1}, // the 16-bit types: several blocks of rows (widen.hpp's over_row_blocks)
+      {2, 40000, 1}, // and rows longer than a block
       {3, 1, 1},     // one class
   };
   for (const auto& l : layouts)

@@ -53,6 +53,8 @@ void check_type(const char* type) {
       {3, 5, 6},     // an inner dimension: each row folded by one thread
       {2, 300, 3},   // long strided rows: a block each
       {5000, 3, 1},  // many short contiguous rows
+      {37, 2000, 1}, // the 16-bit types: several blocks of rows (widen.hpp's over_row_blocks)
+      {2, 40000, 1}, // and rows longer than a block
       {2, 1, 4},     // one element per row
       {0, 4, 3},     // empty
   };

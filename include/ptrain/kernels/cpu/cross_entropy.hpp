@@ -5,8 +5,9 @@
 //   dloss/dx_c = exp(x_c - L) - (1 - eps) [c == t] - eps/C
 // Forward keeps only L per position; backward recomputes exp(x - L) from the input, which
 // costs less memory traffic than storing and rereading the log-probabilities.
-// half and bfloat16 scores are widened to float: L, the loss and the gradient are float math
-// (L is kept in float), the gradient rounded once.
+// half and bfloat16 scores are widened to float, a block of rows at a time: L, the loss and the
+// gradient are float math (L is kept in float), the gradient rounded once.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -102,20 +103,43 @@ void cross_entropy_backward(const T* x, const std::int64_t* targets, const T* ls
   }
 }
 
-// The 16-bit types: the float kernels on a widened copy of the scores.
+// The 16-bit types: the float kernels on widened scores, over the last dimension a block of rows
+// at a time in a thread's buffers (over_row_blocks; the loss summed per block, the blocks' sums
+// in order), over inner ones on a whole widened copy.
 template <class T>
   requires is_reduced_float_v<T>
 double cross_entropy_forward(const T* x, const std::int64_t* targets, float* lse, const ReductionLayout& l,
                              double eps) {
-  return cross_entropy_forward(widen(x, l.numel()).data(), targets, lse, l, eps);
+  if (l.inner != 1) return cross_entropy_forward(widen(x, l.numel()).data(), targets, lse, l, eps);
+  std::vector<double> block_loss(static_cast<std::size_t>(l.outer), 0.0);  // at each block's first row
+  over_row_blocks(l.outer, l.n, [&](std::int64_t first, std::int64_t rows, auto buffer) {
+    float* block = buffer(0);
+    convert_run(x + first * l.n, rows * l.n, block);
+    block_loss[static_cast<std::size_t>(first)] = cross_entropy_forward(
+        static_cast<const float*>(block), targets + first, lse + first, ReductionLayout{rows, l.n, 1}, eps);
+  });
+  double loss = 0;
+  for (double v : block_loss) loss += v;
+  return loss;
 }
 template <class T>
   requires is_reduced_float_v<T>
 void cross_entropy_backward(const T* x, const std::int64_t* targets, const float* lse, float scale, T* gx,
                             const ReductionLayout& l, double eps) {
-  Tensor<float> gxf = float_buffer(l.numel());
-  cross_entropy_backward(widen(x, l.numel()).data(), targets, lse, scale, gxf.data(), l, eps);
-  narrow(gxf, gx);
+  if (l.inner != 1) {
+    Tensor<float> gxf = float_buffer(l.numel());
+    cross_entropy_backward(widen(x, l.numel()).data(), targets, lse, scale, gxf.data(), l, eps);
+    narrow(gxf, gx);
+    return;
+  }
+  over_row_blocks(l.outer, l.n, [&](std::int64_t first, std::int64_t rows, auto buffer) {
+    const std::int64_t at = first * l.n, count = rows * l.n;
+    float *xb = buffer(0), *gxb = buffer(1);
+    convert_run(x + at, count, xb);
+    cross_entropy_backward(static_cast<const float*>(xb), targets + first, lse + first, scale, gxb,
+                           ReductionLayout{rows, l.n, 1}, eps);
+    convert_run(static_cast<const float*>(gxb), count, gx + at);
+  });
 }
 
 }  // namespace ptrain::kernels

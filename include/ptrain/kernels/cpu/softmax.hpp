@@ -3,7 +3,7 @@
 // (n the reduced extent). inner == 1 (the last dimension, as in classification) runs row by
 // row on contiguous Eigen maps; otherwise each [n, inner] block is swept row by row with
 // per-column running maxima and sums, so every pass reads memory contiguously.
-// half and bfloat16 are computed in float (widen.hpp).
+// half and bfloat16 are computed in float (widen.hpp), a block of rows at a time.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -158,10 +158,22 @@ void masked_softmax_forward(const T* x, const T* mask, const BroadcastIndex& mas
       n);
 }
 
-// The 16-bit types: the float kernels on widened copies, the result rounded once.
+// The 16-bit types: the float kernels, each result rounded once. Over the last dimension, on
+// blocks of rows widened into a thread's buffers (over_row_blocks); over inner ones, on whole
+// widened copies.
 template <class T>
   requires is_reduced_float_v<T>
 void softmax_forward(const T* x, T* y, const ReductionLayout& l, bool take_log) {
+  if (l.inner == 1) {
+    over_row_blocks(l.outer, l.n, [&](std::int64_t first, std::int64_t rows, auto buffer) {
+      const std::int64_t at = first * l.n, count = rows * l.n;
+      float* block = buffer(0);
+      convert_run(x + at, count, block);
+      softmax_forward(static_cast<const float*>(block), block, ReductionLayout{rows, l.n, 1}, take_log);
+      convert_run(static_cast<const float*>(block), count, y + at);
+    });
+    return;
+  }
   Tensor<float> yf = float_buffer(l.numel());
   softmax_forward(widen(x, l.numel()).data(), yf.data(), l, take_log);
   narrow(yf, y);
@@ -169,6 +181,18 @@ void softmax_forward(const T* x, T* y, const ReductionLayout& l, bool take_log) 
 template <class T>
   requires is_reduced_float_v<T>
 void softmax_backward(const T* y, const T* g, T* gx, const ReductionLayout& l, bool take_log) {
+  if (l.inner == 1) {
+    over_row_blocks(l.outer, l.n, [&](std::int64_t first, std::int64_t rows, auto buffer) {
+      const std::int64_t at = first * l.n, count = rows * l.n;
+      float *yb = buffer(0), *gb = buffer(1), *gxb = buffer(2);
+      convert_run(y + at, count, yb);
+      convert_run(g + at, count, gb);
+      softmax_backward(static_cast<const float*>(yb), static_cast<const float*>(gb), gxb,
+                       ReductionLayout{rows, l.n, 1}, take_log);
+      convert_run(static_cast<const float*>(gxb), count, gx + at);
+    });
+    return;
+  }
   Tensor<float> gxf = float_buffer(l.numel());
   softmax_backward(widen(y, l.numel()).data(), widen(g, l.numel()).data(), gxf.data(), l, take_log);
   narrow(gxf, gx);

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::kernels {
@@ -54,6 +55,30 @@ Tensor<float> widen(const T* p, std::int64_t rows, std::int64_t cols, std::int64
 template <class T>
 void narrow(const Tensor<float>& v, T* p) {
   if (p) detail::convert_parallel(v.data(), p, v.numel());
+}
+
+// For the 16-bit kernels over rows of n (a [rows, n] view, n the reduced extent): body(first,
+// count, buffer) for blocks of whole rows of about 2^15 elements in all, spread over the threads,
+// buffer(i) a float buffer of the thread's for block-sized operand i (i < scratch_slots). A kernel
+// widens its block's operands there, runs the float kernel on them and rounds its outputs back
+// while they are in cache, where whole copies would go to memory and back. The blocks depend on
+// rows and n alone, not on the thread count.
+template <class Body>
+void over_row_blocks(std::int64_t rows, std::int64_t n, Body&& body) {
+  constexpr std::int64_t block_elements = std::int64_t{1} << 15;
+  const std::int64_t per_block = std::max<std::int64_t>(1, block_elements / std::max<std::int64_t>(1, n));
+  const std::int64_t blocks = (rows + per_block - 1) / per_block;
+#pragma omp parallel for if (blocks > 1 && rows * n >= detail::widen_chunk) schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t first = b * per_block, count = std::min(per_block, rows - first);
+    const auto buffer = [&](int i) { return scratch<float>(i, static_cast<std::size_t>(count * n)); };
+    body(first, count, buffer);
+  }
+}
+// to[0, n) = from[0, n) widened (or rounded, float to a 16-bit type), on this thread.
+template <class From, class To>
+void convert_run(const From* from, std::int64_t n, To* to) {
+  convert(std::span<const From>(from, static_cast<std::size_t>(n)), std::span<To>(to, static_cast<std::size_t>(n)));
 }
 
 // The data of a copy or buffer, or null for an absent one.
