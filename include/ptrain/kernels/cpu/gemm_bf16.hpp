@@ -9,6 +9,7 @@
 // and called only where the CPU has the instructions (cpu_bf16_gemm_enabled). vdpbf16ps reads
 // bfloat16 denormals as zero and adds each pair's products in float.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -81,9 +82,41 @@ inline __mmask16 lanes_below(std::int64_t count) {
   return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << std::max<std::int64_t>(count, 0)) - 1u);
 }
 
+// One step of transpose_words16: the off-diagonal H x H blocks of each 2H x 2H block of 16 x 16
+// words swap places, one two-source permutation per row (unrolled, the rows stay in registers).
+template <int H>
+PTRAIN_BF16_TARGET inline void swap_word_blocks(__m512i (&r)[16]) {
+  alignas(64) static constexpr auto permutations = [] {  // rows i and i + H from the pair (i, i + H)
+    std::array<std::int32_t, 32> p{};
+    for (int j = 0; j < 16; ++j) {
+      p[j] = (j & H) == 0 ? j : 16 + j - H;
+      p[16 + j] = (j & H) == 0 ? j + H : 16 + j;
+    }
+    return p;
+  }();
+  const __m512i to_top = _mm512_load_si512(permutations.data());
+  const __m512i to_bottom = _mm512_load_si512(permutations.data() + 16);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    if ((i & H) == 0) {
+      const __m512i a = r[i], b = r[i + H];
+      r[i] = _mm512_permutex2var_epi32(a, to_top, b);
+      r[i + H] = _mm512_permutex2var_epi32(a, to_bottom, b);
+    }
+}
+// r[j][i] = r[i][j] for 16 x 16 words: the block swaps at every scale.
+PTRAIN_BF16_TARGET inline void transpose_words16(__m512i (&r)[16]) {
+  swap_word_blocks<8>(r);
+  swap_word_blocks<4>(r);
+  swap_word_blocks<2>(r);
+  swap_word_blocks<1>(r);
+}
+
 // Packs lines [line0, line0 + count) (columns of op(B), or rows of op(A)) over k in [k0, k0 + kc)
 // into panels of `width` lines: word (panel, p, l) = X(k0 + 2p, l) | X(k0 + 2p + 1, l) << 16, zero
-// past the edges, where X(k, l) is src[k * ld + l] when k_major, else src[l * ld + k].
+// past the edges, where X(k, l) is src[k * ld + l] when k_major, else src[l * ld + k]. Lines whose
+// pairs are adjacent (not k_major) are turned 16 lines by 16 pairs at a time (transpose_words16),
+// the last odd pairs word by word.
 PTRAIN_BF16_TARGET inline void pack_pairs(bool k_major, const bfloat16* src, std::int64_t ld, std::int64_t line0,
                                           std::int64_t count, std::int64_t k0, std::int64_t kc, std::int64_t width,
                                           std::uint32_t* out) {
@@ -92,8 +125,22 @@ PTRAIN_BF16_TARGET inline void pack_pairs(bool k_major, const bfloat16* src, std
     std::uint32_t* panel = out + l0 * pairs;
     const std::int64_t lines = std::min(width, count - l0);
     if (!k_major) {  // a line's pairs are adjacent already
+      const std::int64_t whole = kc / 32 * 16;  // pairs in whole groups of 16
+      for (std::int64_t h = 0; h < width; h += 16)
+        for (std::int64_t p0 = 0; p0 < whole; p0 += 16) {
+          __m512i words[16];
+#pragma GCC unroll 16
+          for (int i = 0; i < 16; ++i)
+            words[i] = h + i < lines ? _mm512_loadu_si512(src + (line0 + l0 + h + i) * ld + k0 + 2 * p0)
+                                     : _mm512_setzero_si512();
+          transpose_words16(words);
+          const __mmask16 m = lanes_below(width - h);
+#pragma GCC unroll 16
+          for (int q = 0; q < 16; ++q) _mm512_mask_storeu_epi32(panel + (p0 + q) * width + h, m, words[q]);
+        }
       for (std::int64_t l = 0; l < width; ++l)
-        copy_pairs(l < lines ? src + (line0 + l0 + l) * ld + k0 : nullptr, kc, panel + l, width);
+        copy_pairs(l < lines ? src + (line0 + l0 + l) * ld + k0 + 2 * whole : nullptr, kc - 2 * whole,
+                   panel + whole * width + l, width);
       continue;
     }
     // Two rows of X, up to 16 lines of each, interleaved by one permutation.
