@@ -6,7 +6,8 @@
 // stays on its thread.
 // half and bfloat16 operands are widened to float and multiplied by the float GEMM, so products
 // accumulate in float (as tensor cores do) and C is rounded once (see widen.hpp); bfloat16 runs on
-// vdpbf16ps instead where the CPU has it (gemm_bf16.hpp), with the same float accumulation.
+// vdpbf16ps instead where the CPU has it (gemm_bf16.hpp), with the same float accumulation, a
+// bfloat16 C computed and rounded block by block in the threads' caches (gemm_bf16_rounded).
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -130,11 +131,55 @@ void gemm_to_float(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
                 bf.data(), std::max<std::int64_t>(1, b_cols), beta, c, ldc);
 }
 
-// C = alpha * op(A) * op(B) + beta * C for the 16-bit types: the product in float, C rounded once.
+#if defined(PTRAIN_HALF_X86)
+// A thread's float block of C (its own scratch buffers, apart from the callers' float ones).
+struct RoundedBlock {
+  float value;
+};
+
+// gemm_widened on vdpbf16ps: C in blocks of up to 128 rows x 1024 columns (512 KB of float, in a
+// core's L2), each computed on one thread into its float buffer and rounded into C from there,
+// the blocks spread over the threads; columns are cut finer where that gives each thread a block.
+// Each element's products add up in the order gemm_bf16_serial's k-blocks give, whatever the
+// blocks: the same bits as one product over the whole of C.
+inline void gemm_bf16_rounded(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                              const bfloat16* a, std::int64_t lda, const bfloat16* b, std::int64_t ldb, float beta,
+                              bfloat16* c, std::int64_t ldc) {
+  constexpr std::int64_t block_rows = 128;
+  const std::int64_t row_blocks = (m + block_rows - 1) / block_rows;
+  int threads = num_threads();
+#if defined(_OPENMP)
+  if (omp_in_parallel()) threads = 1;
+#endif
+  const bool big = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= 1e6;
+  if (!big) threads = 1;
+  std::int64_t block_cols = 1024;
+  while (block_cols > 64 && row_blocks * ((n + block_cols - 1) / block_cols) < threads) block_cols /= 2;
+  const std::int64_t col_blocks = (n + block_cols - 1) / block_cols, blocks = row_blocks * col_blocks;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && blocks > 1) schedule(static)
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    const std::int64_t r0 = blk / col_blocks * block_rows, c0 = blk % col_blocks * block_cols;
+    const std::int64_t rows = std::min(block_rows, m - r0), cols = std::min(block_cols, n - c0);
+    float* cf = &scratch<RoundedBlock>(0, static_cast<std::size_t>(rows * cols))->value;
+    if (beta != 0.0f)
+      for (std::int64_t r = 0; r < rows; ++r) convert_run(c + (r0 + r) * ldc + c0, cols, cf + r * cols);
+    gemm_bf16_serial(trans_a, trans_b, rows, cols, k, alpha, trans_a ? a + r0 : a + r0 * lda, lda,
+                     trans_b ? b + c0 * ldb : b + c0, ldb, beta, cf, cols);
+    for (std::int64_t r = 0; r < rows; ++r) convert_run(static_cast<const float*>(cf + r * cols), cols, c + (r0 + r) * ldc + c0);
+  }
+}
+#endif
+
+// C = alpha * op(A) * op(B) + beta * C for the 16-bit types: the product in float, C rounded once
+// (bfloat16 on vdpbf16ps: gemm_bf16_rounded; else on a float copy of C).
 template <class T>
 void gemm_widened(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                   const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta, T* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
+#if defined(PTRAIN_HALF_X86)
+  if constexpr (std::is_same_v<T, bfloat16>)
+    if (cpu_bf16_gemm_enabled()) return gemm_bf16_rounded(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
   Tensor<float> cf = beta == 0.0f ? float_buffer(m * n) : widen(c, m, n, ldc);
   gemm_to_float(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, cf.data(), n);
   for (std::int64_t r = 0; r < m; ++r)
