@@ -2,8 +2,8 @@
 # Runs bench/train_step against both PyTorch peers in the same run: pip's torch in a venv
 # (bench/torch_venv.sh finds or makes it) and Debian's python3-torch under /usr/bin/python3.
 # Usage: bench/run_train_step.sh [BUILD_DIR [THREADS [MODELS [fp32|bf16 [RUNS]]]]] (default: build 2,
-# every model, fp32, 1 run; bf16: MixedPrecision<Bf16> against torch.autocast on CPUs with
-# AVX512_BF16). With RUNS > 1 the whole bench runs RUNS times, one after the other, and then each
+# all, fp32, 1 run; MODELS: all, or bench_train_step's comma-separated names; bf16:
+# MixedPrecision<Bf16> against torch.autocast on CPUs with AVX512_BF16). With RUNS > 1 the whole bench runs RUNS times, one after the other, and then each
 # model's medians over the runs follow, per implementation and per ratio:
 #   bench=train_step_median model=... precision=... impl=... runs=... images_per_sec=... peak_mb=...
 #   bench=train_step_median model=... precision=... runs=... ratio_ptrain_over_pytorch_pip=...
@@ -19,14 +19,14 @@ if pip_python=$(sh "$here/torch_venv.sh"); then
 else
   echo 'bench=train_step peer=pytorch_pip status=unavailable reason="bench/torch_venv.sh found no venv with torch and could not make one"'
 fi
-precision=${4:-fp32} runs=${5:-1}
+models=${3:-all} precision=${4:-fp32} runs=${5:-1}
+[ "$models" = all ] && models=small_cnn,resnet18_cifar,resnet50_cifar,vgg16_128,unet_128
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run=1
 while [ "$run" -le "$runs" ]; do
   echo "bench=load run=$run uptime=\"$(uptime)\""
-  PTRAIN_TORCH_PYTHONS=$peers "$bin" "${2:-2}" "${3:-small_cnn,resnet18_cifar,resnet50_cifar,vgg16_128,unet_128}" \
-    "$precision" | tee -a "$log"
+  PTRAIN_TORCH_PYTHONS=$peers "$bin" "${2:-2}" "$models" "$precision" | tee -a "$log"
   run=$((run + 1))
 done
 echo "bench=load uptime=\"$(uptime)\""
