@@ -17,6 +17,7 @@
 #include <ptrain/autograd/ops/dropout.hpp>
 #include <ptrain/autograd/ops/linear.hpp>
 #include <ptrain/autograd/ops/shape.hpp>
+#include <ptrain/kernels/cast.hpp>
 #include <ptrain/kernels/cpu/elementwise.hpp>
 #include <ptrain/kernels/executor.hpp>
 #include <ptrain/kernels/functors.hpp>
@@ -276,6 +277,24 @@ BOOST_AUTO_TEST_CASE(casts_match_tensor_cast) {
   check_casts_from<double>();
   check_casts_from<half>();
   check_casts_from<ptrain::bfloat16>();
+}
+
+// The CPU executor's cast spreads a long tensor over the threads, one range each: the same bits as
+// the indexed cast, over every range (awkward values repeated past the parallel threshold).
+BOOST_AUTO_TEST_CASE(cpu_cast_over_the_threads_matches_the_indexed_cast) {
+  const Tensor<double> awkward = awkward_values();
+  const std::int64_t n = 3 * kernels::parallel_threshold + 5;
+  Tensor<float> src({n});
+  for (std::int64_t i = 0; i < n; ++i) src[i] = static_cast<float>(awkward[i % awkward.numel()] * (1 + i / 1000));
+  Tensor<ptrain::bfloat16> want({n}), got({n});
+  ki::cast(ex, src.data(), want.data(), n);
+  kernels::cast(kernels::CpuExecutor{}, src.data(), got.data(), n);
+  Tensor<float> back({n});
+  kernels::cast(kernels::CpuExecutor{}, got.data(), back.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    BOOST_REQUIRE_MESSAGE(same_bits(got[i], want[i]), "element " << i);
+    BOOST_REQUIRE_MESSAGE(same_bits(back[i], static_cast<float>(want[i])), "element " << i << " widened");
+  }
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <ptrain/autograd/gradcheck.hpp>
 #include <ptrain/kernels/executor.hpp>
 #include <ptrain/kernels/indexed/optim.hpp>
+#include <ptrain/kernels/optim.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/optim/adam.hpp>
 #include <ptrain/optim/sgd.hpp>
@@ -238,6 +239,28 @@ BOOST_AUTO_TEST_CASE(unscale_in_place_over_several_rows) {
   Tensor<float> big = Tensor<float>::full({3}, 1e38f);
   ki::unscale_gradients(ex, big.data(), big.data(), 3, 0.25, &overflow);
   BOOST_TEST(overflow == 1);
+}
+
+// The CPU's unscale runs a chunk at a time over the threads: the same bits as the indexed pass,
+// and a flag raised by an inf or a NaN in any chunk, the last one's too.
+BOOST_AUTO_TEST_CASE(cpu_unscale_over_several_chunks_matches_the_indexed_one) {
+  const std::int64_t n = kernels::cpu::update_parallel_threshold + 3 * kernels::cpu::update_chunk + 17;
+  for (double scale : {1.0, 256.0}) {
+    for (double poison : {1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+      BOOST_TEST_CONTEXT("scale " << scale << ", injected " << poison) {
+        Tensor<ptrain::bfloat16> g = values<ptrain::bfloat16>(n, 7, -3e3, 3e3);
+        if (!std::isfinite(poison)) g[n - 5] = static_cast<ptrain::bfloat16>(poison);
+        Tensor<float> want({n}), got({n});
+        std::int32_t want_inf = 0, got_inf = 0;
+        ki::unscale_gradients(ex, g.data(), want.data(), n, scale, &want_inf);
+        kernels::unscale_gradients(kernels::CpuExecutor{}, g.data(), got.data(), n, scale, &got_inf);
+        BOOST_TEST(got_inf == (std::isfinite(poison) ? 0 : 1));
+        BOOST_TEST(got_inf == want_inf);
+        for (std::int64_t i = 0; i < n; ++i)
+          if (!std::isnan(want[i])) BOOST_REQUIRE_MESSAGE(got[i] == want[i], "element " << i);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 #pragma once
 // The dispatch points of the element casts between float, double, half and bfloat16 on raw
 // device memory (mixed precision's masters, data parallel's gradient buckets): Cpu's executor
-// runs core/half.hpp's vectorised convert, any other executor kernels/indexed/elementwise.hpp.
+// runs core/half.hpp's vectorised convert over the threads, any other executor kernels/indexed/elementwise.hpp.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -9,6 +9,7 @@
 
 #include "ptrain/core/op_profile.hpp"
 #include "ptrain/core/half.hpp"
+#include "ptrain/kernels/cpu/elementwise.hpp"
 #include "ptrain/kernels/executor.hpp"
 #include "ptrain/kernels/indexed/elementwise.hpp"
 
@@ -19,8 +20,10 @@ template <class From, class To>
 void cast(const CpuExecutor&, const From* src, To* dst, std::int64_t n) {
   ProfiledOp profiled("cast");
   check(n >= 0, "cast: negative element count ", n);
-  const auto count = static_cast<std::size_t>(n);
-  convert(std::span<const From>(src, count), std::span<To>(dst, count));
+  detail::parallel_ranges(n, [src, dst](std::int64_t begin, std::int64_t end) {
+    const auto count = static_cast<std::size_t>(end - begin);
+    convert(std::span<const From>(src + begin, count), std::span<To>(dst + begin, count));
+  });
 }
 template <class Ex, class From, class To>
 void cast(const Ex& ex, const From* src, To* dst, std::int64_t n) {

@@ -4,6 +4,7 @@
 // torch.optim 1.13). kernels/optim.hpp sends CpuExecutor here; other executors run the same
 // formulas from kernels/indexed/optim.hpp.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -126,17 +127,20 @@ void adam_step(const Options& options, std::int64_t step, T* param, const T* gra
   });
 }
 
-// indexed::unscale_gradients' contract: the cast, then the scaling and the inf/NaN check as
-// vectorised passes over the float gradient.
+// indexed::unscale_gradients' contract: the cast, the scaling and the inf/NaN check a chunk at a
+// time, while the chunk is in cache, over the threads.
 template <class From, class To>
 void unscale_gradients(const From* grad, To* master_grad, std::int64_t n, double scale, std::int32_t* found_inf) {
   indexed::check_unscale_arguments(n, scale);
-  const auto count = static_cast<std::size_t>(n);
-  convert(std::span<const From>(grad, count), std::span<To>(master_grad, count));
-  ArrayMap<To> g(master_grad, n);
   const auto inverse = static_cast<To>(1.0 / scale);
-  if (inverse != To(1)) g *= inverse;
-  if (n > 0 && !std::isfinite(g.abs().template maxCoeff<Eigen::PropagateNaN>())) *found_inf = 1;
+  std::atomic_ref<std::int32_t> found(*found_inf);
+  for_each_chunk(n, [&](std::int64_t b, std::int64_t m) {
+    const auto count = static_cast<std::size_t>(m);
+    convert(std::span<const From>(grad + b, count), std::span<To>(master_grad + b, count));
+    ArrayMap<To> g(master_grad + b, m);
+    if (inverse != To(1)) g *= inverse;
+    if (!std::isfinite(g.abs().template maxCoeff<Eigen::PropagateNaN>())) found.store(1, std::memory_order_relaxed);
+  });
 }
 
 }  // namespace ptrain::kernels::cpu
