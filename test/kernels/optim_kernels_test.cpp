@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <ptrain/autograd/gradcheck.hpp>
@@ -239,6 +240,64 @@ BOOST_AUTO_TEST_CASE(unscale_in_place_over_several_rows) {
   Tensor<float> big = Tensor<float>::full({3}, 1e38f);
   ki::unscale_gradients(ex, big.data(), big.data(), 3, 0.25, &overflow);
   BOOST_TEST(overflow == 1);
+}
+
+// An update that also writes the stepped parameter rounded to 16 bits (MixedPrecision's model
+// weights) writes the bits a cast after it writes, over several chunks and the threads on the CPU,
+// in a cast after the update elsewhere; the update itself is the same.
+template <class Ex, class Sixteen>
+void check_rounded_copy(const Ex& executor) {
+  const std::int64_t n = kernels::cpu::update_parallel_threshold + 2 * kernels::cpu::update_chunk + 9;
+  const Tensor<float> g = values<float>(n, 21, -2, 2);
+  const auto copy_into = [](Tensor<Sixteen>& t) {
+    kernels::SixteenBitCopy copy;
+    if constexpr (std::is_same_v<Sixteen, half>) copy.to_half = t.data();
+    else copy.to_bfloat16 = t.data();
+    return copy;
+  };
+  const auto expect_rounded = [&](const Tensor<float>& stepped, const Tensor<float>& alone, const Tensor<Sixteen>& got,
+                                  const char* what) {
+    const Tensor<Sixteen> want = tensor_cast<Sixteen>(stepped);
+    for (std::int64_t i = 0; i < n; ++i) {
+      BOOST_REQUIRE_MESSAGE(stepped[i] == alone[i], what << ": the update differs at " << i);
+      BOOST_REQUIRE_MESSAGE(static_cast<float>(got[i]) == static_cast<float>(want[i]), what << ": element " << i);
+    }
+  };
+  {
+    Tensor<float> p = values<float>(n, 22), alone = p.clone(), m({n}), m_alone({n});
+    Tensor<Sixteen> rounded = Tensor<Sixteen>::zeros({n});
+    const SgdOptions options{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2};
+    kernels::sgd_step(executor, options, p.data(), g.data(), m.data(), true, n, copy_into(rounded));
+    kernels::sgd_step(executor, options, alone.data(), g.data(), m_alone.data(), true, n);
+    expect_rounded(p, alone, rounded, "sgd");
+    const SgdOptions plain{.lr = 0.1};
+    kernels::sgd_step(executor, plain, p.data(), g.data(), static_cast<float*>(nullptr), false, n, copy_into(rounded));
+    kernels::sgd_step(executor, plain, alone.data(), g.data(), static_cast<float*>(nullptr), false, n);
+    expect_rounded(p, alone, rounded, "sgd without momentum");
+  }
+  for (bool decoupled : {false, true}) {
+    Tensor<float> p = values<float>(n, 23), alone = p.clone();
+    Tensor<float> m = Tensor<float>::zeros({n}), v = Tensor<float>::zeros({n});
+    Tensor<float> m_alone = m.clone(), v_alone = v.clone();
+    Tensor<Sixteen> rounded = Tensor<Sixteen>::zeros({n});
+    if (decoupled) {
+      const AdamWOptions options{.lr = 1e-2, .weight_decay = 1e-2};
+      kernels::adamw_step(executor, options, 1, p.data(), g.data(), {m.data(), v.data()}, n, copy_into(rounded));
+      kernels::adamw_step(executor, options, 1, alone.data(), g.data(), {m_alone.data(), v_alone.data()}, n);
+    } else {
+      const AdamOptions options{.lr = 1e-2, .weight_decay = 1e-2};
+      kernels::adam_step(executor, options, 1, p.data(), g.data(), {m.data(), v.data()}, n, copy_into(rounded));
+      kernels::adam_step(executor, options, 1, alone.data(), g.data(), {m_alone.data(), v_alone.data()}, n);
+    }
+    expect_rounded(p, alone, rounded, decoupled ? "adamw" : "adam");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(updates_write_their_rounded_copy) {
+  check_rounded_copy<kernels::CpuExecutor, ptrain::bfloat16>(kernels::CpuExecutor{});
+  check_rounded_copy<kernels::CpuExecutor, half>(kernels::CpuExecutor{});
+  check_rounded_copy<kernels::HostExecutor, ptrain::bfloat16>(ex);
+  check_rounded_copy<kernels::HostExecutor, half>(ex);
 }
 
 // The CPU's unscale runs a chunk at a time over the threads: the same bits as the indexed pass,

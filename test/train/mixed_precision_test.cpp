@@ -1,5 +1,5 @@
-// MixedPrecision<Fp16 | Bf16> and its LossScaler: one step against fp32, the loss scale's rule,
-// skipped steps, the minimum scale.
+// MixedPrecision<Fp16 | Bf16> and its LossScaler: one step against fp32, the rounding the optimizer
+// takes over, the loss scale's rule, skipped steps, the minimum scale.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <ptrain/nn/layers.hpp>
 #include <ptrain/nn/linear.hpp>
 #include <ptrain/nn/sequential.hpp>
+#include <ptrain/optim/adam.hpp>
 #include <ptrain/optim/sgd.hpp>
 #include <ptrain/parallel/mixed_precision.hpp>
 #include <ptrain/train/trainer.hpp>
@@ -336,6 +337,57 @@ BOOST_AUTO_TEST_CASE(trainer_scale_sequence_under_injected_overflows) {
 
 // A step with an inf in its gradients changes nothing: not the masters, not the model, not the
 // optimizer's state; it prints why. The next clean step trains.
+namespace {
+// Opt without round_into: MixedPrecision keeps the rounding, a pass after the step.
+template <class Opt>
+struct RoundedAfterTheStep {
+  std::shared_ptr<Opt> optimizer;
+  void step() { optimizer->step(); }
+  void zero_grad() { optimizer->zero_grad(); }
+  double lr() const { return optimizer->lr(); }
+  void set_lr(double lr) { optimizer->set_lr(lr); }
+};
+
+// Three Trainer steps of batch_norm_cnn in Precision's type, the optimizer rounding the masters into
+// the model as it steps (the Trainer hands it that) against MixedPrecision rounding them after it:
+// the same model and masters, bit for bit.
+template <class Precision, class Opt, class Options>
+void check_optimizer_rounds_as_it_steps(Options options) {
+  using T = typename MixedPrecision<Precision>::scalar_type;
+  const auto images = tensor_cast<T>(representable<T>({8, 1, 8, 8}, 33));
+  const std::vector<std::int64_t> targets{0, 1, 2, 0, 1, 2, 0, 1};
+  auto fused_model = batch_norm_cnn<T>(), after_model = batch_norm_cnn<T>();
+  MixedPrecision<Precision> fused_amp(*fused_model), after_amp(*after_model);
+  auto fused_optimizer = make<Opt>(fused_amp.master_parameters(), options);
+  auto after_optimizer = make<RoundedAfterTheStep<Opt>>(make<Opt>(after_amp.master_parameters(), options));
+  Trainer<Sequential<T>, MixedPrecision<Precision>> fused(fused_model, fused_optimizer, quiet, fused_amp);
+  Trainer<Sequential<T>, MixedPrecision<Precision>> after(after_model, after_optimizer, quiet, after_amp);
+  const auto params = fused_model->parameters(), after_params = after_model->parameters();
+  BOOST_TEST(fused.template policy<MixedPrecision<Precision>>().masters_rounded_by_optimizer() == params.size());
+  BOOST_TEST(after.template policy<MixedPrecision<Precision>>().masters_rounded_by_optimizer() == 0u);
+  const auto before = values(params);
+  for (int step = 0; step < 3; ++step) {
+    fused.train_step(images, targets);
+    after.train_step(images, targets);
+  }
+  // (The convolution's bias, before batch norm, gets no gradient.)
+  BOOST_TEST(!bit_identical(params.front().value(), before.front()), "the convolution's weight did not move");
+  BOOST_TEST(!bit_identical(params.back().value(), before.back()), "the classifier's bias did not move");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    BOOST_TEST(bit_identical(params[i].value(), after_params[i].value()), "parameter " << i);
+    BOOST_TEST(bit_identical(fused_amp.master_parameters()[i].value(), after_amp.master_parameters()[i].value()),
+               "master " << i);
+  }
+}
+}  // namespace
+
+// Sgd, Adam and AdamW write the model's 16-bit weights from the masters in the pass that steps them
+// (one read of a master a step, not two); MixedPrecision then leaves those to them.
+BOOST_AUTO_TEST_CASE(the_optimizer_rounds_the_masters_as_it_steps) {
+  check_optimizer_rounds_as_it_steps<Bf16, Sgd<float>>(SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3});
+  check_optimizer_rounds_as_it_steps<Fp16, AdamW<float>>(AdamWOptions{.lr = 1e-2, .weight_decay = 1e-2});
+}
+
 template <class Precision>
 void check_overflow_skips_the_step(const std::string& message) {
   using T = typename MixedPrecision<Precision>::scalar_type;

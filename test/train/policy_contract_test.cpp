@@ -114,6 +114,9 @@ static_assert(!SplitsModel<MixedPrecision<Bf16>> && !ShardsGradients<DataParalle
 static_assert(SharedParametersPoint<Pipeline<4>> && NamesSharedParameters<Pipeline<4>>);
 static_assert(MasterParametersPoints<MixedPrecision<Bf16>> && NamesMasterParameters<MixedPrecision<Bf16>>);
 static_assert(OptimizerParametersWithSourcesPoint<Sharded<Zero1, SelfAllreduce>, std::vector<Var<float>>>);
+static_assert(NamesHandRoundingToOptimizer<MixedPrecision<Bf16>> &&
+              HandRoundingToOptimizerPoint<MixedPrecision<Bf16>, std::vector<Var<float>>, Cpu>);
+static_assert(!NamesHandRoundingToOptimizer<Sharded<Zero1, SelfAllreduce>>);
 
 // shared_parameters and master_parameters/master_sources are checked points: a misspelt or
 // ill-typed one is refused, not silently ignored.
@@ -130,6 +133,12 @@ struct MastersOfWrongType {
 };
 static_assert(NamesSharedParameters<SharedCount> && !SharedParametersPoint<SharedCount> && !TrainerPolicy<SharedCount, Net>);
 static_assert(!TrainerPolicy<MastersWithoutSources, Net> && !TrainerPolicy<MastersOfWrongType, Net>);
+// hand_rounding_to_optimizer is checked where the Trainer calls it, with the optimizer's parameters.
+struct RoundsIntoInts {
+  std::vector<int> hand_rounding_to_optimizer(const std::vector<Var<float>>&);
+};
+static_assert(NamesHandRoundingToOptimizer<RoundsIntoInts> && NamesSomePoint<RoundsIntoInts> &&
+              !HandRoundingToOptimizerPoint<RoundsIntoInts, std::vector<Var<float>>, Cpu>);
 
 // Names are seen in any form.
 struct TemplatePoint {

@@ -156,7 +156,7 @@ void load_adam_state(const char* name, const OptimizerState<T>& s, ParamGroups<T
 // runs through kernels/optim.hpp's dispatch point (Eigen on the CPU, the indexed algorithm
 // elsewhere) and the moments live in D's memory.
 template <class T, Device D, bool Decoupled>
-class AdamImpl : public GroupedOptimizer<T, D> {
+class AdamImpl : public GroupedOptimizer<T, D>, public RoundsAsItSteps<D> {
   using GroupedOptimizer<T, D>::groups_;
 
  public:
@@ -192,10 +192,11 @@ class AdamImpl : public GroupedOptimizer<T, D> {
         ++st.step;
         const kernels::AdamBuffers<T> buffers{st.exp_avg.data(), st.exp_avg_sq.data(),
                                               options.amsgrad ? st.max_exp_avg_sq.data() : nullptr};
+        const kernels::SixteenBitCopy rounded = this->rounded_copy(name, i, state_.size(), p.numel());
         if constexpr (Decoupled)
-          kernels::adamw_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel());
+          kernels::adamw_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel(), rounded);
         else
-          kernels::adam_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel());
+          kernels::adam_step(ex, options, st.step, p.data(), grad->data(), buffers, p.numel(), rounded);
       }
     }
   }

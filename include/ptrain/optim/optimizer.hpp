@@ -21,9 +21,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
+#include "ptrain/core/half.hpp"
 #include "ptrain/device/cpu.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
@@ -53,6 +55,13 @@ struct ParamGroup {
   std::optional<double> lr;
   std::optional<double> weight_decay;
 };
+
+// Of an optimizer's parameter (a mixed-precision master), the model's 16-bit parameter that its
+// step also writes, rounded, in the same pass over memory; empty: none. Sgd, Adam and AdamW take a
+// list of them, one per parameter (round_into); the Trainer hands over MixedPrecision's
+// (hand_rounding_to_optimizer), which then leaves those parameters' rounding to the optimizer.
+template <class D = Cpu>
+using RoundedParameter = std::variant<std::monostate, Var<half, D>, Var<bfloat16, D>>;
 
 // What a checkpoint needs to resume an optimizer. scalars hold the hyperparameters that change
 // during training ("lr", "momentum"); tensors hold the per-parameter state, named

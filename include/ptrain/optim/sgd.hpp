@@ -55,7 +55,7 @@ inline void check_sgd_options(const char* name, const SgdOptions& options) {
 // Parameters on any device D; the update runs through kernels/optim.hpp's dispatch point (Eigen
 // on the CPU, the indexed algorithm elsewhere) and the momentum buffers live in D's memory.
 template <class T, Device D = Cpu>
-class Sgd : public detail::GroupedOptimizer<T, D> {
+class Sgd : public detail::GroupedOptimizer<T, D>, public detail::RoundsAsItSteps<D> {
   using detail::GroupedOptimizer<T, D>::groups_;
 
  public:
@@ -87,7 +87,7 @@ class Sgd : public detail::GroupedOptimizer<T, D> {
         const bool first = momentum && !buffers_[i].defined();
         if (first) buffers_[i] = Tensor<T, D>(p.shape());
         kernels::sgd_step(ex, options, p.data(), grad->data(), momentum ? buffers_[i].data() : nullptr, first,
-                          p.numel());
+                          p.numel(), this->rounded_copy(name, i, buffers_.size(), p.numel()));
       }
     }
   }

@@ -4,10 +4,12 @@
 // optimizer steps fp32 master copies of its parameters; each step the 16-bit gradients are
 // copied to the masters and unscaled, and the masters are copied back rounded. The model's float
 // parameters (batch norm's weight and bias) are their own masters, unscaled in place.
+#include <algorithm>
 #include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <system_error>
@@ -80,6 +82,7 @@ class MixedPrecision {
       masters_.emplace_back(std::move(master), p.requires_grad());
     }
     masters_.insert(masters_.end(), float_params.begin(), float_params.end());
+    rounded_by_optimizer_.assign(params_.size(), false);
   }
 
   // What the optimizer steps: the fp32 copies of the 16-bit parameters, in the model's parameter
@@ -93,6 +96,25 @@ class MixedPrecision {
     for (const auto& p : params_) sources.push_back(p.node().get());
     for (std::size_t i = params_.size(); i < masters_.size(); ++i) sources.push_back(masters_[i].node().get());
     return sources;
+  }
+  // Hands the rounding of the masters among an optimizer's parameters to the optimizer, for one that
+  // rounds as it steps (Sgd, Adam, AdamW: round_into), so a master is read once a step, not twice:
+  // returns, per parameter, the model parameter it rounds into (empty for the float ones and any
+  // other), and from then on after_optimizer_step leaves those to it. The Trainer calls this.
+  std::vector<RoundedParameter<D>> hand_rounding_to_optimizer(const std::vector<Var<float, D>>& optimizer_params) {
+    std::map<const void*, std::size_t> master_index;
+    for (std::size_t i = 0; i < params_.size(); ++i) master_index.emplace(masters_[i].node().get(), i);
+    std::vector<RoundedParameter<D>> rounded(optimizer_params.size());
+    for (std::size_t k = 0; k < optimizer_params.size(); ++k)
+      if (const auto it = master_index.find(optimizer_params[k].node().get()); it != master_index.end()) {
+        rounded[k] = params_[it->second];
+        rounded_by_optimizer_[it->second] = true;
+      }
+    return rounded;
+  }
+  // How many masters the optimizer rounds (hand_rounding_to_optimizer); this policy rounds the others.
+  std::size_t masters_rounded_by_optimizer() const {
+    return static_cast<std::size_t>(std::count(rounded_by_optimizer_.begin(), rounded_by_optimizer_.end(), true));
   }
   double loss_scale() const { return scaler_.scale(); }
   const LossScaler& scaler() const { return scaler_; }
@@ -189,7 +211,8 @@ class MixedPrecision {
   }
 
   // The stepped masters, rounded, become the model's weights (those this rank holds: under Sharded
-  // another rank's masters, and under Zero3 its weights, are not here; that rank rounds them).
+  // another rank's masters, and under Zero3 its weights, are not here; that rank rounds them), but
+  // for those the optimizer wrote as it stepped (hand_rounding_to_optimizer).
   // Then the masters let go of their gradients, as torch's zero_grad(set_to_none=True): the next
   // step writes them afresh from the model's, and until then the forward would carry four bytes a
   // parameter for nothing (VGG-16: 537 MB). The model's float parameters are its own to clear.
@@ -197,7 +220,8 @@ class MixedPrecision {
   void after_optimizer_step(Model&) {
     if (!std::exchange(skipped_, false))
       for (std::size_t i = 0; i < params_.size(); ++i)
-        if (params_[i].requires_grad() && params_[i].value().defined() && masters_[i].value().defined())
+        if (!rounded_by_optimizer_[i] && params_[i].requires_grad() && params_[i].value().defined() &&
+            masters_[i].value().defined())
           copy(masters_[i].value(), params_[i].value());
     for (std::size_t i = 0; i < params_.size(); ++i) masters_[i].zero_grad();
   }
@@ -238,6 +262,7 @@ class MixedPrecision {
 
   std::vector<Var<T, D>> params_;
   std::vector<Var<float, D>> masters_;  // params_' masters, then the model's float parameters
+  std::vector<bool> rounded_by_optimizer_;  // per params_ entry
   LossScaler scaler_;
   Tensor<std::int32_t, D> found_inf_;
   bool skipped_ = false;

@@ -34,7 +34,7 @@ struct EveryPointName {
       evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, reduce,
       is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, gather_optimizer_state,
       shard_optimizer_state, gather_parameters, shard_parameters, gradient_norm_parameters, shared_parameters,
-      master_parameters, master_sources;
+      master_parameters, master_sources, hand_rounding_to_optimizer;
 };
 template <class P>
 struct Probe : P, EveryPointName {};
@@ -148,6 +148,9 @@ template <class P>
 concept NamesMasterSources =
     detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::master_sources; };
 template <class P>
+concept NamesHandRoundingToOptimizer =
+    detail::policy_probe::Probeable<P> && !requires { &detail::policy_probe::Probe<P>::hand_rounding_to_optimizer; };
+template <class P>
 concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || NamesPartition<P> || NamesSetup<P> ||
                          NamesBeforeBackward<P> || NamesLossScale<P> || NamesForwardBackward<P> ||
                          NamesEvaluateBatch<P> || NamesOptimizerParameters<P> || NamesBeforeOptimizerStep<P> ||
@@ -155,7 +158,8 @@ concept NamesSomePoint = NamesPipelineGrid<P> || NamesJoinPipelineGrid<P> || Nam
                          NamesAgreeSteps<P> || NamesCheckpointPart<P> || NamesCheckpointState<P> ||
                          NamesLoadCheckpointState<P> || NamesGatherOptimizerState<P> || NamesShardOptimizerState<P> ||
                          NamesGatherParameters<P> || NamesShardParameters<P> || NamesGradientNormParameters<P> ||
-                         NamesSharedParameters<P> || NamesMasterParameters<P> || NamesMasterSources<P>;
+                         NamesSharedParameters<P> || NamesMasterParameters<P> || NamesMasterSources<P> ||
+                         NamesHandRoundingToOptimizer<P>;
 
 // Whether P implements each point with the signature the Trainer calls it with, for its Model.
 template <class P>
@@ -187,6 +191,13 @@ concept OptimizerParametersPoint = requires(P& p, const Params& params) { p.opti
 template <class P, class Params>
 concept OptimizerParametersWithSourcesPoint = requires(P& p, const Params& params, const std::vector<const void*>& sources) {
   p.optimizer_parameters(params, sources);
+};
+// Of each of the optimizer's parameters, the model parameter its step writes rounded (an optimizer
+// that rounds as it steps takes the list: round_into); the policy then leaves their rounding to
+// the optimizer (MixedPrecision's masters). Checked where the Trainer calls it, as optimizer_parameters.
+template <class P, class Params, class D>
+concept HandRoundingToOptimizerPoint = requires(P& p, const Params& params) {
+  { p.hand_rounding_to_optimizer(params) } -> std::convertible_to<std::vector<RoundedParameter<D>>>;
 };
 // Of the optimizer's parameters, those whose gradients this rank adds to the global norm
 // (clip_grad_norm), when some are held on several ranks that all sum it (a Pipeline's shared
@@ -341,7 +352,8 @@ struct PolicyContract : TaskPointsContract<P, Model, TaskType> {
                 "evaluate_batch, optimizer_parameters, before_optimizer_step, step_decided, after_optimizer_step, "
                 "reduce, is_main, agree_steps, checkpoint_part, checkpoint_state, load_checkpoint_state, "
                 "gather_optimizer_state, shard_optimizer_state, gather_parameters, shard_parameters, "
-                "gradient_norm_parameters, shared_parameters, master_parameters, master_sources); implement at least "
+                "gradient_norm_parameters, shared_parameters, master_parameters, master_sources, "
+                "hand_rounding_to_optimizer); implement at least "
                 "one, spelt as listed; see docs/policies.md");
   static_assert(!NamesPipelineGrid<P> || PipelineGridPoint<P>,
                 "Trainer policy: pipeline_grid must be callable as `PipelineGrid pipeline_grid()` "

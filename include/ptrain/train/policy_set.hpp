@@ -9,6 +9,8 @@
 //     partition, setup                    the part of the model this rank runs, then hooks on it
 //     optimizer_parameters                the optimizer's params() (with the model parameter each
 //                                         stands for, through master_parameters/master_sources)
+//     hand_rounding_to_optimizer          to an optimizer that rounds as it steps (round_into):
+//                                         the model parameters its masters round into
 //   each batch
 //     before_backward, loss_scale         (the product of the loss scales), forward_backward or
 //                                         evaluate_batch where a policy replaces the plain pass
@@ -131,7 +133,8 @@ class PolicySet {
     return *local;
   }
 
-  // The optimizer's parameters, to the policies that step only a part of them (Sharded).
+  // The optimizer's parameters, to the policies that step only a part of them (Sharded), and the
+  // rounding of mixed precision's masters to the optimizer that can do it as it steps.
   template <class Opt>
   void offer_optimizer_parameters(Opt& optimizer) {
     for_each([&]<class P>(P& p) {
@@ -149,6 +152,18 @@ class PolicySet {
           p.optimizer_parameters(optimizer.params());
       }
     });
+    // An optimizer that rounds as it steps takes over the rounding of a policy's masters; with any
+    // other the policy keeps it.
+    if constexpr (requires { optimizer.round_into(std::vector<RoundedParameter<D>>{}); })
+      for_each([&]<class P>(P& p) {
+        if constexpr (NamesHandRoundingToOptimizer<P>) {
+          static_assert(HandRoundingToOptimizerPoint<P, std::remove_cvref_t<decltype(optimizer.params())>, D>,
+                        "Trainer policy: hand_rounding_to_optimizer must be callable as "
+                        "`std::vector<RoundedParameter<D>> hand_rounding_to_optimizer(const std::vector<Var<U, D>>& "
+                        "params)` (the optimizer's params()); see docs/policies.md");
+          optimizer.round_into(p.hand_rounding_to_optimizer(optimizer.params()));
+        }
+      });
   }
 
   // ---- Each batch ----

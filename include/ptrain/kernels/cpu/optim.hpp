@@ -38,9 +38,19 @@ using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// indexed::sgd_step's contract (options: an SgdOptions).
+// The chunk [begin, begin + length) of the stepped parameter into copy, rounded, while it is in cache.
+template <class T>
+void write_rounded(const indexed::SixteenBitCopy& copy, const T* param, std::int64_t begin, std::int64_t length) {
+  const auto count = static_cast<std::size_t>(length);
+  const std::span<const T> from(param + begin, count);
+  if (copy.to_bfloat16) convert(from, std::span<bfloat16>(copy.to_bfloat16 + begin, count));
+  if (copy.to_half) convert(from, std::span<half>(copy.to_half + begin, count));
+}
+
+// indexed::sgd_step's contract (options: an SgdOptions); the stepped parameter also into rounded.
 template <class T, class Options>
-void sgd_step(const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step, std::int64_t n) {
+void sgd_step(const Options& options, T* param, const T* grad, T* momentum_buffer, bool first_step, std::int64_t n,
+              indexed::SixteenBitCopy rounded = {}) {
   indexed::check_sgd_arguments(options, momentum_buffer, n);
   const T lr = static_cast<T>(options.lr);
   const T momentum = static_cast<T>(options.momentum);
@@ -55,6 +65,7 @@ void sgd_step(const Options& options, T* param, const T* grad, T* momentum_buffe
         ps -= lr * (g.segment(b, m) + decay * ps);
       else
         ps -= lr * g.segment(b, m);
+      write_rounded(rounded, param, b, m);
     });
     return;
   }
@@ -77,14 +88,15 @@ void sgd_step(const Options& options, T* param, const T* grad, T* momentum_buffe
       update(ps, g.segment(b, m) + decay * ps, buf.segment(b, m));
     else
       update(ps, g.segment(b, m), buf.segment(b, m));
+    write_rounded(rounded, param, b, m);
   });
 }
 
 // indexed::adam_step's (Decoupled false, options an AdamOptions) and adamw_step's (true,
-// an AdamWOptions) contract.
+// an AdamWOptions) contract; the stepped parameter also into rounded.
 template <bool Decoupled, class T, class Options>
 void adam_step(const Options& options, std::int64_t step, T* param, const T* grad,
-               const indexed::AdamBuffers<T>& state, std::int64_t n) {
+               const indexed::AdamBuffers<T>& state, std::int64_t n, indexed::SixteenBitCopy rounded = {}) {
   indexed::check_adam_arguments(Decoupled ? "adamw_step" : "adam_step", options, step, state, n);
   const double t = static_cast<double>(step);
   const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
@@ -124,6 +136,7 @@ void adam_step(const Options& options, std::int64_t step, T* param, const T* gra
       body(ps, g.segment(b, k) + decay * ps, m.segment(b, k), v.segment(b, k), vmax.segment(b, k));
     else
       body(ps, g.segment(b, k), m.segment(b, k), v.segment(b, k), vmax.segment(b, k));
+    write_rounded(rounded, param, b, k);
   });
 }
 

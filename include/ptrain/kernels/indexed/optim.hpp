@@ -13,6 +13,14 @@
 
 namespace ptrain::kernels::indexed {
 
+// Where an optimizer update also writes the parameters it stepped, rounded to 16 bits: mixed
+// precision's model weights, written from the masters in the same pass (at most one is set; both
+// null: nowhere). kernels/optim.hpp's dispatch points take it.
+struct SixteenBitCopy {
+  half* to_half = nullptr;
+  bfloat16* to_bfloat16 = nullptr;
+};
+
 // One SGD step of element i; buffer is null without momentum.
 template <class T>
 struct SgdUpdate {

@@ -1,15 +1,18 @@
 #pragma once
 // What the optimizers share: checking the parameter list, finding the gradient a step uses,
-// and naming per-parameter state.
+// writing mixed precision's rounded copies as they step, and naming per-parameter state.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <unordered_set>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ptrain/autograd/variable.hpp"
 #include "ptrain/core/error.hpp"
+#include "ptrain/kernels/indexed/optim.hpp"
+#include "ptrain/optim/optimizer.hpp"
 #include "ptrain/tensor/tensor.hpp"
 
 namespace ptrain::detail {
@@ -48,6 +51,37 @@ void zero_grads(std::vector<Var<T, D>>& params, bool set_to_none) {
       p.grad().zero();
   }
 }
+
+// The optimizers that round as they step (Sgd, Adam, AdamW) derive from it: round_into gives them,
+// per parameter, the model parameter their step writes rounded (optimizer.hpp's RoundedParameter).
+template <class D>
+class RoundsAsItSteps {
+ public:
+  void round_into(std::vector<RoundedParameter<D>> rounded) { rounded_ = std::move(rounded); }
+
+ protected:
+  // Where the step of parameter i (of `count`, numel elements) writes its rounded copy: its model
+  // parameter's storage, where round_into named one whose storage is here (Zero3 lets the other
+  // ranks' go); else nowhere.
+  kernels::SixteenBitCopy rounded_copy(const char* optimizer, std::size_t i, std::size_t count, std::int64_t numel) {
+    kernels::SixteenBitCopy copy;
+    if (rounded_.empty()) return copy;
+    check(rounded_.size() == count, optimizer, ": round_into was given ", rounded_.size(),
+          " parameters to round into, expected one per parameter (", count, ")");
+    const auto target = [&](auto& var) -> decltype(var.value().data()) {
+      if (!var.value().defined()) return nullptr;
+      check(var.value().numel() == numel, optimizer, ": parameter ", i, " has ", numel,
+            " elements, but the 16-bit parameter it rounds into has ", var.value().numel());
+      return var.value().data();
+    };
+    if (auto* p = std::get_if<Var<half, D>>(&rounded_[i])) copy.to_half = target(*p);
+    if (auto* p = std::get_if<Var<bfloat16, D>>(&rounded_[i])) copy.to_bfloat16 = target(*p);
+    return copy;
+  }
+
+ private:
+  std::vector<RoundedParameter<D>> rounded_;
+};
 
 inline void check_hyper(bool ok, const char* optimizer, const char* name, double value, const char* expected) {
   check(ok, optimizer, ": invalid ", name, " ", value, ", expected ", expected);
