@@ -147,7 +147,8 @@ StepTimes time_steps(Model& model, ptrain::Shape input_shape, int warmup, int st
 }
 
 // A bfloat16 model's step under MixedPrecision<Bf16>, as the Trainer runs it: forward and backward
-// in bfloat16, the gradients copied to the float masters, SGD on them, the masters rounded back.
+// in bfloat16, the gradients copied to the float masters, SGD on them, rounding the masters back
+// into the model as it steps (the Trainer hands it that: hand_rounding_to_optimizer).
 template <class Model>
 StepTimes time_bf16_steps(Model& model, ptrain::Shape input_shape, int warmup, int steps, int classes = 10,
                           bool per_pixel = false) {
@@ -155,6 +156,7 @@ StepTimes time_bf16_steps(Model& model, ptrain::Shape input_shape, int warmup, i
   const ptrain::Tensor<ptrain::bfloat16> x = ptrain::tensor_cast<ptrain::bfloat16>(batch.x);
   ptrain::MixedPrecision<ptrain::Bf16> amp(model);
   ptrain::Sgd<float> sgd(amp.master_parameters(), {.lr = 0.01, .momentum = 0.9});
+  sgd.round_into(amp.hand_rounding_to_optimizer(sgd.params()));
   return time_loop(
       [&] {
         model.zero_grad();
