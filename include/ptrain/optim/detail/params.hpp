@@ -63,8 +63,9 @@ class RoundsAsItSteps {
   // Where the step of parameter i (of `count`, numel elements) writes its rounded copy: its model
   // parameter's storage, where round_into named one whose storage is here (Zero3 lets the other
   // ranks' go); else nowhere.
-  kernels::SixteenBitCopy rounded_copy(const char* optimizer, std::size_t i, std::size_t count, std::int64_t numel) {
-    kernels::SixteenBitCopy copy;
+  kernels::indexed::SixteenBitCopy rounded_copy(const char* optimizer, std::size_t i, std::size_t count,
+                                                std::int64_t numel) {
+    kernels::indexed::SixteenBitCopy copy;
     if (rounded_.empty()) return copy;
     check(rounded_.size() == count, optimizer, ": round_into was given ", rounded_.size(),
           " parameters to round into, expected one per parameter (", count, ")");
