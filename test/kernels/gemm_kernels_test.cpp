@@ -1,7 +1,8 @@
 // kernels/cpu/gemm.hpp's bfloat16 products on their two paths: vdpbf16ps (gemm_bf16.hpp, where the
 // CPU has AVX512_BF16) and the float GEMM on widened copies (PTRAIN_CPU_BF16=off, and every CPU
 // without it), against a double reference; which path runs follows PTRAIN_CPU_BF16; and the
-// bfloat16 convolutions of kernels/cpu/conv.hpp, whose GEMMs and sums the first path takes over.
+// bfloat16 convolutions of kernels/cpu/conv.hpp, whose GEMMs and sums the first path takes over
+// (with im2col_bf16.hpp packing their columns straight from the image).
 //
 // The bound: the operands are bfloat16, so every product is exact in float and the only error is
 // float summation, at most (k + 4) * 2^-24 * (|alpha| sum_k |a_ik b_kj| + |beta c_ij|) for k terms
@@ -23,6 +24,7 @@
 #include <ptrain/device/threads.hpp>
 #include <ptrain/kernels/cpu/conv.hpp>
 #include <ptrain/kernels/cpu/gemm.hpp>
+#include <ptrain/kernels/cpu/im2col_bf16.hpp>
 
 #include "bf16_setting.hpp"
 #include "spatial_compare.hpp"
@@ -370,5 +372,134 @@ BOOST_AUTO_TEST_CASE(bfloat16_convolution_rounds_each_block_as_one_pass_would, *
     }
   }
 }
+
+#if defined(PTRAIN_HALF_X86)
+namespace {
+
+// Stride-1 "same"-width convolutions, where im2col_bf16.hpp packs the columns from the image:
+// paddings that clip every side, an odd column count (3 channels: 27 rows), a 5x5 and a dilated
+// kernel, groups, several k-blocks of 256 (64 channels: 576 rows), image sizes whose panels end
+// inside a row or an image, and a taller output than input.
+struct SameWidthCase {
+  const char* name;
+  Shape x, w;
+  std::int64_t pad_h, pad_w, dilation, groups;
+};
+const SameWidthCase same_width_cases[] = {
+    {"3x3 pad 1, 8x8 (a panel of 32 is 4 rows)", {5, 16, 8, 8}, {16, 16, 3, 3}, 1, 1, 1, 1},
+    {"3x3 pad 1, 3 channels (odd k)", {2, 3, 32, 32}, {16, 3, 3, 3}, 1, 1, 1, 1},
+    {"3x3 pad 1, 64 channels (3 k-blocks), 9x7", {3, 64, 9, 7}, {8, 64, 3, 3}, 1, 1, 1, 1},
+    {"5x5 pad 2, 12x20", {2, 5, 12, 20}, {7, 5, 5, 5}, 2, 2, 1, 1},
+    {"3x3 dilation 2 pad 2, 16x16", {2, 4, 16, 16}, {6, 4, 3, 3}, 2, 2, 2, 1},
+    {"3x3 pad 1, groups 2, 4x8", {9, 6, 4, 8}, {4, 3, 3, 3}, 1, 1, 1, 2},
+    {"1x3 pad (2, 1): taller output", {2, 4, 6, 32}, {5, 4, 1, 3}, 2, 1, 1, 1},
+};
+
+std::int64_t float_bits_differ(const Tensor<float>& a, const Tensor<float>& b) {
+  std::int64_t differ = 0;
+  for (std::int64_t e = 0; e < a.numel(); ++e) differ += std::memcmp(a.data() + e, b.data() + e, sizeof(float)) != 0;
+  return differ;
+}
+
+kernels::Conv2dGeometry same_width_geometry(const SameWidthCase& c) {
+  return kernels::make_conv2d_geometry(c.x, c.w, 1, 1, c.pad_h, c.pad_w, c.dilation, c.dilation, c.groups);
+}
+
+}  // namespace
+
+// The packer writes the words pack_pairs writes from im2col's column matrix, for every panel,
+// k-block and block of images or rows.
+BOOST_AUTO_TEST_CASE(im2col_packed_from_the_image_is_pack_pairs_of_im2col, *ut::precondition(has_bf16_dot)) {
+  for (const SameWidthCase& c : same_width_cases) {
+    const kernels::Conv2dGeometry g = same_width_geometry(c);
+    const Tensor<bf16> x = seeded<bf16>(c.x, 1);
+    const std::int64_t OW = g.out_w, in_image = g.in_channels * g.in_plane(), R = g.col_rows();
+    // Blocks: all images at once where panels stay in an image, one image, and bands of rows.
+    // (image, images, row0, rows)
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>> blocks;
+    if (kernels::im2col_packs_from_image(g, g.batch, g.out_h)) blocks.emplace_back(0, g.batch, 0, g.out_h);
+    blocks.emplace_back(1, 1, 0, g.out_h);
+    blocks.emplace_back(g.batch - 1, 1, 1, g.out_h - 1);
+    for (const auto& [image, images, row0, rows] : blocks) {
+      BOOST_TEST_REQUIRE(kernels::im2col_packs_from_image(g, images, rows));
+      const std::int64_t cols = images * rows * OW;
+      std::vector<bf16> col(static_cast<std::size_t>(R * cols));
+      for (std::int64_t m = 0; m < images; ++m)
+        kernels::im2col(g, x.data() + (image + m) * in_image, row0, rows, col.data() + m * rows * OW, cols);
+      for (std::int64_t k0 = 0; k0 < R; k0 += 256) {
+        const std::int64_t kc = std::min<std::int64_t>(256, R - k0), words = (kc + 1) / 2 * ((cols + 31) / 32 * 32);
+        std::vector<std::uint32_t> want(static_cast<std::size_t>(words), 7u), got(want.size(), 9u);
+        kernels::detail::pack_pairs(true, col.data(), cols, 0, cols, k0, kc, 32, want.data());
+        kernels::detail::pack_im2col_columns(g, x.data() + image * in_image, in_image, row0, rows, 0, cols, k0, kc,
+                                           got.data());
+        std::int64_t differ = 0;
+        for (std::size_t e = 0; e < want.size(); ++e) differ += want[e] != got[e];
+        BOOST_TEST(differ == 0, c.name << ": image " << image << " x" << images << ", rows " << row0 << "+" << rows
+                                       << ", k from " << k0);
+      }
+      // The transposed matrix (the weight gradient's B): lines are its rows, pairs along its
+      // columns, in k-blocks of 256 columns.
+      for (std::int64_t k0 = 0; k0 < cols; k0 += 256) {
+        const std::int64_t kc = std::min<std::int64_t>(256, cols - k0), words = (kc + 1) / 2 * ((R + 31) / 32 * 32);
+        std::vector<std::uint32_t> want(static_cast<std::size_t>(words), 7u), got(want.size(), 9u);
+        kernels::detail::pack_pairs(false, col.data(), cols, 0, R, k0, kc, 32, want.data());
+        kernels::detail::pack_im2col_rows(g, x.data() + image * in_image, in_image, row0, rows, 0, R, k0, kc,
+                                          got.data());
+        std::int64_t differ = 0;
+        for (std::size_t e = 0; e < want.size(); ++e) differ += want[e] != got[e];
+        BOOST_TEST(differ == 0, c.name << ", transposed: image " << image << " x" << images << ", rows " << row0
+                                       << "+" << rows << ", columns from " << k0);
+      }
+    }
+  }
+}
+
+// A convolution and its weight gradient packed from the image give the bits of im2col +
+// gemm_bf16_serial, whatever the blocks (conv2d_forward_gemm_into and conv2d_backward_gemm pack from
+// the image wherever im2col_packs_from_image holds).
+BOOST_AUTO_TEST_CASE(convolution_packed_from_the_image_equals_im2col_then_gemm, *ut::precondition(has_bf16_dot)) {
+  const Bf16Setting on("on");
+  const kernels::ConvBlocking blockings[] = {{}, {.target_columns = 1, .column_budget = 1}, {.target_columns = 64}};
+  for (const SameWidthCase& c : same_width_cases) {
+    const kernels::Conv2dGeometry g = same_width_geometry(c);
+    const Tensor<bf16> x = seeded<bf16>(c.x, 1), w = seeded<bf16>(c.w, 2);
+    const std::int64_t K = g.out_channels, P = g.out_plane(), G = g.groups, Kg = K / G, Rg = g.group_rows();
+    // The reference: each image's whole column matrix, one GEMM per group.
+    Tensor<float> want({g.batch, K, g.out_h, g.out_w});
+    std::vector<bf16> col(static_cast<std::size_t>(g.col_rows() * P));
+    for (std::int64_t n = 0; n < g.batch; ++n) {
+      kernels::im2col(g, x.data() + n * g.in_channels * g.in_plane(), 0, g.out_h, col.data(), P);
+      for (std::int64_t grp = 0; grp < G; ++grp)
+        kernels::detail::gemm_bf16_serial(false, false, Kg, P, Rg, 1.0f, w.data() + grp * Kg * Rg, Rg,
+                                          col.data() + grp * Rg * P, P, 0.0f,
+                                          want.data() + (n * K + grp * Kg) * P, P);
+    }
+    for (const kernels::ConvBlocking& blocking : blockings) {
+      Tensor<float> got = poisoned<float>(want.shape());
+      kernels::detail::conv2d_forward_gemm<bf16, float>(g, x.data(), w.data(), nullptr, got.data(), blocking);
+      BOOST_TEST(float_bits_differ(want, got) == 0, c.name << ", target columns " << blocking.target_columns);
+    }
+    // The weight gradient on one thread (threads' partial sums would add in another order): image by
+    // image, each block's GEMM adding onto the sum, as conv2d_backward_gemm's.
+    const Tensor<bf16> gy = seeded<bf16>(want.shape(), 3);
+    const kernels::ConvBlocking one_image{.target_columns = 1};
+    Tensor<float> gw_want({K, Rg});
+    std::fill(gw_want.data(), gw_want.data() + gw_want.numel(), 0.0f);
+    for (std::int64_t n = 0; n < g.batch; ++n) {
+      kernels::im2col(g, x.data() + n * g.in_channels * g.in_plane(), 0, g.out_h, col.data(), P);
+      for (std::int64_t grp = 0; grp < G; ++grp)
+        kernels::detail::gemm_bf16_serial(false, true, Kg, Rg, P, 1.0f, gy.data() + (n * K + grp * Kg) * P, P,
+                                          col.data() + grp * Rg * P, P, 1.0f, gw_want.data() + grp * Kg * Rg, Rg);
+    }
+    const int threads = num_threads();
+    set_num_threads(1);
+    Tensor<float> gw = poisoned<float>(gw_want.shape());
+    kernels::detail::conv2d_backward_gemm<bf16, float>(g, x.data(), nullptr, gy.data(), nullptr, gw.data(), nullptr,
+                                                       one_image);
+    set_num_threads(threads);
+    BOOST_TEST(float_bits_differ(gw_want, gw) == 0, c.name << ": weight gradient");
+  }
+}
+#endif
 
 BOOST_AUTO_TEST_SUITE_END()

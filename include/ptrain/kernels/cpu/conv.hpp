@@ -30,6 +30,7 @@
 #include "ptrain/device/threads.hpp"
 #include "ptrain/kernels/cpu/conv_algorithm.hpp"
 #include "ptrain/kernels/cpu/gemm.hpp"
+#include "ptrain/kernels/cpu/im2col_bf16.hpp"
 #include "ptrain/kernels/cpu/scratch.hpp"
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/kernels/cpu/winograd.hpp"
@@ -226,6 +227,31 @@ void parallel_over_images(const Conv2dGeometry& g, Body&& body) {
 
 namespace detail {
 
+// y's part of a block (+ b[k], b may be null) from its GEMM's result C [K, cols], rounded where Out
+// is narrower than Acc.
+template <class Acc, class Out>
+void write_block_output(const Conv2dGeometry& g, const ConvBlock& blk, Acc* C, std::int64_t cols, const Acc* b,
+                        Out* y) {
+  const std::int64_t K = g.out_channels, P = g.out_plane(), OW = g.out_w;
+  const std::int64_t run = blk.rows * OW;  // one image's pixels in the block
+  for (std::int64_t m = 0; m < blk.images; ++m) {
+    Out* y_img = y + (blk.image + m) * K * P + blk.row0 * OW;
+    for (std::int64_t k = 0; k < K; ++k) {
+      Acc* src = C + k * cols + m * run;
+      Out* dst = y_img + k * P;
+      const Acc bk = b ? b[k] : Acc(0);
+      if constexpr (std::is_same_v<Out, Acc>) {
+        for (std::int64_t p = 0; p < run; ++p) dst[p] = src[p] + bk;
+      } else {
+        if (b)
+          for (std::int64_t p = 0; p < run; ++p) src[p] += bk;
+        convert(std::span<const Acc>(src, static_cast<std::size_t>(run)),
+                std::span<Out>(dst, static_cast<std::size_t>(run)));
+      }
+    }
+  }
+}
+
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C/groups, kh, kw]) + b[K] (b may be null): the
 // operands in T, the GEMMs' results and the bias in Acc (T, or float for bfloat16 operands), y in
 // Out, by im2col + GEMM. An Out narrower than Acc is rounded once, block by block as each GEMM's
@@ -237,10 +263,31 @@ void conv2d_forward_gemm_into(const Conv2dGeometry& g, const T* x, const T* w, c
   const std::int64_t G = g.groups, Kg = K / G, Rg = g.group_rows();
   const std::int64_t in_image = g.in_channels * g.in_plane(), out_image = K * P;
   if (g.batch == 0 || K == 0 || P == 0) return;
+#if defined(PTRAIN_HALF_X86)
+  // bfloat16 operands on vdpbf16ps: the columns packed straight from the image where they can be.
+  [[maybe_unused]] const bool on_bf16_dot = std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled();
+#endif
   detail::parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int, int) {
     detail::for_each_block(g, blocking, first, last, [&](const detail::ConvBlock& blk) {
       const std::int64_t cols = blk.images * blk.rows * OW;
       const T* x_img = x + blk.image * in_image;
+#if defined(PTRAIN_HALF_X86)
+      if constexpr (std::is_same_v<T, bfloat16> && std::is_same_v<Acc, float>)
+        if (on_bf16_dot && !g.is_pointwise() && im2col_packs_from_image(g, blk.images, blk.rows)) {
+          Acc* C = scratch<Acc>(1, static_cast<std::size_t>(K * cols));
+          for (std::int64_t grp = 0; grp < G; ++grp) {
+            const T* x_group = x_img + grp * (g.in_channels / G) * g.in_plane();
+            detail::gemm_bf16_packing(
+                false, Kg, cols, Rg, 1.0f, w + grp * Kg * Rg, Rg,
+                [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, std::uint32_t* out) {
+                  detail::pack_im2col_columns(g, x_group, in_image, blk.row0, blk.rows, jc, nc, pc, kc, out);
+                },
+                0.0f, C + grp * Kg * cols, cols);
+          }
+          detail::write_block_output(g, blk, C, cols, b, y);
+          return;
+        }
+#endif
       const T* B;
       std::int64_t ldb;
       if (g.is_pointwise() && blk.images == 1) {
@@ -276,23 +323,7 @@ void conv2d_forward_gemm_into(const Conv2dGeometry& g, const T* x, const T* w, c
       for (std::int64_t grp = 0; grp < G; ++grp)
         gemm(false, false, Kg, cols, Rg, Acc(1), w + grp * Kg * Rg, Rg, B + grp * Rg * ldb, ldb, Acc(0),
              C + grp * Kg * ldc, ldc);
-      const std::int64_t run = blk.rows * OW;  // one image's pixels in the block
-      for (std::int64_t m = 0; m < blk.images; ++m) {
-        Out* y_img = y + (blk.image + m) * out_image + blk.row0 * OW;
-        for (std::int64_t k = 0; k < K; ++k) {
-          Acc* src = C + k * ldc + m * run;
-          Out* dst = y_img + k * P;
-          const Acc bk = b ? b[k] : Acc(0);
-          if constexpr (std::is_same_v<Out, Acc>) {
-            for (std::int64_t p = 0; p < run; ++p) dst[p] = src[p] + bk;
-          } else {
-            if (b)
-              for (std::int64_t p = 0; p < run; ++p) src[p] += bk;
-            convert(std::span<const Acc>(src, static_cast<std::size_t>(run)),
-                    std::span<Out>(dst, static_cast<std::size_t>(run)));
-          }
-        }
-      }
+      detail::write_block_output(g, blk, C, cols, b, y);
     });
   });
 }
@@ -381,6 +412,10 @@ void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const
     gx = nullptr;
     if (!gw) return;
   }
+#if defined(PTRAIN_HALF_X86)
+  // bfloat16 operands on vdpbf16ps: the columns packed straight from the image where they can be.
+  [[maybe_unused]] const bool on_bf16_dot = std::is_same_v<T, bfloat16> && cpu_bf16_gemm_enabled();
+#endif
   std::vector<Acc*> partial(static_cast<std::size_t>(std::max(1, num_threads())), nullptr);
   parallel_over_images(g, [&](std::int64_t first, std::int64_t last, int t, int team) {
     // Each thread sums its images' weight gradient on its own; thread 0 directly into gw.
@@ -410,8 +445,24 @@ void conv2d_backward_gemm(const Conv2dGeometry& g, const T* x, const T* w, const
         ldg = cols;
       }
       const bool pointwise = g.is_pointwise() && direct;
-      T* col = pointwise ? nullptr : scratch<T>(0, static_cast<std::size_t>(g.col_rows() * cols));
-      if (acc) {
+      bool packed_from_image = false;
+#if defined(PTRAIN_HALF_X86)
+      if constexpr (std::is_same_v<T, bfloat16> && std::is_same_v<Acc, float>)
+        if (acc && on_bf16_dot && !g.is_pointwise() && im2col_packs_from_image(g, blk.images, blk.rows)) {
+          for (std::int64_t grp = 0; grp < G; ++grp) {
+            const T* x_group = x_img + grp * (g.in_channels / G) * g.in_plane();
+            detail::gemm_bf16_packing(
+                false, Kg, Rg, cols, 1.0f, Gy + grp * Kg * ldg, ldg,
+                [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, std::uint32_t* out) {
+                  detail::pack_im2col_rows(g, x_group, in_image, blk.row0, blk.rows, jc, nc, pc, kc, out);
+                },
+                1.0f, acc + grp * Kg * Rg, Rg);
+          }
+          packed_from_image = true;
+        }
+#endif
+      if (acc && !packed_from_image) {
+        T* col = pointwise ? nullptr : scratch<T>(0, static_cast<std::size_t>(g.col_rows() * cols));
         const T* B;
         std::int64_t ldb;
         if (pointwise) {

@@ -46,6 +46,7 @@ inline bool cpu_bf16_gemm_enabled() {
 #if defined(PTRAIN_HALF_X86)
 namespace detail {
 
+// The target of the functions on these instructions (kernels/cpu/im2col_bf16.hpp's too).
 #define PTRAIN_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // The blocking: a tile of C is bf16_mr x bf16_nr; k-pairs per block, rows of A and columns of B
@@ -112,6 +113,14 @@ PTRAIN_BF16_TARGET inline void transpose_words16(__m512i (&r)[16]) {
   swap_word_blocks<1>(r);
 }
 
+// The permutations of two registers of 32 bfloat16 (rows k and k + 1 of 32 lines) into the pair
+// words of lines 0-15 ([0]) and 16-31 ([1]): word l = row k's value l | row k + 1's << 16.
+alignas(64) inline constexpr std::uint16_t pair_interleave[2][32] = {
+    {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39, 8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46,
+     15, 47},
+    {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61,
+     30, 62, 31, 63}};
+
 // Packs lines [line0, line0 + count) (columns of op(B), or rows of op(A)) over k in [k0, k0 + kc)
 // into panels of `width` lines: word (panel, p, l) = X(k0 + 2p, l) | X(k0 + 2p + 1, l) << 16, zero
 // past the edges, where X(k, l) is src[k * ld + l] when k_major, else src[l * ld + k]. Lines whose
@@ -144,10 +153,7 @@ PTRAIN_BF16_TARGET inline void pack_pairs(bool k_major, const bfloat16* src, std
       continue;
     }
     // Two rows of X, up to 16 lines of each, interleaved by one permutation.
-    alignas(64) static constexpr std::uint16_t interleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
-                                                                37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
-                                                                11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i index = _mm512_load_si512(interleave);
+    const __m512i index = _mm512_load_si512(pair_interleave[0]);
     for (std::int64_t p = 0; p < pairs; ++p) {
       const bfloat16* row0 = src + (k0 + 2 * p) * ld + line0 + l0;
       const bool second = 2 * p + 1 < kc;
@@ -187,11 +193,14 @@ PTRAIN_BF16_TARGET inline void bf16_tile(std::int64_t pairs, const std::uint32_t
   }
 }
 
-// The product on the calling thread (callers check cpu_bf16_gemm_enabled first).
-PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                                                std::int64_t k, float alpha, const bfloat16* a, std::int64_t lda,
-                                                const bfloat16* b, std::int64_t ldb, float beta, float* c,
-                                                std::int64_t ldc) {
+// C = alpha * op(A) * B + beta * C on the calling thread, B given by its packer:
+// pack_b(jc, nc, pc, kc, out) writes columns [jc, jc + nc) of B over k in [pc, pc + kc) as
+// pack_pairs writes them (panels of bf16_nr columns; kernels/cpu/im2col_bf16.hpp packs a
+// convolution's columns straight from the image).
+template <class PackB>
+PTRAIN_BF16_TARGET void gemm_bf16_packing(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                                          const bfloat16* a, std::int64_t lda, PackB&& pack_b, float beta, float* c,
+                                          std::int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (beta != 1.0f)
     for (std::int64_t i = 0; i < m; ++i) {
@@ -207,7 +216,7 @@ PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std:
     const std::int64_t nc = std::min(bf16_nc, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc), pairs = (kc + 1) / 2;
-      pack_pairs(!trans_b, b, ldb, jc, nc, pc, kc, bf16_nr, packed_b);
+      pack_b(jc, nc, pc, kc, packed_b);
       for (std::int64_t ic = 0; ic < m; ic += bf16_mc) {
         const std::int64_t mc = std::min(bf16_mc, m - ic);
         pack_pairs(trans_a, a, lda, ic, mc, pc, kc, bf16_mr, packed_a);
@@ -220,7 +229,18 @@ PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std:
   }
 }
 
-#undef PTRAIN_BF16_TARGET
+// The product on the calling thread (callers check cpu_bf16_gemm_enabled first).
+PTRAIN_BF16_TARGET inline void gemm_bf16_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                                                std::int64_t k, float alpha, const bfloat16* a, std::int64_t lda,
+                                                const bfloat16* b, std::int64_t ldb, float beta, float* c,
+                                                std::int64_t ldc) {
+  gemm_bf16_packing(trans_a, m, n, k, alpha, a, lda,
+                    [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, std::uint32_t* out) {
+                      pack_pairs(!trans_b, b, ldb, jc, nc, pc, kc, bf16_nr, out);
+                    },
+                    beta, c, ldc);
+}
+
 
 }  // namespace detail
 #endif
