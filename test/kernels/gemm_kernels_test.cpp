@@ -426,30 +426,29 @@ BOOST_AUTO_TEST_CASE(im2col_packed_from_the_image_is_pack_pairs_of_im2col, *ut::
       std::vector<bf16> col(static_cast<std::size_t>(R * cols));
       for (std::int64_t m = 0; m < images; ++m)
         kernels::im2col(g, x.data() + (image + m) * in_image, row0, rows, col.data() + m * rows * OW, cols);
-      for (std::int64_t k0 = 0; k0 < R; k0 += 256) {
-        const std::int64_t kc = std::min<std::int64_t>(256, R - k0), words = (kc + 1) / 2 * ((cols + 31) / 32 * 32);
-        std::vector<std::uint32_t> want(static_cast<std::size_t>(words), 7u), got(want.size(), 9u);
-        kernels::detail::pack_pairs(true, col.data(), cols, 0, cols, k0, kc, 32, want.data());
-        kernels::detail::pack_im2col_columns(g, x.data() + image * in_image, in_image, row0, rows, 0, cols, k0, kc,
-                                           got.data());
+      // k-block [k0, k0 + kc) packed both ways: the words that differ. transposed: the weight
+      // gradient's B, whose lines are the matrix's rows and whose pairs run along its columns.
+      const bf16* x_block = x.data() + image * in_image;
+      const auto words_differ = [&](bool transposed, std::int64_t k0, std::int64_t kc) {
+        const std::int64_t lines = transposed ? R : cols;
+        std::vector<std::uint32_t> want(static_cast<std::size_t>((kc + 1) / 2 * ((lines + 31) / 32 * 32)), 7u),
+            got(want.size(), 9u);
+        kernels::detail::pack_pairs(!transposed, col.data(), cols, 0, lines, k0, kc, 32, want.data());
+        if (transposed)
+          kernels::detail::pack_im2col_rows(g, x_block, in_image, row0, rows, 0, lines, k0, kc, got.data());
+        else
+          kernels::detail::pack_im2col_columns(g, x_block, in_image, row0, rows, 0, lines, k0, kc, got.data());
         std::int64_t differ = 0;
         for (std::size_t e = 0; e < want.size(); ++e) differ += want[e] != got[e];
-        BOOST_TEST(differ == 0, c.name << ": image " << image << " x" << images << ", rows " << row0 << "+" << rows
-                                       << ", k from " << k0);
-      }
-      // The transposed matrix (the weight gradient's B): lines are its rows, pairs along its
-      // columns, in k-blocks of 256 columns.
-      for (std::int64_t k0 = 0; k0 < cols; k0 += 256) {
-        const std::int64_t kc = std::min<std::int64_t>(256, cols - k0), words = (kc + 1) / 2 * ((R + 31) / 32 * 32);
-        std::vector<std::uint32_t> want(static_cast<std::size_t>(words), 7u), got(want.size(), 9u);
-        kernels::detail::pack_pairs(false, col.data(), cols, 0, R, k0, kc, 32, want.data());
-        kernels::detail::pack_im2col_rows(g, x.data() + image * in_image, in_image, row0, rows, 0, R, k0, kc,
-                                          got.data());
-        std::int64_t differ = 0;
-        for (std::size_t e = 0; e < want.size(); ++e) differ += want[e] != got[e];
-        BOOST_TEST(differ == 0, c.name << ", transposed: image " << image << " x" << images << ", rows " << row0
-                                       << "+" << rows << ", columns from " << k0);
-      }
+        return differ;
+      };
+      const std::string block = std::string(c.name) + ": image " + std::to_string(image) + " x" +
+                                std::to_string(images) + ", rows " + std::to_string(row0) + "+" + std::to_string(rows);
+      for (std::int64_t k0 = 0; k0 < R; k0 += 256)
+        BOOST_TEST(words_differ(false, k0, std::min<std::int64_t>(256, R - k0)) == 0, block << ", k from " << k0);
+      for (std::int64_t k0 = 0; k0 < cols; k0 += 256)
+        BOOST_TEST(words_differ(true, k0, std::min<std::int64_t>(256, cols - k0)) == 0,
+                   block << ", transposed, columns from " << k0);
     }
   }
 }
