@@ -17,6 +17,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -301,12 +302,16 @@ void for_each_channel_copied(const ChannelLayout& l, int buffers, Step&& step) {
 }  // namespace detail
 
 #if !defined(__CUDACC__)
-// bfloat16 on [N, C, H, W] without copies: each pass widens a channel's planes in registers (a
-// shift) and rounds its outputs there, so a channel is read twice (the second time from cache) and
-// written once, where float copies cost a widening pass, a pass per sum and a rounding pass. The
-// arithmetic is the float kernels': float products, each plane's sums in float lanes (two
-// accumulators of lanes<float>) added up in double, the same formulas; only the order of a plane's
-// sums differs from Eigen's.
+// bfloat16 on [N, C, H, W] without float copies: each pass widens planes in registers (a shift)
+// and rounds its outputs there. The arithmetic is the float kernels': float products, each plane's
+// sums in float lanes (two accumulators of lanes<float>) added up in double, the same formulas;
+// only the order of a plane's sums differs from Eigen's.
+//
+// A task is a block of consecutive channels, taken row by row: row n's planes of the block are one
+// run of the tensor (about 1,024 elements), read in one stream, where a channel alone would be
+// read in short planes (64 elements at 8x8) channels * inner elements apart, which the hardware
+// prefetchers do not follow. Each channel's sums still add its planes in row order, so the bits do
+// not depend on the blocks. The block (64 x 1,024 elements at batch 64) is in L2 for the second pass.
 namespace detail::bf16 {
 using lanes::lane_sum;
 using lanes::store_rounded;
@@ -319,12 +324,6 @@ inline float relu(float v) { return v <= 0.0f ? 0.0f : v; }
 // gy where relu's output y passed (y not <= 0, NaN included), else 0.
 inline F relu_masked(const F& y, const F& gy) { return y <= 0.0f ? F{} : gy; }
 inline float relu_masked(float y, float gy) { return y <= 0.0f ? 0.0f : gy; }
-
-// Calls f(p) for the plane of each row n of channel c: p its offset.
-template <class Body>
-void for_each_plane(const ChannelLayout& l, std::int64_t c, Body&& body) {
-  for (std::int64_t n = 0; n < l.outer; ++n) body((n * l.channels + c) * l.inner);
-}
 
 // s1 += sum(d), s2 += sum(d * e) over a plane of `inner` elements, d and e given per lane and per
 // element by at(j) (a pair of vectors) and at_one(j) (a pair of floats).
@@ -366,91 +365,154 @@ void write_plane(std::int64_t inner, bfloat16* out, Lane&& value, One&& value_on
 
 inline float at(const bfloat16* p, std::int64_t j) { return static_cast<float>(p[j]); }
 
-// channel_moments on bfloat16 planes.
-inline void channel_moments(const bfloat16* x, const ChannelLayout& l, std::int64_t c, double& mean, double& var) {
-  const float shift = at(x, c * l.inner);
-  double s1 = 0, s2 = 0;
-  for_each_plane(l, c, [&](std::int64_t p) {
-    const bfloat16* xp = x + p;
-    add_plane_sums(
-        l.inner,
-        [&](std::int64_t j) {
-          const F d = widened(xp + j) - shift;
-          return std::pair{d, d};
-        },
-        [&](std::int64_t j) {
-          const float d = at(xp, j) - shift;
-          return std::pair{d, d};
-        },
-        s1, s2);
-  });
+// Channels [first, first + count) of a [outer, channels, inner] tensor: plane (n, i), channel
+// first + i of row n.
+template <class P>
+struct BlockPlanes {
+  P* start;  // channel first of row 0; null: an operand not given
+  std::int64_t pitch, inner;
+
+  BlockPlanes(P* p, const ChannelLayout& l, std::int64_t first)
+      : start(p ? p + first * l.inner : nullptr), pitch(l.channels * l.inner), inner(l.inner) {}
+  P* plane(std::int64_t n, std::int64_t i) const { return start ? start + n * pitch + i * inner : nullptr; }
+};
+
+inline std::int64_t channels_per_block(const ChannelLayout& l) {
+  return std::clamp<std::int64_t>(1024 / l.inner, 1, std::max<std::int64_t>(1, l.channels / 8));
+}
+
+// Calls step(first, count, coefficients) for every block of channels, coefficients a thread's
+// room for three floats a channel of the block.
+template <class Step>
+void for_each_block(const ChannelLayout& l, Step&& step) {
+  const std::int64_t per = channels_per_block(l), blocks = (l.channels + per - 1) / per;
+#pragma omp parallel if (parallel_channels(l))
+  {
+    std::vector<float> coefficients(static_cast<std::size_t>(3 * per));
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < blocks; ++b)
+      step(b * per, std::min(per, l.channels - b * per), std::span<float>(coefficients));
+  }
+}
+
+// y = x * scale[i] + shift[i], plus residual where given, then relu when asked, over the block's
+// planes.
+inline void block_affine(const BlockPlanes<const bfloat16>& x, const BlockPlanes<const bfloat16>& residual,
+                         std::int64_t outer, std::int64_t count, const float* scale, const float* shift,
+                         bool relu_after, const BlockPlanes<bfloat16>& y) {
+  for (std::int64_t n = 0; n < outer; ++n)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const bfloat16 *xp = x.plane(n, i), *rp = residual.plane(n, i);
+      const float a = scale[i], b = shift[i];
+      write_plane(
+          x.inner, y.plane(n, i),
+          [&](std::int64_t j) {
+            F v = widened(xp + j) * a + b;
+            if (rp) v += widened(rp + j);
+            return relu_after ? relu(v) : v;
+          },
+          [&](std::int64_t j) {
+            float v = at(xp, j) * a + b;
+            if (rp) v += at(rp, j);
+            return relu_after ? relu(v) : v;
+          });
+    }
+}
+
+// The training forward over channels [first, first + count): per channel the mean and biased
+// variance (summing x - x[first of c], as channel_moments), then block_affine.
+inline void forward_block(const bfloat16* x, const ChannelLayout& l, std::int64_t first, std::int64_t count,
+                          const float* weight, const float* bias, double eps, const bfloat16* residual,
+                          bool relu_after, std::span<float> coefficients, bfloat16* y, double* mean, double* var) {
+  const BlockPlanes<const bfloat16> xs(x, l, first);
+  float *scale = coefficients.data(), *shift = scale + count;
+  double* s1 = mean + first;  // the sums, in place of the statistics until they are known
+  double* s2 = var + first;
+  std::fill(s1, s1 + count, 0.0);
+  std::fill(s2, s2 + count, 0.0);
+  for (std::int64_t i = 0; i < count; ++i) shift[i] = at(xs.plane(0, i), 0);
+  for (std::int64_t n = 0; n < l.outer; ++n)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const bfloat16* xp = xs.plane(n, i);
+      const float origin = shift[i];
+      add_plane_sums(
+          l.inner,
+          [&](std::int64_t j) {
+            const F d = widened(xp + j) - origin;
+            return std::pair{d, d};
+          },
+          [&](std::int64_t j) {
+            const float d = at(xp, j) - origin;
+            return std::pair{d, d};
+          },
+          s1[i], s2[i]);
+    }
   const double m = static_cast<double>(l.count());
-  const double centred = s1 / m;
-  mean = static_cast<double>(shift) + centred;
-  const double v = s2 / m - centred * centred;
-  var = v < 0.0 ? 0.0 : v;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double centred = s1[i] / m, v = s2[i] / m - centred * centred;
+    s1[i] = static_cast<double>(shift[i]) + centred;
+    s2[i] = v < 0.0 ? 0.0 : v;
+    const double a = (weight ? static_cast<double>(weight[first + i]) : 1.0) / std::sqrt(s2[i] + eps);
+    scale[i] = static_cast<float>(a);
+    shift[i] = static_cast<float>((bias ? static_cast<double>(bias[first + i]) : 0.0) - s1[i] * a);
+  }
+  block_affine(xs, BlockPlanes<const bfloat16>(residual, l, first), l.outer, count, scale, shift, relu_after,
+               BlockPlanes<bfloat16>(y, l, first));
 }
 
-// channel_affine on bfloat16 planes.
-inline void channel_affine(const bfloat16* x, const ChannelLayout& l, std::int64_t c, float scale, float shift,
-                           const bfloat16* residual, bool relu_after, bfloat16* y) {
-  for_each_plane(l, c, [&](std::int64_t p) {
-    const bfloat16 *xp = x + p, *rp = residual ? residual + p : nullptr;
-    write_plane(
-        l.inner, y + p,
-        [&](std::int64_t j) {
-          F v = widened(xp + j) * scale + shift;
-          if (rp) v += widened(rp + j);
-          return relu_after ? relu(v) : v;
-        },
-        [&](std::int64_t j) {
-          float v = at(xp, j) * scale + shift;
-          if (rp) v += at(rp, j);
-          return relu_after ? relu(v) : v;
-        });
-  });
-}
-
-// channel_backward on bfloat16 planes; with y (relu's output), gy masked by relu first, and
-// written to grad_residual where not null. gx may be gy itself.
-inline void channel_backward(const bfloat16* x, const bfloat16* y, const bfloat16* gy, const ChannelLayout& l,
-                             std::int64_t c, double weight, double mean, double invstd, bool training, bfloat16* gx,
-                             bfloat16* grad_residual, double& sum_gy, double& sum_gy_xhat) {
-  const float mu = static_cast<float>(mean);
-  const auto g_lanes = [&](std::int64_t p, std::int64_t j) {
-    const F g = widened(gy + p + j);
-    return y ? relu_masked(widened(y + p + j), g) : g;
+// channel_backward over channels [first, first + count); with y (relu's output), gy masked by relu
+// first, and written to grad_residual where given. gx may be gy itself.
+inline void backward_block(const bfloat16* x, const bfloat16* y, const bfloat16* gy, const ChannelLayout& l,
+                           std::int64_t first, std::int64_t count, const float* weight, const double* mean,
+                           const double* invstd, bool training, std::span<float> coefficients, bfloat16* gx,
+                           bfloat16* grad_residual, double* sum_gy, double* sum_gy_xhat) {
+  const BlockPlanes<const bfloat16> xs(x, l, first), ys(y, l, first), gys(gy, l, first);
+  const BlockPlanes<bfloat16> residual_grad(grad_residual, l, first);
+  const auto g_lanes = [&](std::int64_t n, std::int64_t i, std::int64_t j) {
+    const F g = widened(gys.plane(n, i) + j);
+    return y ? relu_masked(widened(ys.plane(n, i) + j), g) : g;
   };
-  const auto g_one = [&](std::int64_t p, std::int64_t j) {
-    const float g = at(gy, p + j);
-    return y ? relu_masked(at(y, p + j), g) : g;
+  const auto g_one = [&](std::int64_t n, std::int64_t i, std::int64_t j) {
+    const float g = at(gys.plane(n, i), j);
+    return y ? relu_masked(at(ys.plane(n, i), j), g) : g;
   };
-  double s1 = 0, s2 = 0;
-  for_each_plane(l, c, [&](std::int64_t p) {
-    if (grad_residual)  // exact: gy or 0
-      write_plane(l.inner, grad_residual + p, [&](std::int64_t j) { return g_lanes(p, j); },
-                  [&](std::int64_t j) { return g_one(p, j); });
-    add_plane_sums(
-        l.inner, [&](std::int64_t j) { return std::pair{g_lanes(p, j), widened(x + p + j) - mu}; },
-        [&](std::int64_t j) { return std::pair{g_one(p, j), at(x, p + j) - mu}; }, s1, s2);
-  });
-  sum_gy = s1;
-  sum_gy_xhat = s2 * invstd;
+  double* s1 = sum_gy + first;
+  double* s2 = sum_gy_xhat + first;  // sum(gy * (x - mean)) until scaled by invstd below
+  std::fill(s1, s1 + count, 0.0);
+  std::fill(s2, s2 + count, 0.0);
+  for (std::int64_t n = 0; n < l.outer; ++n)
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (grad_residual)  // exact: gy or 0
+        write_plane(l.inner, residual_grad.plane(n, i), [&](std::int64_t j) { return g_lanes(n, i, j); },
+                    [&](std::int64_t j) { return g_one(n, i, j); });
+      const bfloat16* xp = xs.plane(n, i);
+      const float mu = static_cast<float>(mean[first + i]);
+      add_plane_sums(
+          l.inner, [&](std::int64_t j) { return std::pair{g_lanes(n, i, j), widened(xp + j) - mu}; },
+          [&](std::int64_t j) { return std::pair{g_one(n, i, j), at(xp, j) - mu}; }, s1[i], s2[i]);
+    }
+  float *on_gy = coefficients.data(), *on_x = on_gy + count, *constant = on_x + count;
+  const double m = static_cast<double>(l.count());
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t c = first + i;
+    const double sum_gy_xmu = s2[i];
+    s2[i] = sum_gy_xmu * invstd[c];
+    const double a = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd[c];
+    const double b = training ? -a * invstd[c] * invstd[c] * sum_gy_xmu / m : 0.0;
+    on_gy[i] = static_cast<float>(a);
+    on_x[i] = static_cast<float>(b);
+    constant[i] = static_cast<float>(training ? -a * s1[i] / m - b * mean[c] : 0.0);
+  }
   if (!gx) return;
-  const double m = static_cast<double>(l.count());
-  const double on_gy = weight * invstd;
-  const double on_x = training ? -on_gy * invstd * invstd * s2 / m : 0.0;
-  const double constant = training ? -on_gy * s1 / m - on_x * mean : 0.0;
-  const float a = static_cast<float>(on_gy), b = static_cast<float>(on_x), d = static_cast<float>(constant);
-  for_each_plane(l, c, [&](std::int64_t p) {
-    write_plane(
-        l.inner, gx + p, [&](std::int64_t j) { return g_lanes(p, j) * a + widened(x + p + j) * b + d; },
-        [&](std::int64_t j) { return g_one(p, j) * a + at(x, p + j) * b + d; });
-  });
-}
-
-inline float weight_at(const Tensor<float>& w, std::int64_t c, float otherwise) {
-  return w.defined() ? w.data()[c] : otherwise;
+  const BlockPlanes<bfloat16> gxs(gx, l, first);
+  for (std::int64_t n = 0; n < l.outer; ++n)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const bfloat16* xp = xs.plane(n, i);
+      const float a = on_gy[i], b = on_x[i], d = constant[i];
+      write_plane(
+          l.inner, gxs.plane(n, i), [&](std::int64_t j) { return g_lanes(n, i, j) * a + widened(xp + j) * b + d; },
+          [&](std::int64_t j) { return g_one(n, i, j) * a + at(xp, j) * b + d; });
+    }
 }
 }  // namespace detail::bf16
 #endif
@@ -469,13 +531,10 @@ void batch_norm_forward_training(const T* x, const ChannelLayout& l, const W* we
   }
 #if !defined(__CUDACC__)
   if constexpr (std::is_same_v<T, bfloat16>) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t c = 0; c < l.channels; ++c) {
-      detail::bf16::channel_moments(x, l, c, mean[c], var[c]);
-      const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) / std::sqrt(var[c] + eps);
-      const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
-      detail::bf16::channel_affine(x, l, c, static_cast<float>(a), static_cast<float>(b), residual, relu, y);
-    }
+    detail::bf16::for_each_block(l, [&](std::int64_t first, std::int64_t count, std::span<float> coefficients) {
+      detail::bf16::forward_block(x, l, first, count, data_or_null(wf), data_or_null(bf), eps, residual, relu,
+                                  coefficients, y, mean, var);
+    });
     return;
   }
 #endif
@@ -504,12 +563,18 @@ void batch_norm_forward_inference(const T* x, const ChannelLayout& l, const W* w
   }
 #if !defined(__CUDACC__)
   if constexpr (std::is_same_v<T, bfloat16>) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t c = 0; c < l.channels; ++c) {
-      const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) * invstd[c];
-      const double b = (bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a;
-      detail::bf16::channel_affine(x, l, c, static_cast<float>(a), static_cast<float>(b), residual, relu, y);
-    }
+    using detail::bf16::BlockPlanes;
+    detail::bf16::for_each_block(l, [&](std::int64_t first, std::int64_t count, std::span<float> coefficients) {
+      float *scale = coefficients.data(), *shift = scale + count;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const std::int64_t c = first + i;
+        const double a = (weight ? static_cast<double>(wf.data()[c]) : 1.0) * invstd[c];
+        scale[i] = static_cast<float>(a);
+        shift[i] = static_cast<float>((bias ? static_cast<double>(bf.data()[c]) : 0.0) - mean[c] * a);
+      }
+      detail::bf16::block_affine(BlockPlanes<const bfloat16>(x, l, first), BlockPlanes<const bfloat16>(residual, l, first),
+                                 l.outer, count, scale, shift, relu, BlockPlanes<bfloat16>(y, l, first));
+    });
     return;
   }
 #endif
@@ -535,10 +600,10 @@ void batch_norm_backward(const T* x, const T* gy, const ChannelLayout& l, const 
   }
 #if !defined(__CUDACC__)
   if constexpr (std::is_same_v<T, bfloat16>) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t c = 0; c < l.channels; ++c)
-      detail::bf16::channel_backward(x, nullptr, gy, l, c, detail::bf16::weight_at(wf, c, 1.0f), mean[c], invstd[c],
-                                     training, gx, nullptr, sum_gy[c], sum_gy_xhat[c]);
+    detail::bf16::for_each_block(l, [&](std::int64_t first, std::int64_t count, std::span<float> coefficients) {
+      detail::bf16::backward_block(x, nullptr, gy, l, first, count, data_or_null(wf), mean, invstd, training,
+                                   coefficients, gx, nullptr, sum_gy, sum_gy_xhat);
+    });
     return;
   }
 #endif
@@ -568,10 +633,10 @@ void batch_norm_relu_backward(const T* x, const T* y, const T* gy, const Channel
   }
 #if !defined(__CUDACC__)
   if constexpr (std::is_same_v<T, bfloat16>) {
-#pragma omp parallel for if (detail::parallel_channels(l)) schedule(static)
-    for (std::int64_t c = 0; c < l.channels; ++c)
-      detail::bf16::channel_backward(x, y, gy, l, c, detail::bf16::weight_at(wf, c, 1.0f), mean[c], invstd[c],
-                                     training, gx, grad_residual, sum_gy[c], sum_gy_xhat[c]);
+    detail::bf16::for_each_block(l, [&](std::int64_t first, std::int64_t count, std::span<float> coefficients) {
+      detail::bf16::backward_block(x, y, gy, l, first, count, data_or_null(wf), mean, invstd, training, coefficients,
+                                   gx, grad_residual, sum_gy, sum_gy_xhat);
+    });
     return;
   }
 #endif
