@@ -301,20 +301,42 @@ __attribute__((always_inline)) inline Floats8 load8(const bfloat16* from) {
   return v;
 }
 
-// gather() of a whole tile of lanes<float> channels whose rows can be read 8 values at a time
-// (x0 + 8 <= W): 8 channels' rows at once turned into the tile's columns by transpose8.
-template <int N, class S>
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+#define PTRAIN_WINOGRAD_MASKED_ROWS 1
+// The values of `from`'s 8 at the bits of `valid` as floats (bfloat16 widened exactly), zero at
+// the others, which are not read (a masked load: they may lie outside the tensor).
+__attribute__((always_inline)) inline Floats8 load8(const float* from, __mmask8 valid) {
+  return reinterpret_cast<Floats8>(_mm256_maskz_loadu_ps(valid, from));
+}
+__attribute__((always_inline)) inline Floats8 load8(const bfloat16* from, __mmask8 valid) {
+  const __m128i bits = _mm_maskz_loadu_epi16(valid, from);
+  return reinterpret_cast<Floats8>(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+#endif
+
+// gather() of a whole tile of lanes<float> channels, 8 channels' rows at once turned into the
+// tile's columns by transpose8: rows [i0, i1) of the tile read by load(address of the row's first
+// column), the others zero.
+template <int N, class S, class Load>
 __attribute__((always_inline)) inline void gather_rows_transposed(const S* plane, std::int64_t stride,
                                                                   std::int64_t W, std::int64_t y0, std::int64_t x0,
+                                                                  std::int64_t i0, std::int64_t i1, Load&& load,
                                                                   Lanes<float> (&d)[N][N]) {
   constexpr int blocks = lanes<float> / 8;
   static_assert(N <= 8 && blocks * 8 == lanes<float> && (blocks == 1 || blocks == 2));
-  const S* corner = plane + y0 * W + x0;
   for (int i = 0; i < N; ++i) {
+    if (i < i0 || i >= i1) {
+      for (int j = 0; j < N; ++j) d[i][j] = Lanes<float>{};
+      continue;
+    }
+    // The row's address as an integer: where the tile begins left of the plane, it lies before it.
+    const std::uintptr_t row =
+        reinterpret_cast<std::uintptr_t>(plane + (y0 + i) * W) + static_cast<std::uintptr_t>(x0 * std::int64_t{sizeof(S)});
     Floats8 columns[blocks][8];
     for (int b = 0; b < blocks; ++b) {
       Floats8 rows[8];
-      for (int r = 0; r < 8; ++r) rows[r] = load8(corner + (b * 8 + r) * stride + i * W);
+      for (int r = 0; r < 8; ++r)
+        rows[r] = load(reinterpret_cast<const S*>(row + static_cast<std::uintptr_t>((b * 8 + r) * stride * std::int64_t{sizeof(S)})));
       transpose8(rows, columns[b]);
     }
     for (int j = 0; j < N; ++j) {
@@ -336,11 +358,23 @@ inline void gather(const S* plane, std::int64_t stride, int channels, std::int64
                    std::int64_t x0, Lanes<T> (&d)[N][N]) {
   constexpr int L = lanes<T>;
   alignas(64) T buffer[N][N][L];
+  const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
+  const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
+#if defined(PTRAIN_WINOGRAD_MASKED_ROWS)
+  // Any tile, the padding's zeros and all: the columns [j0, j1) of each row a masked load.
+  if constexpr (std::is_same_v<T, float>)
+    if (channels == L && j0 < j1) {
+      const auto valid = static_cast<__mmask8>(((1u << j1) - 1) & ~((1u << j0) - 1));
+      gather_rows_transposed<N>(plane, stride, W, y0, x0, i0, i1, [valid](const S* row) { return load8(row, valid); },
+                                d);
+      return;
+    }
+#endif
   if (y0 >= 0 && x0 >= 0 && y0 + N <= H && x0 + N <= W && channels == L) {
 #if !defined(__CUDACC__)
     if constexpr (std::is_same_v<T, float>)
       if (x0 + 8 <= W) {
-        gather_rows_transposed<N>(plane, stride, W, y0, x0, d);
+        gather_rows_transposed<N>(plane, stride, W, y0, x0, 0, N, [](const S* row) { return load8(row); }, d);
         return;
       }
 #endif
@@ -351,8 +385,6 @@ inline void gather(const S* plane, std::int64_t stride, int channels, std::int64
     }
   } else {
     // Every element written once (a fill first, then the values, costs more than these tests).
-    const std::int64_t i0 = std::max<std::int64_t>(0, -y0), i1 = std::min<std::int64_t>(N, H - y0);
-    const std::int64_t j0 = std::max<std::int64_t>(0, -x0), j1 = std::min<std::int64_t>(N, W - x0);
     for (int l = 0; l < L; ++l) {
       const S* src = plane + l * stride + y0 * W + x0;
       for (std::int64_t i = 0; i < N; ++i)
