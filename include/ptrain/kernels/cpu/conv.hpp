@@ -536,8 +536,8 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
   const bool has_work = g.batch > 0 && g.out_channels > 0 && g.out_plane() > 0;
   if (has_work && gx && winograd_grad_input_applies(g)) {
     run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
-      if (a == ConvAlgorithm::winograd2) winograd_grad_input<2>(g, w, gy, gx);
-      else if (a == ConvAlgorithm::winograd4) winograd_grad_input<4>(g, w, gy, gx);
+      if (a == ConvAlgorithm::winograd2) winograd_grad_input<2, T>(g, w, gy, gx);
+      else if (a == ConvAlgorithm::winograd4) winograd_grad_input<4, T>(g, w, gy, gx);
       else detail::conv2d_backward_gemm<T, T>(g, nullptr, w, gy, gx, nullptr, nullptr, blocking);
     });
     gx = nullptr;
@@ -576,7 +576,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
       run_conv_pass(g, ConvPass::forward, sizeof(T), [&](ConvAlgorithm a) {
         const std::int64_t in = g.batch * g.in_channels * g.in_plane();
         if (a == ConvAlgorithm::winograd2) {
-          winograd_forward<2, float, bfloat16>(g, x, widen(w, g.weight_numel()).data(), data_or_null(bf), y);
+          winograd_forward<2, float, bfloat16>(g, x, w, data_or_null(bf), y);
         } else if (a == ConvAlgorithm::winograd4) {  // in float: F(4x4)'s transforms are too inexact for bfloat16
           Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
           winograd_forward<4>(g, widen(x, in).data(), widen(w, g.weight_numel()).data(), data_or_null(bf), yf.data());
@@ -604,10 +604,10 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
       run_conv_pass(g, ConvPass::grad_input, sizeof(T), [&](ConvAlgorithm a) {
         const std::int64_t out = g.batch * g.out_channels * g.out_plane();
         if (a == ConvAlgorithm::winograd2) {
-          winograd_grad_input<2, float, bfloat16>(g, widen(w, g.weight_numel()).data(), gy, gx);
+          winograd_grad_input<2, float, bfloat16>(g, w, gy, gx);
         } else if (a == ConvAlgorithm::winograd4) {  // in float, as the forward pass
           Tensor<float> gxf = float_buffer(in);
-          winograd_grad_input<4>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gxf.data());
+          winograd_grad_input<4, float>(g, widen(w, g.weight_numel()).data(), widen(gy, out).data(), gxf.data());
           narrow(gxf, gx);
         } else if (detail::grad_input_is_convolution(g)) {
           detail::grad_input_by_convolution<T, float, T>(g, w, gy, gx, blocking);

@@ -234,35 +234,6 @@ inline void scatter(const Lanes<T> (&from)[N][N], int channels, std::int64_t str
   for (int p = 0; p < N * N; ++p) store_lanes<T>(from[p / N][p % N], channels, to + p * stride);
 }
 
-// U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
-// (channels swapped, the kernel turned by 180 degrees: the filter of the input's gradient).
-// The weight is [K, C, 3, 3]; flipped, U is [pos][K][C]. Lanes run along U's columns. U in O
-// (bfloat16 for products on vdpbf16ps), transformed in T.
-template <int M, class T, class O = T>
-void transform_filters(const Conv2dGeometry& g, const T* w, bool flip, O* U) {
-  using Tl = Tiles<M>;
-  constexpr int L = lanes<T>;
-  const std::int64_t K = g.out_channels, C = g.in_channels, KC = K * C;
-  const std::int64_t rows = flip ? K : C, cols = flip ? C : K;  // U[pos] is rows x cols
-  const std::int64_t column_step = flip ? 9 : C * 9;             // between the filters of adjacent columns
-  const int threads = threads_for(rows * cols >= 4096 ? rows : 1);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t s0 = 0; s0 < cols; s0 += L) {
-      const int columns = static_cast<int>(std::min<std::int64_t>(L, cols - s0));
-      const T* f = w + (flip ? r * C + s0 : s0 * C + r) * 9;
-      alignas(64) T taps[3][3][L] = {};
-      for (int l = 0; l < columns; ++l)
-        for (int i = 0; i < 3; ++i)
-          for (int j = 0; j < 3; ++j)
-            taps[i][j][l] = flip ? f[l * column_step + (2 - i) * 3 + (2 - j)] : f[l * column_step + i * 3 + j];
-      Lanes<T> in[3][3], out[Tl::alpha][Tl::alpha];
-      std::memcpy(&in[0][0], &taps[0][0][0], sizeof(in));
-      sandwich<typename Tl::G, T>(in, out);
-      scatter<Tl::alpha, T>(out, columns, KC, U + r * cols + s0);
-    }
-}
-
 #if !defined(__CUDACC__)
 typedef float Floats8 __attribute__((vector_size(32)));
 
@@ -312,6 +283,12 @@ __attribute__((always_inline)) inline Floats8 load8(const bfloat16* from, __mmas
   const __m128i bits = _mm_maskz_loadu_epi16(valid, from);
   return reinterpret_cast<Floats8>(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
 }
+// The 9 taps of the 3x3 filter at f as floats in a register's first lanes (bfloat16 widened
+// exactly), the others zero and not read.
+inline __m512i filter_taps(const float* f) { return _mm512_castps_si512(_mm512_maskz_loadu_ps(0x1ff, f)); }
+inline __m512i filter_taps(const bfloat16* f) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(0x1ff, f)), 16);
+}
 #endif
 
 // gather() of a whole tile of lanes<float> channels, 8 channels' rows at once turned into the
@@ -349,6 +326,52 @@ __attribute__((always_inline)) inline void gather_rows_transposed(const S* plane
   }
 }
 #endif
+
+// in[i][j][l] = tap (i, j) of the 3x3 filter at f + l * column_step (turned by 180 degrees with
+// `flip`) for lanes l < columns, zero for the others; filters in W (T, or bfloat16 for float:
+// widened exactly).
+template <class T, class W>
+inline void read_taps(const W* f, std::int64_t column_step, int columns, bool flip, Lanes<T> (&in)[3][3]) {
+#if defined(PTRAIN_WINOGRAD_MASKED_ROWS)
+  if constexpr (std::is_same_v<T, float>) {  // each lane's 9 taps one masked load, then a transpose
+    __m512i taps[16];
+    for (int l = 0; l < 16; ++l) taps[l] = l < columns ? filter_taps(f + l * column_step) : _mm512_setzero_si512();
+    transpose_words16(taps);
+    for (int tap = 0; tap < 9; ++tap) in[tap / 3][tap % 3] = reinterpret_cast<Lanes<float>>(taps[flip ? 8 - tap : tap]);
+    return;
+  }
+#endif
+  alignas(64) T taps[3][3][lanes<T>] = {};
+  for (int l = 0; l < columns; ++l)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        taps[i][j][l] = static_cast<T>(flip ? f[l * column_step + (2 - i) * 3 + (2 - j)] : f[l * column_step + i * 3 + j]);
+  std::memcpy(&in[0][0], &taps[0][0][0], sizeof(in));
+}
+
+// U[pos][c][k] = (G w[k][c] G^T)[pos]; with `flip`, of the weight of the transposed convolution
+// (channels swapped, the kernel turned by 180 degrees: the filter of the input's gradient).
+// The weight is [K, C, 3, 3] in W (read_taps'); flipped, U is [pos][K][C]. Lanes run along U's
+// columns. U in O (bfloat16 for products on vdpbf16ps), transformed in T.
+template <int M, class T, class O = T, class W = T>
+void transform_filters(const Conv2dGeometry& g, const W* w, bool flip, O* U) {
+  using Tl = Tiles<M>;
+  constexpr int L = lanes<T>;
+  const std::int64_t K = g.out_channels, C = g.in_channels, KC = K * C;
+  const std::int64_t rows = flip ? K : C, cols = flip ? C : K;  // U[pos] is rows x cols
+  const std::int64_t column_step = flip ? 9 : C * 9;             // between the filters of adjacent columns
+  const int threads = threads_for(rows * cols >= 4096 ? rows : 1);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t s0 = 0; s0 < cols; s0 += L) {
+      const int columns = static_cast<int>(std::min<std::int64_t>(L, cols - s0));
+      const W* f = w + (flip ? r * C + s0 : s0 * C + r) * 9;
+      Lanes<T> in[3][3], out[Tl::alpha][Tl::alpha];
+      read_taps<T>(f, column_step, columns, flip, in);
+      sandwich<typename Tl::G, T>(in, out);
+      scatter<Tl::alpha, T>(out, columns, KC, U + r * cols + s0);
+    }
+}
 
 // The N x N tile at row y0, column x0 of `channels` (<= lanes: the rest zero) planes of H x W,
 // from `plane` on, planes `stride` apart, zero outside the planes; planes of S (T, or bfloat16
@@ -522,12 +545,12 @@ void forward_transformed(const Conv2dGeometry& g, const In* x, const Op* U, cons
 
 // y = conv(x, w) + b in the geometry `run`, w being the weight of `of_weight` (flipped: of its
 // input gradient, run = transposed_geometry(of_weight)). Op, Out and In as forward_transformed's.
-template <int M, class T, class Op, class Out, class In>
-void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const T* w, bool flip, const In* x,
+template <int M, class T, class Op, class Out, class In, class W>
+void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weight, const W* w, bool flip, const In* x,
                         const T* b, Out* y) {
   if (run.batch == 0 || run.out_channels == 0 || run.out_plane() == 0) return;
   Op* U = scratch<Op>(3, static_cast<std::size_t>(Tiles<M>::positions * run.in_channels * run.out_channels));
-  transform_filters<M>(of_weight, w, flip, U);
+  transform_filters<M, T>(of_weight, w, flip, U);
   forward_transformed<M, T, Op, Out, In>(run, x, U, b, y);
 }
 
@@ -535,17 +558,17 @@ void filter_and_forward(const Conv2dGeometry& run, const Conv2dGeometry& of_weig
 
 // y[N, K, OH, OW] = conv(x[N, C, H, W], w[K, C, 3, 3]) + b[K] (b may be null); winograd_applies(g).
 // Op = bfloat16 (T = float, where cpu_bf16_gemm_enabled): V and U rounded to bfloat16 and their
-// products on vdpbf16ps, the transforms, M and the bias in float, y (Out) rounded once; x (In) may
-// be bfloat16 for T = float, widened as its tiles are gathered.
-template <int M, class T, class Op = T, class Out = T, class In = T>
-void winograd_forward(const Conv2dGeometry& g, const In* x, const T* w, const T* b, Out* y) {
+// products on vdpbf16ps, the transforms, M and the bias in float, y (Out) rounded once; x (In) and
+// w (W) may be bfloat16 for T = float, widened as its tiles and filters are read.
+template <int M, class T, class Op = T, class Out = T, class In = T, class W = T>
+void winograd_forward(const Conv2dGeometry& g, const In* x, const W* w, const T* b, Out* y) {
   detail::winograd::filter_and_forward<M, T, Op, Out, In>(g, g, w, false, x, b, y);
 }
 
-// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g). Op, Out and In (gy's) as
+// gx = dL/dx given gy = dL/dy; winograd_grad_input_applies(g). Op, Out, In (gy's) and W as
 // winograd_forward's.
-template <int M, class T, class Op = T, class Out = T, class In = T>
-void winograd_grad_input(const Conv2dGeometry& g, const T* w, const In* gy, Out* gx) {
+template <int M, class T, class Op = T, class Out = T, class In = T, class W = T>
+void winograd_grad_input(const Conv2dGeometry& g, const W* w, const In* gy, Out* gx) {
   detail::winograd::filter_and_forward<M, T, Op, Out, In>(detail::transposed_geometry(g), g, w, true, gy,
                                                       static_cast<const T*>(nullptr), gx);
 }
