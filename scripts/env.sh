@@ -1,10 +1,33 @@
 # Sourced by the build scripts (test.sh, demo.sh, ci_portable.sh, ci_sanitize.sh). nvcc on PATH
 # when the CUDA toolkit sits in /usr/local/cuda; the build's job count (PTRAIN_JOBS overrides the
-# core count); ccache as the compilers' launcher where it is installed (PTRAIN_CCACHE=0 declines).
+# core count); OpenBLAS's kernel set where its own choice is the fallback; ccache as the compilers' launcher where it is installed (PTRAIN_CCACHE=0 declines).
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
 jobs=${PTRAIN_JOBS:-$(nproc)}
+
+# OpenBLAS's kernels for this CPU. Debian 12's OpenBLAS (0.3.21) picks its kernel set from the CPU
+# model when it loads and takes Prescott's (SSE3) for a model it does not know, as it does on a
+# virtual "Intel Xeon Processor" with AVX-512 and AMX: its 2048^3 float GEMM ran at 26 GFLOP/s on
+# two threads there, against 188 with SkylakeX's. Where OPENBLAS_CORETYPE is unset and OpenBLAS
+# reports Prescott's on a CPU with AVX-512 (F, BW, DQ, VL) or AVX2 and FMA, the tests and demos get
+# SkylakeX's or Haswell's (PTRAIN_OPENBLAS_CORETYPE=keep leaves OpenBLAS's own choice). A user's
+# program gets what OpenBLAS picks unless the user sets the variable (docs/benchmarks.md).
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ "${PTRAIN_OPENBLAS_CORETYPE:-}" != keep ]; then
+  openblas_core=$(python3 -c 'import ctypes; lib = ctypes.CDLL("libopenblas.so.0")
+lib.openblas_get_corename.restype = ctypes.c_char_p; print(lib.openblas_get_corename().decode())' 2>/dev/null || true)
+  if [ "$openblas_core" = Prescott ]; then
+    cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    has_flags() { for flag; do case "$cpu_flags" in *" $flag "*) ;; *) return 1 ;; esac; done; }
+    if has_flags avx512f avx512bw avx512dq avx512vl; then
+      export OPENBLAS_CORETYPE=SkylakeX
+    elif has_flags avx2 fma; then
+      export OPENBLAS_CORETYPE=Haswell
+    fi
+    [ -z "${OPENBLAS_CORETYPE:-}" ] || echo "env.sh: OpenBLAS took Prescott's kernels on this CPU; OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for the tests" >&2
+    unset -f has_flags
+  fi
+fi
 
 # The compiler cache. CMake (3.17+) takes CMAKE_<LANG>_COMPILER_LAUNCHER from the environment at
 # the first configure of a build folder, so every build these scripts start uses it.

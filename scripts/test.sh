@@ -86,6 +86,7 @@ echo "==== summary ===="
 echo "time: $(printf '%s, ' "${phase_times[@]}")$SECONDS s in all"
 printf '%s\n' "${job_results[@]}"
 ccache_summary
+[ -z "${OPENBLAS_CORETYPE:-}" ] || echo "OpenBLAS's kernels: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (scripts/env.sh; the portable job's: Nehalem)"
 if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep -q could end ctest by SIGPIPE (pipefail)
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
   for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks $(cd build && ls -d examples/*_cuda 2>/dev/null); do
