@@ -11,7 +11,8 @@
 // Precision bf16 (third argument) times instead the same five models under MixedPrecision<Bf16>
 // (a bfloat16 model, float masters) against torch.autocast("cpu", bfloat16) on the same networks,
 // on CPUs with AVX512_BF16 (kernels/cpu/gemm_bf16.hpp), and the bf16 GEMM's rate beside the fp32
-// GEMM's (vdpbf16ps does two products per float lane: twice the rate at best); ptrain runs twice,
+// GEMM's (vdpbf16ps does two products per float lane: twice the rate at best; AMX tiles where the
+// CPU has them, said by bf16_engine=amx|vdpbf16ps); ptrain runs twice,
 // on vdpbf16ps and with PTRAIN_CPU_BF16=off (bfloat16 computed in float); the families are
 // impl=ptrain_bf16, ptrain_widened_bf16 and pytorch_<peer>_bf16 there, the peer's autocast copies
 // under family=cast as ptrain's. Elsewhere it says
@@ -319,8 +320,9 @@ int run_bf16(int threads, const std::vector<ModelCase>& cases) {
     return 0;
   }
   const double fp32 = gemm_gflops<float>(2048, 5), bf16 = gemm_gflops<ptrain::bfloat16>(2048, 5);
-  std::printf("bench=gemm impl=ptrain n=2048 threads=%d fp32_gflops=%.1f bf16_gflops=%.1f bf16_over_fp32=%.3f\n",
-              threads, fp32, bf16, bf16 / fp32);
+  std::printf("bench=gemm impl=ptrain n=2048 threads=%d fp32_gflops=%.1f bf16_gflops=%.1f bf16_over_fp32=%.3f "
+              "bf16_engine=%s\n",
+              threads, fp32, bf16, bf16 / fp32, ptrain::kernels::cpu_amx_enabled() ? "amx" : "vdpbf16ps");
   // path -> model -> images/s; "off": PTRAIN_CPU_BF16=off (bfloat16 computed in float).
   std::map<std::string, std::map<std::string, double>> ips;
   std::vector<std::string> models;

@@ -1,5 +1,6 @@
-// kernels/cpu/gemm.hpp's bfloat16 products on their two paths: vdpbf16ps (gemm_bf16.hpp, where the
-// CPU has AVX512_BF16) and the float GEMM on widened copies (PTRAIN_CPU_BF16=off, and every CPU
+// kernels/cpu/gemm.hpp's bfloat16 products on their paths: vdpbf16ps (gemm_bf16.hpp, where the
+// CPU has AVX512_BF16; AMX tiles where it has those too, PTRAIN_CPU_AMX=off declining them) and
+// the float GEMM on widened copies (PTRAIN_CPU_BF16=off, and every CPU
 // without it), against a double reference; which path runs follows PTRAIN_CPU_BF16; and the
 // bfloat16 convolutions of kernels/cpu/conv.hpp, whose GEMMs and sums the first path takes over
 // (with im2col_bf16.hpp packing their columns straight from the image).
@@ -42,6 +43,13 @@ boost::test_tools::assertion_result has_bf16_dot(ut::test_unit_id) {
   boost::test_tools::assertion_result has(kernels::cpu_has_bf16_dot());
   has.message() << "skipped: this CPU has no AVX512_BF16 (vdpbf16ps); its bfloat16 GEMMs take the float path, "
                    "tested by the other cases";
+  return has;
+}
+
+boost::test_tools::assertion_result has_amx(ut::test_unit_id) {
+  boost::test_tools::assertion_result has(kernels::cpu_has_amx_bf16());
+  has.message() << "skipped: this CPU (or its kernel) offers no AMX bfloat16 tiles; its bfloat16 GEMMs run on "
+                   "vdpbf16ps, tested by the other cases";
   return has;
 }
 
@@ -171,16 +179,59 @@ std::vector<C> start(const Product& p, const Operands& o) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(vdpbf16ps_kernel_is_within_the_float_summation_bound, *ut::precondition(has_bf16_dot)) {
+// On AMX tiles where the CPU has them (alpha 1), on vdpbf16ps with PTRAIN_CPU_AMX=off and elsewhere.
+BOOST_AUTO_TEST_CASE(vdpbf16ps_and_amx_kernels_are_within_the_float_summation_bound, *ut::precondition(has_bf16_dot)) {
 #if defined(PTRAIN_HALF_X86)
-  for (const Product& p : products()) {
-    const Operands& o = operands(p);
-    std::vector<float> c = start<float>(p, o);
-    kernels::detail::gemm_bf16_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(),
-                                      o.ldb, p.beta, c.data(), o.ldc);
-    BOOST_TEST(worst_error(p, o, c, false) <= 1.0, p.name() << ": error / bound " << worst_error(p, o, c, false));
+  for (const char* amx : {"on", "off"}) {
+    const Bf16Setting setting(amx, "PTRAIN_CPU_AMX");
+    BOOST_TEST(kernels::cpu_amx_enabled() == (std::string(amx) == "on" && kernels::cpu_has_amx_bf16()));
+    for (const Product& p : products()) {
+      const Operands& o = operands(p);
+      std::vector<float> c = start<float>(p, o);
+      kernels::detail::gemm_bf16_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, o.a.data(), o.lda, o.b.data(),
+                                        o.ldb, p.beta, c.data(), o.ldc);
+      BOOST_TEST(worst_error(p, o, c, false) <= 1.0,
+                 "PTRAIN_CPU_AMX=" << amx << ", " << p.name() << ": error / bound " << worst_error(p, o, c, false));
+    }
   }
 #endif
+}
+
+// AMX adds each step of 16 pairs onto C's tile; vdpbf16ps sums a k-block in registers and adds
+// that to C: 1 + 2^-24 + 2^-24 in two steps is 1 on the tiles (each sum a tie, to even), 1 + 2^-23
+// on vdpbf16ps.
+BOOST_AUTO_TEST_CASE(the_path_follows_ptrain_cpu_amx, *ut::precondition(has_amx)) {
+#if defined(PTRAIN_HALF_X86)
+  std::vector<bf16> a(64, bf16(0.0f)), b(64, bf16(0.0f));
+  a[0] = a[32] = bf16(1.0f);
+  b[0] = b[32] = bf16(std::ldexp(1.0f, -24));
+  const auto product = [&] {
+    float c = 1.0f;
+    kernels::detail::gemm_bf16_serial(false, false, 1, 1, 64, 1.0f, a.data(), 64, b.data(), 1, 1.0f, &c, 1);
+    return c;
+  };
+  {
+    const Bf16Setting unset(nullptr, "PTRAIN_CPU_AMX");
+    BOOST_TEST(kernels::cpu_amx_enabled());
+    BOOST_TEST(product() == 1.0f);
+  }
+  {
+    const Bf16Setting off("off", "PTRAIN_CPU_AMX");
+    BOOST_TEST(!kernels::cpu_amx_enabled());
+    BOOST_TEST(product() == 1.0f + std::ldexp(1.0f, -23));
+  }
+  {
+    const Bf16Setting float_path("off");  // no bfloat16 kernels, so no AMX either
+    BOOST_TEST(!kernels::cpu_amx_enabled());
+  }
+#endif
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_ptrain_cpu_amx_is_an_error_on_every_cpu) {
+  const Bf16Setting bad("yes", "PTRAIN_CPU_AMX");
+  BOOST_CHECK_EXCEPTION(kernels::cpu_amx_enabled(), Error, [](const Error& e) {
+    return std::string(e.what()).find("PTRAIN_CPU_AMX must be 'on' or 'off', got 'yes'") != std::string::npos;
+  });
 }
 
 BOOST_AUTO_TEST_CASE(bfloat16_products_into_float_are_within_the_bound_on_each_path) {

@@ -8,12 +8,21 @@
 // zero. The functions are compiled for AVX-512 by target attributes whatever the build's -march,
 // and called only where the CPU has the instructions (cpu_bf16_gemm_enabled). vdpbf16ps reads
 // bfloat16 denormals as zero and adds each pair's products in float.
+// Where the CPU has AMX (cpu_amx_enabled), the same packed B feeds tiles instead: a 32 x 32 block
+// of C accumulates in four 16 x 16 float tiles (tdpbf16ps, 16 pairs a step), several times
+// vdpbf16ps's rate. Each element's products still add in k order within a k-block, on any split.
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "ptrain/core/error.hpp"
 #include "ptrain/core/half.hpp"
@@ -32,15 +41,41 @@ inline bool cpu_has_bf16_dot() {
 #endif
 }
 
+namespace detail {
+// Whether the environment variable `name` (unset, "on" or "off") is not "off".
+inline bool not_switched_off(const char* name) {
+  const char* env = std::getenv(name);
+  const std::string_view v(env ? env : "");
+  check(v.empty() || v == "on" || v == "off", name, " must be 'on' or 'off', got '", v, "'");
+  return v != "off";
+}
+}  // namespace detail
+
 // Whether bfloat16 GEMMs and convolutions run on vdpbf16ps: the CPU has it and the environment
 // variable PTRAIN_CPU_BF16 is not "off" ("off" keeps the float GEMM on widened copies, to compare
 // the two; "on", the default, takes vdpbf16ps where there is one). Read at each call, so that a
 // program (a test) can switch between them.
-inline bool cpu_bf16_gemm_enabled() {
-  const char* env = std::getenv("PTRAIN_CPU_BF16");
-  const std::string_view v(env ? env : "");
-  check(v.empty() || v == "on" || v == "off", "PTRAIN_CPU_BF16 must be 'on' or 'off', got '", v, "'");
-  return v != "off" && cpu_has_bf16_dot();
+inline bool cpu_bf16_gemm_enabled() { return detail::not_switched_off("PTRAIN_CPU_BF16") && cpu_has_bf16_dot(); }
+
+// Whether this CPU has AMX's bfloat16 tiles and Linux lets this process use them (asked once:
+// arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, process-wide).
+inline bool cpu_has_amx_bf16() {
+#if defined(PTRAIN_HALF_X86) && defined(__linux__)
+  static const bool has = [] {
+    constexpr long request_permission = 0x1023, tile_data = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+    return cpu_has_bf16_dot() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
+           syscall(SYS_arch_prctl, request_permission, tile_data) == 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+// Whether the bfloat16 GEMMs run on AMX tiles: cpu_bf16_gemm_enabled, the CPU has them and
+// PTRAIN_CPU_AMX is not "off" ("off" keeps vdpbf16ps, to compare the two). Read at each call.
+inline bool cpu_amx_enabled() {
+  return detail::not_switched_off("PTRAIN_CPU_AMX") && cpu_bf16_gemm_enabled() && cpu_has_amx_bf16();
 }
 
 #if defined(PTRAIN_HALF_X86)
@@ -193,6 +228,110 @@ PTRAIN_BF16_TARGET inline void bf16_tile(std::int64_t pairs, const std::uint32_t
   }
 }
 
+#define PTRAIN_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// Tiles 0-3 hold a 32 x 32 block of C (16 x 16 floats each), 4-5 its 32 rows of A over `pairs`
+// pairs (16 rows of words each), 6-7 a B panel's two halves over them (`pairs` rows of 16 words).
+PTRAIN_AMX_TARGET inline void amx_configure(std::int64_t pairs) {
+  struct alignas(64) {
+    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    std::uint16_t bytes_per_row[16] = {};
+    std::uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = static_cast<std::uint16_t>(t == 4 || t == 5 ? 4 * pairs : 64);
+    config.rows[t] = static_cast<std::uint8_t>(t == 6 || t == 7 ? pairs : 16);
+  }
+  _tile_loadconfig(&config);
+}
+
+// C[32 x 32] (rows ldc apart) += A's 32 packed rows (lda words apart) x a B panel of 32 columns,
+// over pairs [p0, p1) in steps of `step` (the pairs amx_configure was given).
+PTRAIN_AMX_TARGET inline void amx_block(std::int64_t p0, std::int64_t p1, std::int64_t step, const std::uint32_t* a,
+                                        std::int64_t lda, const std::uint32_t* b, float* c, std::int64_t ldc) {
+  const std::int64_t c_stride = ldc * 4, a_stride = lda * 4, b_stride = bf16_nr * 4;
+  _tile_loadd(0, c, c_stride);
+  _tile_loadd(1, c + 16, c_stride);
+  _tile_loadd(2, c + 16 * ldc, c_stride);
+  _tile_loadd(3, c + 16 * ldc + 16, c_stride);
+  for (std::int64_t p = p0; p < p1; p += step) {
+    _tile_loadd(4, a + p, a_stride);
+    _tile_loadd(5, a + 16 * lda + p, a_stride);
+    _tile_loadd(6, b + p * bf16_nr, b_stride);
+    _tile_loadd(7, b + p * bf16_nr + 16, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, c_stride);
+  _tile_stored(1, c + 16, c_stride);
+  _tile_stored(2, c + 16 * ldc, c_stride);
+  _tile_stored(3, c + 16 * ldc + 16, c_stride);
+}
+
+// Rows [row0, row0 + count) of op(A) over k in [k0, k0 + kc), one row of pair words each, rows ld
+// words apart; rows up to the next multiple of 32 zero.
+PTRAIN_AMX_TARGET inline void amx_pack_a(bool trans_a, const bfloat16* a, std::int64_t lda, std::int64_t row0,
+                                         std::int64_t count, std::int64_t k0, std::int64_t kc, std::int64_t ld,
+                                         std::uint32_t* out) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::uint32_t* row = out + i * ld;
+    if (trans_a) {
+      pack_pairs(true, a, lda, row0 + i, 1, k0, kc, 1, row);
+    } else {  // the row's pairs are adjacent already
+      std::memcpy(row, a + (row0 + i) * lda + k0, static_cast<std::size_t>(kc) * sizeof(bfloat16));
+      if (kc % 2) row[kc / 2] &= 0xffffu;
+    }
+  }
+  std::fill(out + count * ld, out + (count + 31) / 32 * 32 * ld, 0u);
+}
+
+// gemm_bf16_packing's product (alpha 1, C already scaled by beta) on AMX tiles. A k-block's
+// pairs run 16 a step, then the rest (fewer than 16) under a second tile configuration; blocks of
+// C at the edges go through a 32 x 32 copy.
+template <class PackB>
+PTRAIN_AMX_TARGET void gemm_amx_packing(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k,
+                                        const bfloat16* a, std::int64_t lda, PackB&& pack_b, float* c,
+                                        std::int64_t ldc) {
+  static_assert(bf16_mc % 32 == 0 && bf16_nr == 32, "blocks of 32 x 32");
+  const std::int64_t kc_max = 2 * bf16_kc_pairs;
+  std::uint32_t* packed_b = packed_pairs(0, bf16_kc_pairs * bf16_nc);
+  std::uint32_t* packed_a = packed_pairs(1, bf16_kc_pairs * bf16_mc);
+  alignas(64) float edge[32 * 32];
+  for (std::int64_t jc = 0; jc < n; jc += bf16_nc) {
+    const std::int64_t nc = std::min(bf16_nc, n - jc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, k - pc), pairs = (kc + 1) / 2, whole = pairs / 16 * 16;
+      pack_b(jc, nc, pc, kc, packed_b);
+      for (std::int64_t ic = 0; ic < m; ic += bf16_mc) {
+        const std::int64_t mc = std::min(bf16_mc, m - ic);
+        amx_pack_a(trans_a, a, lda, ic, mc, pc, kc, bf16_kc_pairs, packed_a);
+        for (const auto& [p0, p1] : {std::pair{std::int64_t{0}, whole}, std::pair{whole, pairs}}) {
+          if (p1 == p0) continue;
+          const std::int64_t step = std::min<std::int64_t>(16, p1 - p0);
+          amx_configure(step);
+          for (std::int64_t jr = 0; jr < nc; jr += bf16_nr)
+            for (std::int64_t ir = 0; ir < mc; ir += 32) {
+              const std::int64_t rows = std::min<std::int64_t>(32, mc - ir), cols = std::min(bf16_nr, nc - jr);
+              float* block = c + (ic + ir) * ldc + jc + jr;
+              const std::uint32_t *a_rows = packed_a + ir * bf16_kc_pairs, *panel = packed_b + jr * pairs;
+              if (rows == 32 && cols == 32) {
+                amx_block(p0, p1, step, a_rows, bf16_kc_pairs, panel, block, ldc);
+                continue;
+              }
+              std::fill(edge, edge + 32 * 32, 0.0f);
+              for (std::int64_t r = 0; r < rows; ++r) std::copy(block + r * ldc, block + r * ldc + cols, edge + r * 32);
+              amx_block(p0, p1, step, a_rows, bf16_kc_pairs, panel, edge, 32);
+              for (std::int64_t r = 0; r < rows; ++r) std::copy(edge + r * 32, edge + r * 32 + cols, block + r * ldc);
+            }
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
 // C = alpha * op(A) * B + beta * C on the calling thread, B given by its packer:
 // pack_b(jc, nc, pc, kc, out) writes columns [jc, jc + nc) of B over k in [pc, pc + kc) as
 // pack_pairs writes them (panels of bf16_nr columns; kernels/cpu/im2col_bf16.hpp packs a
@@ -209,6 +348,10 @@ PTRAIN_BF16_TARGET void gemm_bf16_packing(bool trans_a, std::int64_t m, std::int
       else for (std::int64_t j = 0; j < n; ++j) row[j] *= beta;
     }
   if (k == 0 || alpha == 0.0f) return;
+  if (alpha == 1.0f && cpu_amx_enabled()) {
+    gemm_amx_packing(trans_a, m, n, k, a, lda, pack_b, c, ldc);
+    return;
+  }
   const std::int64_t kc_max = 2 * bf16_kc_pairs;
   std::uint32_t* packed_b = packed_pairs(0, bf16_kc_pairs * bf16_nc);
   std::uint32_t* packed_a = packed_pairs(1, bf16_kc_pairs * bf16_mc);
