@@ -271,15 +271,32 @@ PTRAIN_AMX_TARGET inline void amx_block(std::int64_t p0, std::int64_t p1, std::i
 }
 
 // Rows [row0, row0 + count) of op(A) over k in [k0, k0 + kc), one row of pair words each, rows ld
-// words apart; rows up to the next multiple of 32 zero.
+// words apart; rows up to the next multiple of 32 zero. A transposed A (its rows are op(A)'s
+// columns) is packed 16 rows at a time as pack_pairs packs B, pairs by lines, and turned 16 x 16
+// words at a time.
 PTRAIN_AMX_TARGET inline void amx_pack_a(bool trans_a, const bfloat16* a, std::int64_t lda, std::int64_t row0,
                                          std::int64_t count, std::int64_t k0, std::int64_t kc, std::int64_t ld,
                                          std::uint32_t* out) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    std::uint32_t* row = out + i * ld;
-    if (trans_a) {
-      pack_pairs(true, a, lda, row0 + i, 1, k0, kc, 1, row);
-    } else {  // the row's pairs are adjacent already
+  if (trans_a) {
+    const std::int64_t pairs = (kc + 1) / 2;
+    alignas(64) std::uint32_t by_pair[bf16_kc_pairs * 16];
+    for (std::int64_t i0 = 0; i0 < count; i0 += 16) {
+      const std::int64_t lines = std::min<std::int64_t>(16, count - i0);
+      pack_pairs(true, a, lda, row0 + i0, lines, k0, kc, 16, by_pair);
+      for (std::int64_t p0 = 0; p0 < pairs; p0 += 16) {
+        const std::int64_t rest = std::min<std::int64_t>(16, pairs - p0);
+        __m512i words[16];
+#pragma GCC unroll 16
+        for (int q = 0; q < 16; ++q)
+          words[q] = q < rest ? _mm512_load_si512(by_pair + (p0 + q) * 16) : _mm512_setzero_si512();
+        transpose_words16(words);
+        for (std::int64_t l = 0; l < lines; ++l)
+          _mm512_mask_storeu_epi32(out + (i0 + l) * ld + p0, lanes_below(rest), words[l]);
+      }
+    }
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) {  // the row's pairs are adjacent already
+      std::uint32_t* row = out + i * ld;
       std::memcpy(row, a + (row0 + i) * lda + k0, static_cast<std::size_t>(kc) * sizeof(bfloat16));
       if (kc % 2) row[kc / 2] &= 0xffffu;
     }
