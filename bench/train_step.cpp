@@ -321,8 +321,9 @@ int run_bf16(int threads, const std::vector<ModelCase>& cases) {
   }
   const double fp32 = gemm_gflops<float>(2048, 5), bf16 = gemm_gflops<ptrain::bfloat16>(2048, 5);
   std::printf("bench=gemm impl=ptrain n=2048 threads=%d fp32_gflops=%.1f bf16_gflops=%.1f bf16_over_fp32=%.3f "
-              "bf16_engine=%s\n",
-              threads, fp32, bf16, bf16 / fp32, ptrain::kernels::cpu_amx_enabled() ? "amx" : "vdpbf16ps");
+              "bf16_engine=%s float_gemm=%s\n",
+              threads, fp32, bf16, bf16 / fp32, ptrain::kernels::cpu_amx_enabled() ? "amx" : "vdpbf16ps",
+              std::string(ptrain::kernels::float_gemm_engine()).c_str());
   // path -> model -> images/s; "off": PTRAIN_CPU_BF16=off (bfloat16 computed in float).
   std::map<std::string, std::map<std::string, double>> ips;
   std::vector<std::string> models;
@@ -368,8 +369,9 @@ int main(int argc, char** argv) {
 
   const double peak = gemm_gflops<float>(2048, 5);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f openblas_core=%s OPENBLAS_CORETYPE=%s\n", threads,
-              peak, openblas_get_corename ? openblas_get_corename() : "none", coretype ? coretype : "unset");
+  std::printf("bench=gemm impl=ptrain n=2048 threads=%d gflops=%.1f float_gemm=%s openblas_core=%s OPENBLAS_CORETYPE=%s\n",
+              threads, peak, std::string(ptrain::kernels::float_gemm_engine()).c_str(),
+              openblas_get_corename ? openblas_get_corename() : "none", coretype ? coretype : "unset");
   std::map<std::string, double> ours;
   std::vector<std::string> models;
   for (const ModelCase& c : cases) {

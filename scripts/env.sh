@@ -12,7 +12,8 @@ jobs=${PTRAIN_JOBS:-$(nproc)}
 # two threads there, against 188 with SkylakeX's. Where OPENBLAS_CORETYPE is unset and OpenBLAS
 # reports Prescott's on a CPU with AVX-512 (F, BW, DQ, VL) or AVX2 and FMA, the tests and demos get
 # SkylakeX's or Haswell's (PTRAIN_OPENBLAS_CORETYPE=keep leaves OpenBLAS's own choice). A user's
-# program gets what OpenBLAS picks unless the user sets the variable (docs/benchmarks.md).
+# program that leaves the variable unset runs Eigen's float GEMM there instead of Prescott's
+# (kernels::blas_below_build in kernels/cpu/gemm.hpp; docs/benchmarks.md).
 if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ "${PTRAIN_OPENBLAS_CORETYPE:-}" != keep ]; then
   openblas_core=$(python3 -c 'import ctypes; lib = ctypes.CDLL("libopenblas.so.0")
 lib.openblas_get_corename.restype = ctypes.c_char_p; print(lib.openblas_get_corename().decode())' 2>/dev/null || true)

@@ -81,12 +81,13 @@ struct Product {
   }
 };
 
-// Odd sizes around the kernel's tile (8 x 32), pair (K odd) and blocks (256 of K, 128 rows,
-// 1024 columns), in every transpose (Linear: A B^T, A B, A^T B; bmm: all four); beta 0 and not.
+// Odd sizes around the kernels' tiles (8 x 32; AMX's 16 or 32 x 32), pair (K odd) and blocks (256
+// of K, 128 rows, 1024 columns), in every transpose (Linear: A B^T, A B, A^T B; bmm: all four);
+// beta 0 and not.
 std::vector<Product> products() {
   std::vector<Product> all;
   const std::int64_t sizes[][3] = {{1, 1, 1},    {7, 33, 5},     {8, 32, 2},      {9, 31, 257},
-                                   {37, 65, 513}, {130, 1030, 40}, {70, 40, 64}, {3, 5, 0}};
+                                   {37, 65, 513}, {130, 1030, 40}, {70, 40, 64}, {16, 64, 40}, {3, 5, 0}};
   for (const auto& s : sizes)
     for (int t = 0; t < 4; ++t) {
       all.push_back({s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, 1.0f, 0.0f});
@@ -311,6 +312,38 @@ BOOST_AUTO_TEST_CASE(the_path_follows_ptrain_cpu_bf16, *ut::precondition(has_bf1
     BOOST_TEST(differ == 0, p.name() << ": " << differ << " elements differ from the serial kernel's");
   }
   set_num_threads(threads);
+#endif
+}
+
+// kernels::gemm's float products run OpenBLAS's, or Eigen's where OpenBLAS's kernel set is older
+// than the build targets (kernels::blas_below_build): checked bit for bit against each engine
+// called directly. ctest runs this case a second time with OPENBLAS_CORETYPE=Prescott, where a
+// build for AVX2 and FMA or more must take Eigen's (kernels/gemm_kernels_test/openblas_prescott).
+BOOST_AUTO_TEST_CASE(float_gemm_runs_eigen_where_openblas_runs_older_kernels) {
+  const std::int64_t m = 37, n = 65, k = 257;  // under a million multiply-adds: one thread, one call
+  const Tensor<float> a = tensor_cast<float>(random_tensor({m, k}, 21)), b = tensor_cast<float>(random_tensor({k, n}, 22));
+  std::vector<float> got(static_cast<std::size_t>(m * n)), eigen(got.size());
+  kernels::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, got.data(), n);
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Mat>(eigen.data(), m, n).noalias() =
+      Eigen::Map<const Mat>(a.data(), m, k) * Eigen::Map<const Mat>(b.data(), k, n);
+#if defined(PTRAIN_HAS_CBLAS)
+  std::vector<float> blas(got.size());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, a.data(), int(k), b.data(),
+              int(n), 0.0f, blas.data(), int(n));
+  BOOST_TEST_REQUIRE((blas != eigen), "OpenBLAS and Eigen agree bit for bit here: the case cannot tell them apart");
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+#if defined(__AVX2__) && defined(__FMA__)
+  if (forced && std::string(forced) == "Prescott") BOOST_TEST(kernels::blas_below_build());
+#else
+  BOOST_TEST(!kernels::blas_below_build());
+#endif
+  BOOST_TEST(kernels::float_gemm_engine() == (kernels::blas_below_build() ? "eigen" : "openblas"));
+  BOOST_TEST((got == (kernels::blas_below_build() ? eigen : blas)),
+             "kernels::gemm's bits are not " << kernels::float_gemm_engine() << "'s");
+#else
+  BOOST_TEST(kernels::float_gemm_engine() == "eigen");
+  BOOST_TEST((got == eigen));
 #endif
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Row-major GEMM: C = alpha * op(A) * op(B) + beta * C. OpenBLAS through CBLAS when the build
-// found it (PTRAIN_HAS_CBLAS; about 1.6x Eigen's own GEMM on two cores here), Eigen otherwise.
+// found it (PTRAIN_HAS_CBLAS; about 1.6x Eigen's own GEMM on two cores here), Eigen otherwise, and
+// Eigen too where OpenBLAS runs kernels for an older CPU than the build targets (blas_below_build).
 // Large products are split by rows or columns of C (whichever shares the smaller operand) over
 // the OpenMP threads, each running a single-threaded GEMM; inside a parallel region the call
 // stays on its thread.
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -24,7 +26,44 @@
 #include "ptrain/kernels/cpu/widen.hpp"
 #include "ptrain/core/prebuilt.hpp"
 
+#if defined(PTRAIN_HAS_CBLAS)
+// OpenBLAS's name for the kernel set it runs; weak, as another CBLAS has none.
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+#endif
+
 namespace ptrain::kernels {
+
+// Whether OpenBLAS runs kernels for an older x86 than this build's target (AVX2 and FMA or more):
+// it picks them from the CPU model when it loads, and Debian 12's (0.3.21) takes Prescott's
+// (SSE3) for a model it does not know, as on a virtual "Intel Xeon Processor" with AVX-512, where
+// its 2048^3 float GEMM ran at a fifth of Eigen's compiled for the host (18 against 86 GFLOP/s on
+// one core; SkylakeX's set 102). Then kernels::gemm runs Eigen's GEMM for float and double (also
+// where OPENBLAS_CORETYPE names such a set). Asked once.
+inline bool blas_below_build() {
+#if defined(PTRAIN_HAS_CBLAS) && defined(__AVX2__) && defined(__FMA__) && !defined(__CUDACC__)
+  static const bool below = [] {
+    if (!openblas_get_corename) return false;
+    const char* name = openblas_get_corename();
+    const std::string_view core(name ? name : "");
+    for (const std::string_view old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
+                                       "Coppermine", "Northwood", "Banias", "Unknown"})
+      if (core == old) return true;
+    return false;
+  }();
+  return below;
+#else
+  return false;
+#endif
+}
+
+// Which float GEMM kernels::gemm runs: "openblas", or "eigen" (no CBLAS, or blas_below_build).
+inline std::string_view float_gemm_engine() {
+#if defined(PTRAIN_HAS_CBLAS)
+  return blas_below_build() ? "eigen" : "openblas";
+#else
+  return "eigen";
+#endif
+}
 
 namespace detail {
 template <class T>
@@ -32,18 +71,19 @@ void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std
           const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
 #if defined(PTRAIN_HAS_CBLAS)
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    const auto ta = trans_a ? CblasTrans : CblasNoTrans;
-    const auto tb = trans_b ? CblasTrans : CblasNoTrans;
-    const auto M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
-                  beta, c, static_cast<int>(ldc));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
-                  beta, c, static_cast<int>(ldc));
-    return;
-  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    if (!blas_below_build()) {
+      const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+      const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+      const auto M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                    beta, c, static_cast<int>(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                    beta, c, static_cast<int>(ldc));
+      return;
+    }
 #endif
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;

@@ -245,29 +245,39 @@ PTRAIN_AMX_TARGET inline void amx_configure(std::int64_t pairs) {
   _tile_loadconfig(&config);
 }
 
-// C[32 x 32] (rows ldc apart) += A's 32 packed rows (lda words apart) x a B panel of 32 columns,
-// over pairs [p0, p1) in steps of `step` (the pairs amx_configure was given).
+// C[16 * RowTiles x 32] (rows ldc apart) += A's 16 * RowTiles packed rows (lda words apart) x a B
+// panel of 32 columns, over pairs [p0, p1) in steps of `step` (the pairs amx_configure was given).
+// One tile of rows serves a matrix of 16 rows or fewer (UNet's 16-channel layers) at no cost for
+// the second.
+template <int RowTiles>
 PTRAIN_AMX_TARGET inline void amx_block(std::int64_t p0, std::int64_t p1, std::int64_t step, const std::uint32_t* a,
                                         std::int64_t lda, const std::uint32_t* b, float* c, std::int64_t ldc) {
+  static_assert(RowTiles == 1 || RowTiles == 2);
   const std::int64_t c_stride = ldc * 4, a_stride = lda * 4, b_stride = bf16_nr * 4;
   _tile_loadd(0, c, c_stride);
   _tile_loadd(1, c + 16, c_stride);
-  _tile_loadd(2, c + 16 * ldc, c_stride);
-  _tile_loadd(3, c + 16 * ldc + 16, c_stride);
+  if constexpr (RowTiles == 2) {
+    _tile_loadd(2, c + 16 * ldc, c_stride);
+    _tile_loadd(3, c + 16 * ldc + 16, c_stride);
+  }
   for (std::int64_t p = p0; p < p1; p += step) {
     _tile_loadd(4, a + p, a_stride);
-    _tile_loadd(5, a + 16 * lda + p, a_stride);
+    if constexpr (RowTiles == 2) _tile_loadd(5, a + 16 * lda + p, a_stride);
     _tile_loadd(6, b + p * bf16_nr, b_stride);
     _tile_loadd(7, b + p * bf16_nr + 16, b_stride);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    if constexpr (RowTiles == 2) {
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
   }
   _tile_stored(0, c, c_stride);
   _tile_stored(1, c + 16, c_stride);
-  _tile_stored(2, c + 16 * ldc, c_stride);
-  _tile_stored(3, c + 16 * ldc + 16, c_stride);
+  if constexpr (RowTiles == 2) {
+    _tile_stored(2, c + 16 * ldc, c_stride);
+    _tile_stored(3, c + 16 * ldc + 16, c_stride);
+  }
 }
 
 // Rows [row0, row0 + count) of op(A) over k in [k0, k0 + kc), one row of pair words each, rows ld
@@ -306,7 +316,7 @@ PTRAIN_AMX_TARGET inline void amx_pack_a(bool trans_a, const bfloat16* a, std::i
 
 // gemm_bf16_packing's product (alpha 1, C already scaled by beta) on AMX tiles. A k-block's
 // pairs run 16 a step, then the rest (fewer than 16) under a second tile configuration; blocks of
-// C at the edges go through a 32 x 32 copy.
+// C at the edges go through a 32 x 32 copy, those of 16 rows or fewer on one tile of rows.
 template <class PackB>
 PTRAIN_AMX_TARGET void gemm_amx_packing(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k,
                                         const bfloat16* a, std::int64_t lda, PackB&& pack_b, float* c,
@@ -333,13 +343,17 @@ PTRAIN_AMX_TARGET void gemm_amx_packing(bool trans_a, std::int64_t m, std::int64
               const std::int64_t rows = std::min<std::int64_t>(32, mc - ir), cols = std::min(bf16_nr, nc - jr);
               float* block = c + (ic + ir) * ldc + jc + jr;
               const std::uint32_t *a_rows = packed_a + ir * bf16_kc_pairs, *panel = packed_b + jr * pairs;
-              if (rows == 32 && cols == 32) {
-                amx_block(p0, p1, step, a_rows, bf16_kc_pairs, panel, block, ldc);
+              const auto run = [&](float* at, std::int64_t ld) {
+                if (rows > 16) amx_block<2>(p0, p1, step, a_rows, bf16_kc_pairs, panel, at, ld);
+                else amx_block<1>(p0, p1, step, a_rows, bf16_kc_pairs, panel, at, ld);
+              };
+              if ((rows == 32 || rows == 16) && cols == 32) {
+                run(block, ldc);
                 continue;
               }
               std::fill(edge, edge + 32 * 32, 0.0f);
               for (std::int64_t r = 0; r < rows; ++r) std::copy(block + r * ldc, block + r * ldc + cols, edge + r * 32);
-              amx_block(p0, p1, step, a_rows, bf16_kc_pairs, panel, edge, 32);
+              run(edge, 32);
               for (std::int64_t r = 0; r < rows; ++r) std::copy(edge + r * 32, edge + r * 32 + cols, block + r * ldc);
             }
         }
