@@ -11,9 +11,10 @@ phase_done() { phase_times+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SE
 bash scripts/setup.sh
 . scripts/env.sh
 
-# TensorBoard's own reader (tensorboard from PyPI) checks the examples' event files: a venv in
-# build/, made once. When pip cannot reach PyPI the reader test fails and says why.
-tensorboard_venv=$PWD/build/tensorboard-venv
+# TensorBoard's own reader (tensorboard from PyPI) checks the examples' event files: a venv made
+# once and kept outside the clone (~/.cache, as the torch venv), so that a new clone does not pip
+# install it again (17 s here). When pip cannot reach PyPI the reader test fails and says why.
+tensorboard_venv=${PTRAIN_TENSORBOARD_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ptrain/tensorboard-venv}
 if ! "$tensorboard_venv/bin/python" -c "import tensorboard" 2>/dev/null; then
   { python3 -m venv "$tensorboard_venv" && "$tensorboard_venv/bin/pip" install --quiet tensorboard; } ||
     echo "test.sh: could not install tensorboard into $tensorboard_venv; examples/fashion_mnist/np2_outputs_read will fail" >&2
@@ -52,6 +53,31 @@ cmake --build build -j "$jobs"
 phase_done "build:"
 
 failed=()
+# run_check WHAT LOG COMMAND...: COMMAND with its output in LOG; appends "passed|FAILED SECONDS
+# WHAT" to build/checks.status, read into the summary.
+run_check() {
+  local what=$1 log=$2 start=$SECONDS
+  shift 2
+  if "$@" >"$log" 2>&1; then
+    echo "passed $((SECONDS - start)) $what" >>build/checks.status
+  else
+    echo "FAILED $((SECONDS - start)) $what" >>build/checks.status
+  fi
+}
+rm -f build/checks.status
+# Beside ctest, whose tests keep both cores busy but leave gaps: the installed-package, Conan and
+# vcpkg tests and the sanitizer job (its own build folder), mostly configuring and linking on one
+# core; their output is shown once ctest is done. (The portable job runs after ctest: it takes
+# the torchvision files ctest's fixture writes.)
+(
+  package_log=build/package_test.log
+  run_check "package test (test/package/run.sh)" "$package_log" bash test/package/run.sh build
+  run_check "Conan package (scripts/test_conan.sh)" build/conan_test.log bash scripts/test_conan.sh
+  run_check "vcpkg port (test/vcpkg/run.sh)" build/vcpkg_test.log bash test/vcpkg/run.sh
+  run_check "unit tests under ASan + UBSan (scripts/ci_sanitize.sh)" build/ci_sanitize.log bash scripts/ci_sanitize.sh
+) &
+beside_ctest=$!
+
 ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
 # The slow set (label slow: long runs whose twins are in the fast set) runs with PTRAIN_SLOW_TESTS=1.
 slow=(-LE slow)
@@ -60,31 +86,27 @@ ctest --test-dir build --output-on-failure -j "$jobs" "${slow[@]}" 2>&1 | tee "$
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 phase_done "ctest:"
+run_check "float-sensitive unit tests built for x86-64-v2 (scripts/ci_portable.sh)" build/ci_portable.log \
+  bash scripts/ci_portable.sh
+cat build/ci_portable.log
+phase_done "portable job:"
+wait "$beside_ctest" || true
+for log in build/package_test.log build/conan_test.log build/vcpkg_test.log build/ci_sanitize.log; do
+  if [ -f "$log" ]; then cat "$log"; fi
+done
+phase_done "waiting for the checks beside ctest:"
 package_log=build/package_test.log
-bash test/package/run.sh build 2>&1 | tee "$package_log" || failed+=("package test (test/package/run.sh)")
-bash scripts/test_conan.sh 2>&1 | tee build/conan_test.log || failed+=("Conan package (scripts/test_conan.sh)")
-bash test/vcpkg/run.sh 2>&1 | tee build/vcpkg_test.log || failed+=("vcpkg port (test/vcpkg/run.sh)")
-phase_done "package, Conan and vcpkg tests:"
-
-# Jobs in scripts of their own (own build directories), each reported in the summary.
-job_results=()
-run_job() {  # script name, what it checks; its output also goes to build/<script>.log
-  local log="build/$1.log" start=$SECONDS
-  if bash "scripts/$1.sh" 2>&1 | tee "$log"; then
-    job_results+=("$2: passed in $((SECONDS - start)) s")
-  else
-    job_results+=("$2: FAILED after $((SECONDS - start)) s (output in $log)")
-    failed+=("$2 (scripts/$1.sh)")
-  fi
-}
-run_job ci_portable "float-sensitive unit tests built for x86-64-v2"
-run_job ci_sanitize "unit tests under ASan + UBSan"
-phase_done "portable and sanitizer jobs:"
+check_results=()
+while read -r status seconds what; do
+  check_results+=("$what: $status in $seconds s")
+  [ "$status" = passed ] || failed+=("$what")
+done <build/checks.status
+[ "$(wc -l <build/checks.status)" = 5 ] || failed+=("a check that did not report (build/checks.status)")
 
 echo
 echo "==== summary ===="
 echo "time: $(printf '%s, ' "${phase_times[@]}")$SECONDS s in all"
-printf '%s\n' "${job_results[@]}"
+printf '%s\n' "${check_results[@]}"
 ccache_summary
 [ -z "${OPENBLAS_CORETYPE:-}" ] || echo "OpenBLAS's kernels: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (scripts/env.sh; the portable job's: Nehalem)"
 if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep -q could end ctest by SIGPIPE (pipefail)

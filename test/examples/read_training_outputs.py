@@ -22,7 +22,7 @@ def main():
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError as e:
         fail(f"cannot import TensorBoard's reader ({e}) with {sys.executable}; "
-             "scripts/test.sh installs it (pip install tensorboard into build/tensorboard-venv)")
+             "scripts/test.sh installs it (pip install tensorboard into ~/.cache/ptrain/tensorboard-venv)")
 
     files = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
     if not files:

@@ -3,7 +3,9 @@
 //   skip R   rank R skips the second and finishes: the others wait in their fourth
 //   kill R   rank R is killed (SIGKILL) before the third
 //   split R  as stop R, on a communicator whose ranks are the world's in reverse order
+//   stop_before_split R  rank R stops itself before the split
 //   none     every rank finishes
+// The split is the world's collective #1, so the world's allreduces are #2 to #5.
 // With PTRAIN_COLLECTIVE_TIMEOUT a few seconds, the watchdog must end every rank naming the
 // collective, its number and rank R (stop, skip); under ptrain_rank_guard the killed rank is named
 // (kill). Checked by expect_stall.cmake. With STALL_MARKER set (sample_cpu.sh), rank R creates that
@@ -31,9 +33,13 @@ int main(int argc, char** argv) {
   const int culprit = argc > 2 ? std::atoi(argv[2]) : -1;
   return ptrain::run_main(argc, argv, [&](ptrain::MpiSession& session) {
     ptrain::MpiComm world(session);
+    const bool me = session.rank() == culprit;
+    if (me && mode == "stop_before_split") {
+      mark_stall();
+      std::raise(SIGSTOP);
+    }
     ptrain::MpiComm reversed = world.split(0, world.size() - world.rank());
     ptrain::MpiComm& comm = mode == "split" ? reversed : world;
-    const bool me = session.rank() == culprit;
     std::vector<float> x(1000, 1.0f);
     for (int i = 1; i <= 4; ++i) {
       if (me && i == 2 && mode == "skip") continue;

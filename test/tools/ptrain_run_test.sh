@@ -96,7 +96,7 @@ case $case in
   stall)
     [ -x "$stall" ] || fail "no stall program '$stall'"
     PTRAIN_COLLECTIVE_TIMEOUT=3 expect 1 \
-      "failed after .*: the stall watchdog \(PTRAIN_COLLECTIVE_TIMEOUT\) ended the run: rank\(s\) 1 had not joined collective #3 allreduce_sum of 1000 float" \
+      "failed after .*: the stall watchdog \(PTRAIN_COLLECTIVE_TIMEOUT\) ended the run: rank\(s\) 1 had not joined collective #4 allreduce_sum of 1000 float" \
       --nproc 2 -- "$stall" stop 1
     left "$stall stop"
     ;;

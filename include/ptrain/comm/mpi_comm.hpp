@@ -346,10 +346,17 @@ class MpiComm {
   }
 
   // The ranks that pass the same color (>= 0) form a new communicator, ordered by key, then by
-  // rank here. Collective over this communicator. Its byte count starts at zero; it keeps
-  // this communicator's allreduce piece size.
+  // rank here. Collective over this communicator (numbered "split" for the watchdog). Its byte
+  // count starts at zero; it keeps this communicator's allreduce piece size.
   MpiComm split(int color, int key) {
     check(color >= 0, "MpiComm::split: color ", color, " is negative; every rank must join some group");
+    // Every rank arrives first at a barrier waited as the others are: MPI_Comm_split and the new
+    // communicator's MPI_Comm_dup block, spinning until the last rank comes, which on a node with
+    // more ranks than cores took most of a pipeline's start (8 ranks on 2 cores), and a rank that
+    // never came hung them; here the wait policy sleeps and the watchdog names that rank.
+    Request arrived = watched_collective("split");
+    detail::mpi_check(MPI_Ibarrier(comm_, arrived.add()), "MPI_Ibarrier");
+    arrived.wait();
     MPI_Comm comm = MPI_COMM_NULL;
     detail::mpi_check(MPI_Comm_split(comm_, color, key, &comm), "MPI_Comm_split");
     MpiComm sub(comm, types_);

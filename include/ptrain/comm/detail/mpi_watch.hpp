@@ -41,7 +41,24 @@ class MpiWatch {
  public:
   // Collective over comm: duplicates it for the questions.
   explicit MpiWatch(MPI_Comm comm) : dog_(collective_timeout_seconds()) {
-    mpi_check(MPI_Comm_dup(comm, &questions_), "MPI_Comm_dup (collective watchdog)");
+    policy_ = wait_policy_for(std::getenv("PTRAIN_WAIT_POLICY"), ranks_on_this_node(comm), num_threads(), usable_cores());
+    // MPI_Comm_idup waited as the policy says: MPI_Comm_dup blocks, spinning, which on a node with
+    // more ranks than cores kept the cores from the ranks it waited for.
+    MPI_Request dup = MPI_REQUEST_NULL;
+    mpi_check(MPI_Comm_idup(comm, &questions_, &dup), "MPI_Comm_idup (collective watchdog)");
+    auto duplicated = [&] {
+      int flag = 0;
+      mpi_check(MPI_Test(&dup, &flag, MPI_STATUS_IGNORE), "MPI_Test (MPI_Comm_idup)");
+      return flag != 0;
+    };
+    auto expired = [&] {
+      fail("MpiWatch: duplicating a communicator (collective over its ranks) did not complete within ",
+           dog_.timeout_seconds(), " s (PTRAIN_COLLECTIVE_TIMEOUT): a rank has not come");
+    };
+    if (policy_ == WaitPolicy::passive)
+      dog_.wait(detail::PassivePoll(duplicated), [] {}, expired);
+    else
+      dog_.wait(duplicated, [] {}, expired);
     mpi_check(MPI_Comm_set_errhandler(questions_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(questions_, &rank_);
     MPI_Comm_size(questions_, &size_);
@@ -58,7 +75,6 @@ class MpiWatch {
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     is_world_ = world_size == size_;
     for (int q = 0; q < size_; ++q) is_world_ = is_world_ && world_ranks_[static_cast<std::size_t>(q)] == q;
-    policy_ = wait_policy_for(std::getenv("PTRAIN_WAIT_POLICY"), ranks_on_this_node(), num_threads(), usable_cores());
   }
   ~MpiWatch() {
     int finalized = 0;
@@ -106,18 +122,21 @@ class MpiWatch {
     char what[200] = {};
   };
 
-  // The ranks on this node: this communicator's, or the launcher's count of the node's ranks when it
-  // gives one (MPICH's hydra, Open MPI) and it is more (a communicator split from the world's).
-  int ranks_on_this_node() const {
+  // The ranks on this node: the launcher's count of them where it gives one (MPICH's hydra, Open
+  // MPI), else this communicator's ranks that share memory with this one. Only without the launcher's
+  // count is MPI asked: MPI_Comm_split_type is a blocking collective whose busy wait, on a node with
+  // more ranks than cores, took most of the CPU time of a suite of 8-rank pipeline tests on 2 cores
+  // (a communicator's ranks on the node are among the launcher's, so its count is never less).
+  static int ranks_on_this_node(MPI_Comm comm) {
+    for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+      if (const char* text = std::getenv(name); text && std::atoi(text) > 0) return std::atoi(text);
     int local = 1;
     MPI_Comm node = MPI_COMM_NULL;
-    if (MPI_Comm_split_type(questions_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
         node != MPI_COMM_NULL) {
       MPI_Comm_size(node, &local);
       MPI_Comm_free(&node);
     }
-    for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"})
-      if (const char* text = std::getenv(name)) local = std::max(local, std::atoi(text));
     return local;
   }
 
