@@ -21,6 +21,15 @@ cmake --build build-portable -j "$jobs" --target "${areas[@]/#/test_}"
 regex="^($(IFS='|'; echo "${areas[*]}"))/"
 # The torchvision files the main build's fixture wrote (nn/make_torchvision_conversions: the same
 # scripts and torch, 40 to 80 s here), as hard links, which the fixture here finds up to date.
+# Beside the main build's ctest (scripts/test.sh names its console log in PTRAIN_MAIN_CTEST_LOG)
+# they are taken once that fixture has ended, never while it writes them (waiting at most 20
+# minutes; then the fixture here writes its own).
+if [ -n "${PTRAIN_MAIN_CTEST_LOG:-}" ]; then
+  for _ in $(seq 600); do
+    grep -qE "Test +#[0-9]+: nn/make_torchvision_conversions |^Total Test time" "$PTRAIN_MAIN_CTEST_LOG" 2>/dev/null && break
+    sleep 2
+  done
+fi
 converted=test/data/torchvision_conversions
 if [ -d "build/$converted" ] && [ ! -e "build-portable/$converted" ]; then
   mkdir -p "build-portable/$(dirname "$converted")" && cp -al "build/$converted" "build-portable/$converted"

@@ -65,20 +65,22 @@ run_check() {
   fi
 }
 rm -f build/checks.status
+ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
+rm -f "$ctest_console"
 # Beside ctest, whose tests keep both cores busy but leave gaps: the installed-package, Conan and
-# vcpkg tests and the sanitizer job (its own build folder), mostly configuring and linking on one
-# core; their output is shown once ctest is done. (The portable job runs after ctest: it takes
-# the torchvision files ctest's fixture writes.)
+# vcpkg tests and the sanitizer and portable jobs (their own build folders), mostly configuring and
+# linking on one core; their output is shown once ctest is done. The portable job takes the
+# torchvision files of ctest's fixture once it has ended (PTRAIN_MAIN_CTEST_LOG).
 (
-  package_log=build/package_test.log
-  run_check "package test (test/package/run.sh)" "$package_log" bash test/package/run.sh build
+  run_check "package test (test/package/run.sh)" build/package_test.log bash test/package/run.sh build
   run_check "Conan package (scripts/test_conan.sh)" build/conan_test.log bash scripts/test_conan.sh
   run_check "vcpkg port (test/vcpkg/run.sh)" build/vcpkg_test.log bash test/vcpkg/run.sh
   run_check "unit tests under ASan + UBSan (scripts/ci_sanitize.sh)" build/ci_sanitize.log bash scripts/ci_sanitize.sh
+  run_check "float-sensitive unit tests built for x86-64-v2 (scripts/ci_portable.sh)" build/ci_portable.log \
+    env PTRAIN_MAIN_CTEST_LOG="$PWD/$ctest_console" bash scripts/ci_portable.sh
 ) &
 beside_ctest=$!
 
-ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
 # The slow set (label slow: long runs whose twins are in the fast set) runs with PTRAIN_SLOW_TESTS=1.
 slow=(-LE slow)
 [ "${PTRAIN_SLOW_TESTS:-0}" = 1 ] && slow=()
@@ -86,12 +88,8 @@ ctest --test-dir build --output-on-failure -j "$jobs" "${slow[@]}" 2>&1 | tee "$
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 phase_done "ctest:"
-run_check "float-sensitive unit tests built for x86-64-v2 (scripts/ci_portable.sh)" build/ci_portable.log \
-  bash scripts/ci_portable.sh
-cat build/ci_portable.log
-phase_done "portable job:"
 wait "$beside_ctest" || true
-for log in build/package_test.log build/conan_test.log build/vcpkg_test.log build/ci_sanitize.log; do
+for log in build/package_test.log build/conan_test.log build/vcpkg_test.log build/ci_sanitize.log build/ci_portable.log; do
   if [ -f "$log" ]; then cat "$log"; fi
 done
 phase_done "waiting for the checks beside ctest:"
