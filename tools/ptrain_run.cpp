@@ -305,8 +305,13 @@ std::vector<pid_t> descendants() {
   for (std::filesystem::directory_iterator it("/proc", error), end; !error && it != end; it.increment(error)) {
     const auto pid = whole_number(it->path().filename().string(), 1, LONG_MAX);
     if (!pid) continue;
-    std::ifstream stat(it->path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::string text;
+    try {
+      std::ifstream stat(it->path() / "stat");
+      text.assign(std::istreambuf_iterator<char>(stat), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure&) {
+      continue;  // the process ended between the open and the read (ESRCH): libstdc++'s filebuf throws
+    }
     const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
     if (close == std::string::npos) continue;
     std::istringstream rest(text.substr(close + 1));
