@@ -350,10 +350,11 @@ class MpiComm {
   // count starts at zero; it keeps this communicator's allreduce piece size.
   MpiComm split(int color, int key) {
     check(color >= 0, "MpiComm::split: color ", color, " is negative; every rank must join some group");
-    // Every rank arrives first at a barrier waited as the others are: MPI_Comm_split and the new
-    // communicator's MPI_Comm_dup block, spinning until the last rank comes, which on a node with
-    // more ranks than cores took most of a pipeline's start (8 ranks on 2 cores), and a rank that
-    // never came hung them; here the wait policy sleeps and the watchdog names that rank.
+    // Every rank arrives first at a barrier waited as the others are: MPI_Comm_split blocks,
+    // spinning until the last rank comes, which on a node with more ranks than cores took most of a
+    // pipeline's start (8 ranks on 2 cores), and a rank that never came hung them; here the wait
+    // policy sleeps and the watchdog names that rank. (The new communicator's watchdog duplicates
+    // it by MPI_Comm_idup, waited the same way.)
     Request arrived = watched_collective("split");
     detail::mpi_check(MPI_Ibarrier(comm_, arrived.add()), "MPI_Ibarrier");
     arrived.wait();

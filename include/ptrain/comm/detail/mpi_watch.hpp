@@ -7,7 +7,6 @@
 // number of collectives they have started and what they wait for. After a short grace the rank
 // names the collective, its number and the ranks that have not joined it (no answer: stopped,
 // dead or busy elsewhere; or an earlier collective), and ends every rank (abort_all).
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -55,10 +54,7 @@ class MpiWatch {
       fail("MpiWatch: duplicating a communicator (collective over its ranks) did not complete within ",
            dog_.timeout_seconds(), " s (PTRAIN_COLLECTIVE_TIMEOUT): a rank has not come");
     };
-    if (policy_ == WaitPolicy::passive)
-      dog_.wait(detail::PassivePoll(duplicated), [] {}, expired);
-    else
-      dog_.wait(duplicated, [] {}, expired);
+    poll(duplicated, [] {}, expired);
     mpi_check(MPI_Comm_set_errhandler(questions_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(questions_, &rank_);
     MPI_Comm_size(questions_, &size_);
@@ -107,16 +103,21 @@ class MpiWatch {
   template <class Done>
   void wait_until(Done&& done, const WaitTicket& ticket) {
     const WaitTicket* outer = std::exchange(waiting_, &ticket);
-    if (policy_ == WaitPolicy::passive)
-      dog_.wait(detail::PassivePoll(done), [&] { answer_questions(); }, [&] { report_stall(ticket); });
-    else
-      dog_.wait(done, [&] { answer_questions(); }, [&] { report_stall(ticket); });
+    poll(done, [&] { answer_questions(); }, [&] { report_stall(ticket); });
     waiting_ = outer;
   }
   WaitPolicy wait_policy() const { return policy_; }
 
  private:
   static constexpr int question_tag = 1, answer_tag = 2;
+  // The watchdog's wait on done(), polled as the policy says: in a spin, or with sleeps between.
+  template <class Done, class Idle, class Expired>
+  void poll(Done& done, Idle&& idle, Expired&& expired) {
+    if (policy_ == WaitPolicy::passive)
+      dog_.wait(detail::PassivePoll(done), idle, expired);
+    else
+      dog_.wait(done, idle, expired);
+  }
   struct Answer {
     std::int64_t started = 0;
     char what[200] = {};
