@@ -65,10 +65,10 @@ run_check() {
   fi
 }
 rm -f build/checks.status
-# Two tests at a time and the jobs' compiles share the cores, so an OpenMP thread that waits at a
-# barrier sleeps at once (libgomp's default spins first, taking the time slice of a thread that
-# computes). Results are the same either way; the unit tests (PTRAIN_NUM_THREADS=2) ran 28 s -> 19-22
-# s wall under ctest -j2 alone, user time 50 -> 33-39 s.
+# ctest's tests and the jobs' compiles share the cores, so an OpenMP thread that waits at a barrier
+# sleeps at once (libgomp's default spins first, taking the time slice of a thread that computes).
+# Results are the same either way; the unit tests (PTRAIN_NUM_THREADS=2) ran 28 s -> 19-22 s wall
+# under ctest -j2 alone, user time 50 -> 33-39 s.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest_console=build/ctest_console.log  # its closing lists of failed and skipped tests
 rm -f "$ctest_console"
