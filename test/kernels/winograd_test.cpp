@@ -248,9 +248,17 @@ BOOST_AUTO_TEST_CASE(auto_routes_bfloat16_3x3_layers_by_shape, *ut::precondition
   const Case winograd_case{"128->128 8x8 pad 1", 4, 128, 8, 8, 128, 1},
       gemm_case{"32->32 20x20 pad 1", 4, 32, 20, 20, 32, 1};
   for (const k::ConvPass pass : {k::ConvPass::forward, k::ConvPass::grad_input, k::ConvPass::grad_weight}) {
-    BOOST_TEST((k::default_conv_algorithm(geometry(winograd_case), pass, true) == k::ConvAlgorithm::winograd2));
-    BOOST_TEST((k::default_conv_algorithm(geometry(gemm_case), pass, true) == k::ConvAlgorithm::gemm));
+    for (const k::ConvProducts products : {k::ConvProducts::bf16_dot, k::ConvProducts::bf16_amx}) {
+      BOOST_TEST((k::default_conv_algorithm(geometry(winograd_case), pass, products) == k::ConvAlgorithm::winograd2));
+      BOOST_TEST((k::default_conv_algorithm(geometry(gemm_case), pass, products) == k::ConvAlgorithm::gemm));
+    }
     BOOST_TEST((k::default_conv_algorithm(geometry(gemm_case), pass) == k::ConvAlgorithm::winograd2));
+    // On AMX's tiles an output plane of 16x16 or more goes to the GEMM, at any channel count.
+    const Case wide_plane{"128->128 16x16 pad 1", 4, 128, 16, 16, 128, 1};
+    BOOST_TEST((k::default_conv_algorithm(geometry(wide_plane), pass, k::ConvProducts::bf16_amx) ==
+                k::ConvAlgorithm::gemm));
+    BOOST_TEST((k::default_conv_algorithm(geometry(wide_plane), pass, k::ConvProducts::bf16_dot) ==
+                k::ConvAlgorithm::winograd2));
   }
   for (const Case& c : {winograd_case, gemm_case}) {
     const Bf16Operands o(c);

@@ -563,12 +563,19 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
   detail::conv2d_backward_gemm<T, T>(g, x, w, gy, gx, gw, gb, blocking);
 }
 
+// What the bfloat16 passes' products run on where cpu_bf16_gemm_enabled (default_conv_algorithm's
+// choice depends on it): AMX tiles where cpu_amx_enabled, else vdpbf16ps.
+inline ConvProducts bf16_conv_products() {
+  return cpu_amx_enabled() ? ConvProducts::bf16_amx : ConvProducts::bf16_dot;
+}
+
 // The 16-bit types: the float kernels on widened copies (im2col and the GEMMs in float, each
 // gradient summed over the batch in float), the results rounded once. bfloat16 on vdpbf16ps
 // (cpu_bf16_gemm_enabled) skips the copies of the operands: the same kernels with T = bfloat16
 // and Acc = float, y and the grad input by convolution rounded as each block's GEMM ends; except
 // where Winograd applies and conv_algorithm() picks F(2x2, 3x3) for a pass (by shape, auto needing
-// more channels than for float: default_conv_algorithm's bf16_products), which runs winograd.hpp's
+// more channels than for float, and on AMX a smaller output plane: default_conv_algorithm's
+// products), which runs winograd.hpp's
 // with bfloat16 products on vdpbf16ps (transforms in float, the tiles of x and gy widened as they
 // are gathered, each result rounded once). A forced F(4x4, 3x3) runs in float on widened copies: its transforms are too
 // inexact for bfloat16 operands.
@@ -594,7 +601,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
         } else {
           detail::conv2d_forward_gemm_into<T, float, T>(g, x, w, data_or_null(bf), y, blocking);
         }
-      }, /*bf16_products=*/true);
+      }, bf16_conv_products());
       return;
     }
   Tensor<float> yf = float_buffer(g.batch * g.out_channels * g.out_plane());
@@ -626,7 +633,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
           detail::conv2d_backward_gemm<T, float>(g, nullptr, w, gy, gxf.data(), nullptr, nullptr, blocking);
           narrow(gxf, gx);
         }
-      }, /*bf16_products=*/true);
+      }, bf16_conv_products());
       gx = nullptr;
     }
   if (on_bf16_dot && gx && has_work && detail::grad_input_is_convolution(g)) {
@@ -645,7 +652,7 @@ void conv2d_backward(const Conv2dGeometry& g, const T* x, const T* w, const T* g
           winograd_grad_weight<4>(g, widen(x, in).data(), widen(gy, out).data(), gwf.data());
         else
           detail::conv2d_backward_gemm<T, float>(g, x, nullptr, gy, nullptr, gwf.data(), nullptr, blocking);
-      }, /*bf16_products=*/true);
+      }, bf16_conv_products());
       narrow(gwf, gw);
       gw = nullptr;
       gwf = Tensor<float>();

@@ -79,15 +79,28 @@ inline constexpr double winograd_flops = 2e7;
 // (up to 5x in, 8x out, 1/6 and 1/24 inexact) cost a real network's float gradients up to 16x
 // PyTorch's own float32 error against float64, in every pass (test/nn/conv_accuracy_test), so it
 // runs only when asked for (winograd4, benchmark).
-// bf16_products: bfloat16 operands on vdpbf16ps (conv.hpp), where im2col + GEMM runs about twice
-// float's speed and F(2x2, 3x3)'s float transforms weigh more: on ResNet-18 on CIFAR-10's layers
-// (batch 64, one thread, CPU time) F(2x2) took 0.58-0.74x im2col's time in every pass on the 128-
-// to 512-channel layers (0.94x for the 512-channel weight gradient) but 1.07-1.11x on the
-// 64-channel ones (32x32), so it needs both channel counts 128 or more.
-inline ConvAlgorithm default_conv_algorithm(const Conv2dGeometry& g, ConvPass /*pass*/, bool bf16_products = false) {
-  const std::int64_t min_channels = bf16_products ? 128 : 16;
+// What a pass's products run on (conv.hpp): float or double; bfloat16 on vdpbf16ps; bfloat16 on
+// AMX tiles.
+enum class ConvProducts { wide, bf16_dot, bf16_amx };
+
+// bf16_dot: im2col + GEMM runs about twice float's speed and F(2x2, 3x3)'s float transforms weigh
+// more: on ResNet-18 on CIFAR-10's layers (batch 64, one thread, CPU time) F(2x2) took 0.58-0.74x
+// im2col's time in every pass on the 128- to 512-channel layers (0.94x for the 512-channel weight
+// gradient) but 1.07-1.11x on the 64-channel ones (32x32), so it needs both channel counts 128 or
+// more.
+// bf16_amx: the GEMM on tiles, packed straight from the image, outruns F(2x2) wherever the output
+// plane is 16x16 or more, and F(2x2) still wins below (2 threads, ms of forward / both gradients,
+// F(2x2) against GEMM: VGG-16 at 128x128, batch 16, 128 channels at 64x64 27 / 59 against 12.5 / 35,
+// 512 at 16x16 16.4 / 43 against 10.6 / 28, 512 at 8x8 3.3 / 7.9 against 4.6 / 15; ResNet-18 on
+// CIFAR-10, batch 64, 128 at 16x16 6.0 / 14.3 against 3.3 / 8.3, 256 at 8x8 3.9 / 9.6 against 4.6 /
+// 11.9, 512 at 4x4 3.1 / 7.4 against 9.0 / 28.6).
+inline constexpr std::int64_t amx_gemm_min_out_plane = 16 * 16;
+inline ConvAlgorithm default_conv_algorithm(const Conv2dGeometry& g, ConvPass /*pass*/,
+                                            ConvProducts products = ConvProducts::wide) {
+  const std::int64_t min_channels = products == ConvProducts::wide ? 16 : 128;
   if (g.flops() < winograd_flops || g.in_channels < min_channels || g.out_channels < min_channels)
     return ConvAlgorithm::gemm;
+  if (products == ConvProducts::bf16_amx && g.out_plane() >= amx_gemm_min_out_plane) return ConvAlgorithm::gemm;
   return ConvAlgorithm::winograd2;
 }
 
@@ -134,14 +147,14 @@ inline ConvAlgorithmCache& conv_algorithm_cache() {
 }
 
 // Runs one pass of g where Winograd applies: run(algorithm) computes it with that algorithm
-// (any of them writes the same outputs), chosen as the top of the file says; bf16_products as
+// (any of them writes the same outputs), chosen as the top of the file says; products as
 // default_conv_algorithm's.
 template <class Run>
 void run_conv_pass(const Conv2dGeometry& g, ConvPass pass, std::size_t scalar_size, Run&& run,
-                   bool bf16_products = false) {
+                   ConvProducts products = ConvProducts::wide) {
   const ConvAlgorithm asked = conv_algorithm();
   if (asked == ConvAlgorithm::automatic) {
-    run(default_conv_algorithm(g, pass, bf16_products));
+    run(default_conv_algorithm(g, pass, products));
     return;
   }
   if (asked != ConvAlgorithm::benchmark) {
