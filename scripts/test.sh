@@ -89,10 +89,7 @@ beside_ctest=$!
 # The slow set (label slow: long runs whose twins are in the fast set) runs with PTRAIN_SLOW_TESTS=1.
 slow=(-LE slow)
 [ "${PTRAIN_SLOW_TESTS:-0}" = 1 ] && slow=()
-# One test more than the cores: the tests that wait (the stall drills' timeouts, the GPU check's
-# budget, Slurm's daemons) leave a core idle, which the third fills (on a build of this tree, ctest
-# alone, alternated: -j2 397 and 370 s, -j3 273 and 322 s).
-ctest --test-dir build --output-on-failure -j "$((jobs + 1))" "${slow[@]}" 2>&1 | tee "$ctest_console" || failed+=("ctest")
+ctest --test-dir build --output-on-failure -j "$jobs" "${slow[@]}" 2>&1 | tee "$ctest_console" || failed+=("ctest")
 ctest_log=build/ctest_output.log  # every test's output, kept before ctest -N below rewrites it
 cp build/Testing/Temporary/LastTest.log "$ctest_log"
 phase_done "ctest:"
