@@ -46,7 +46,7 @@ cat "$work/job.out"
 [ "$state" = COMPLETED ] || fail "the job ended $state, expected COMPLETED after its requeue"
 [ "${restarts:-0}" -ge 1 ] || fail "the job was not requeued (Restarts=${restarts:-0})"
 grep -q "^preemption_drill: preempted at step" "$work/job.out" || fail "the first run did not stop for the signal"
-grep -q "Trainer: requeued Slurm job $job" "$work/job.out" || fail "rank 0 did not requeue the job"
+grep -q "Trainer: requeuing Slurm job $job" "$work/job.out" || fail "rank 0 did not requeue the job"
 job=""
 timeout 120 "$mpiexec" -n 2 "$drill" "$work/whole" 300 >"$work/whole.out" 2>&1 || { cat "$work/whole.out"; fail "the uninterrupted run failed"; }
 resumed=$(grep "^preemption_drill: finished" "$work/job.out" | tail -n 1)

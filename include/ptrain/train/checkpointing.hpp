@@ -83,7 +83,12 @@ class Checkpointing {
         const int signal = PreemptionWatch::signal();
         log_line(std::string("Trainer: preempted (") + (signal ? signal_name(signal) : "a signal on another rank") +
                  "): saved " + saved.string() + " at step " + std::to_string(step) + "; resume from it");
-        if (requeue_slurm_job()) log_line("Trainer: requeued Slurm job " + std::string(std::getenv("SLURM_JOB_ID")));
+        // Said before scontrol runs: Slurm may end this step as soon as the requeue takes.
+        if (const std::string job = slurm_job_id(); !job.empty()) {
+          log_line("Trainer: requeuing Slurm job " + job);
+          if (!requeue_slurm_job(job))
+            log_line("Trainer: `scontrol requeue " + job + "` failed; submit the job again to resume", stderr);
+        }
       }
     }
     preempted_ = preempt;

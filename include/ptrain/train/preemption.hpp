@@ -3,7 +3,7 @@
 // SIGUSR1 (sbatch --signal=USR1@60) to a rank. While a PreemptionWatch lives, those signals only
 // raise a flag; the Trainer asks every rank after each optimizer step whether any rank saw one
 // (so all ranks stop at the same step), saves a checkpoint and returns from fit, and the program
-// exits 0. Under Slurm, requeue_slurm_job() then puts the job back in the queue, as PyTorch
+// exits 0. Under Slurm, requeue_slurm_job then puts the job back in the queue, as PyTorch
 // Lightning's auto-requeue does; the requeued job resumes from the checkpoint.
 #include <atomic>
 #include <csignal>
@@ -70,14 +70,20 @@ inline const char* signal_name(int signal) {
   }
 }
 
-// Inside a Slurm job (SLURM_JOB_ID set): `scontrol requeue <id>`, so that the job runs again
-// once this allocation ends. Returns whether scontrol succeeded; false outside Slurm.
-inline bool requeue_slurm_job() {
+// The id of the Slurm job this process runs in (SLURM_JOB_ID), or "" outside Slurm. Only digits
+// pass: the id reaches a shell in requeue_slurm_job.
+inline std::string slurm_job_id() {
   const char* job = std::getenv("SLURM_JOB_ID");
-  if (!job || !*job) return false;
+  if (!job || !*job) return "";
   for (const char* c = job; *c; ++c)
-    if (*c < '0' || *c > '9') return false;  // a job id is digits; nothing else reaches the shell
-  return std::system(("scontrol requeue " + std::string(job)).c_str()) == 0;
+    if (*c < '0' || *c > '9') return "";
+  return job;
+}
+
+// `scontrol requeue <job>`, so that the job runs again once this allocation ends. Returns
+// whether scontrol succeeded. Slurm may stop this process before scontrol returns.
+inline bool requeue_slurm_job(const std::string& job) {
+  return std::system(("scontrol requeue " + job).c_str()) == 0;
 }
 
 }  // namespace ptrain
