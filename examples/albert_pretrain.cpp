@@ -62,7 +62,7 @@ ptrain::AlbertConfig albert_config(const examples::Cli& cli, std::int64_t vocab_
 template <class P>
 concept CutsTheModel = requires(P& p) { p.pipeline_grid(); };
 template <class P>
-concept ShardsTheParameters = requires { requires P::shards_parameters; };
+concept MayShardTheParameters = requires { requires P::may_shard_parameters; };
 
 struct TokenizedCorpus {
   std::vector<ptrain::SentenceOrderPair> pairs;
@@ -93,7 +93,7 @@ TokenizedCorpus tokenized_corpus(const examples::Cli& cli, const ptrain::Sentenc
 template <class D, class... Policies>
 double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataShard shard, Policies... policies) {
   // A pipeline cuts a Sequential, and Zero3 gathers the parameters of one of its layers at a time.
-  constexpr bool sequential = (... || (CutsTheModel<Policies> || ShardsTheParameters<Policies>));
+  constexpr bool sequential = (... || (CutsTheModel<Policies> || MayShardTheParameters<Policies>));
   using Net = std::conditional_t<sequential, ptrain::AlbertForPreTrainingSequential<float, D>,
                                  ptrain::AlbertForPreTraining<float, D>>;
   const auto seed = static_cast<std::uint64_t>(cli.integer("--seed"));
@@ -154,7 +154,8 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   if (const std::string out = cli.str("--out"); !out.empty()) {
     const auto gather = [&]<class P>(P& policy) {
       if constexpr (CutsTheModel<P>) policy.gather_model(*model);
-      if constexpr (ShardsTheParameters<P>) policy.gather_parameters();
+      if constexpr (MayShardTheParameters<P>)
+        if (policy.shards_parameters()) policy.gather_parameters();
     };
     (gather(trainer.template policy<Policies>()), ...);
     if (trainer.is_main()) {

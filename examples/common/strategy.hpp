@@ -8,7 +8,7 @@
 //                                    per batch (default 4); with N > S ranks also
 //                                    DataParallel over the N/S replicas of each stage (only in
 //                                    examples that compile the pipelines in: with_pipelines)
-//   mpiexec -n N --shard 1|2|3       Sharded<Zero1 | Zero2 | Zero3, Backend, RuntimeCompression> instead of DataParallel
+//   mpiexec -n N --shard 1|2|3       Sharded<RuntimeStage, Backend, RuntimeCompression> (ZeRO stage 1, 2 or 3) instead of DataParallel
 //                                    (examples that compile sharding in: Sharding::with; over NCCL
 //                                    in a CUDA build; on one rank too), also over the replicas of
 //                                    each --stages stage
@@ -55,17 +55,13 @@ inline ptrain::DataParallelOptions data_parallel_options(const Cli& cli) {
   return {};
 }
 
-// Sharded<Zero1, Zero2 or Zero3 (--shard), Backend> over comm (an MpiComm, or an NcclComm in the
+// Sharded<RuntimeStage, Backend> at ZeRO stage --shard over comm (an MpiComm, or an NcclComm in the
 // CUDA builds) with --compression, then the others (a pipeline). Returns what train returns.
 template <class Backend = ptrain::MpiAllreduce, class Comm, class Train>
 auto with_sharded(const Cli& cli, Comm& comm, DataShard shard, Train&& train, auto... others) {
-  const auto stage = [&]<class Stage>(Stage) {
-    using Policy = ptrain::Sharded<Stage, Backend, ptrain::RuntimeCompression>;
-    return train(shard, Policy(comm, data_parallel_options(cli)), others...);
-  };
-  if (cli.integer("--shard") == 1) return stage(ptrain::Zero1{});
-  if (cli.integer("--shard") == 2) return stage(ptrain::Zero2{});
-  return stage(ptrain::Zero3{});
+  using Policy = ptrain::Sharded<ptrain::RuntimeStage, Backend, ptrain::RuntimeCompression>;
+  const ptrain::RuntimeStage stage{static_cast<int>(cli.integer("--shard"))};
+  return train(shard, Policy(comm, stage, data_parallel_options(cli)), others...);
 }
 
 // DataParallel<Backend> over comm (MpiAllreduce over the world, or NcclAllreduce over an NcclComm

@@ -186,6 +186,19 @@ BOOST_AUTO_TEST_CASE(sharded_gradients_beside_shared_stages_are_refused) {
                    std::string::npos,
                e.what());
   }
+  // With the stage chosen at run time: refused at stage 2, taken at stage 1.
+  using Chosen = Sharded<RuntimeStage>;
+  const auto make = [&](int stage) {
+    auto fresh = make_model<Net>();
+    return Trainer<Net, Chosen, P, AlbertPreTraining>(
+        fresh, make_lamb(*fresh), quiet, Chosen(world, RuntimeStage{stage}),
+        P(world, {.stages = 2, .cut_points = cut_points(2), .print_plan = false}),
+        AlbertPreTraining{.vocab_size = vocabulary});
+  };
+  BOOST_CHECK_EXCEPTION(make(2), Error, [](const Error& e) {
+    return std::string(e.what()).find("use Sharded<Zero1> or DataParallel beside this pipeline") != std::string::npos;
+  });
+  BOOST_CHECK_NO_THROW(make(1));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

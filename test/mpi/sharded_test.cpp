@@ -255,6 +255,34 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(equals_them_with_gradient_accumulation, Stage, Sta
   check_sharded_equals_data_parallel_and_serial<Stage, double, std::shared_ptr<Adam<double>>>(comm, {2}, 1e-12);
 }
 
+// Sharded<RuntimeStage> (one Trainer type for the three stages, chosen when the program runs)
+// computes what the fixed stage computes, to the bit, and holds as much state and as many gradients.
+template <class Opt>
+void check_runtime_stage_equals(MpiComm& comm, int stage, const Outcome& fixed) {
+  const Outcome chosen = run<double, Opt>(&comm, {1}, Sharded<RuntimeStage>(comm, RuntimeStage{stage}, {.bucket_bytes = 512}));
+  BOOST_TEST(max_difference(chosen, fixed) == 0.0, "stage " << stage);
+  BOOST_TEST(chosen.state_tensors == fixed.state_tensors, "stage " << stage);
+  BOOST_TEST(chosen.model_gradients == fixed.model_gradients, "stage " << stage);
+}
+
+BOOST_AUTO_TEST_CASE(a_stage_chosen_at_run_time_equals_the_fixed_one) {
+  MpiComm comm(test::session());
+  using SgdOpt = std::shared_ptr<Sgd<double>>;
+  using AdamOpt = std::shared_ptr<Adam<double>>;
+  check_runtime_stage_equals<SgdOpt>(comm, 1, run<double, SgdOpt>(&comm, {1}, Zero1Policy(comm, {.bucket_bytes = 512})));
+  check_runtime_stage_equals<SgdOpt>(comm, 2, run<double, SgdOpt>(&comm, {1}, Zero2Policy(comm, {.bucket_bytes = 512})));
+  check_runtime_stage_equals<SgdOpt>(comm, 3, run<double, SgdOpt>(&comm, {1}, Zero3Policy(comm, {.bucket_bytes = 512})));
+  check_runtime_stage_equals<AdamOpt>(comm, 2, run<double, AdamOpt>(&comm, {1}, Zero2Policy(comm, {.bucket_bytes = 512})));
+  check_runtime_stage_equals<AdamOpt>(comm, 3, run<double, AdamOpt>(&comm, {1}, Zero3Policy(comm, {.bucket_bytes = 512})));
+  for (const int stage : {0, 4})
+    try {
+      Sharded<RuntimeStage> policy(comm, RuntimeStage{stage});
+      BOOST_FAIL("Sharded<RuntimeStage> took stage " << stage);
+    } catch (const Error& e) {
+      BOOST_TEST(std::string(e.what()).find("expected 1, 2 or 3") != std::string::npos, e.what());
+    }
+}
+
 // Clipping by the global norm: when the optimizer steps, each rank holds its own parameters'
 // gradients only, so the norm is summed over the ranks: every rank clips by the serial run's norm.
 BOOST_AUTO_TEST_CASE_TEMPLATE(clips_by_the_global_norm_of_every_rank_s_parameters, Stage, Stages) {

@@ -103,6 +103,9 @@ static_assert(AveragesGradients<Sharded<Zero1, SelfAllreduce>> && AveragesGradie
 static_assert(TrainerPolicy<Sharded<Zero3, SelfAllreduce>, Net>);
 static_assert(ParameterPoints<Sharded<Zero3, SelfAllreduce>> && ShardsGradients<Sharded<Zero3, SelfAllreduce>>);
 static_assert(ShardsGradients<Sharded<Zero1, SelfAllreduce>>);  // each rank the gradients of its own masters
+// The stage chosen when the program runs: the same points; it may reduce-scatter (reduces_scatter() says).
+static_assert(TrainerPolicy<Sharded<RuntimeStage, SelfAllreduce>, Net> && ParameterPoints<Sharded<RuntimeStage, SelfAllreduce>>);
+static_assert(ReduceScattersGradients<Sharded<RuntimeStage, SelfAllreduce>> && !ReduceScattersGradients<Sharded<Zero1, SelfAllreduce>>);
 static_assert(!AveragesGradients<Pipeline<4>> && !AveragesGradients<MixedPrecision<Bf16>>);
 static_assert(TrainerPolicy<Pipeline<4>, Net>);
 static_assert(TrainerPolicy<Pipeline<2, OneFOneB>, Sequential<float, HostEmulated>>);

@@ -44,6 +44,9 @@
 // partition is of the stage's parameters, which the optimizer over the whole model's parameters()
 // holds among the others (or, with MixedPrecision, the masters of the stage's parameters among
 // the whole model's: the Trainer tells which model parameter each master copies).
+// Sharded<RuntimeStage> takes the stage in its constructor (a flag: the examples' --shard), so one
+// Trainer type serves all three where a program lets its user choose; the model must then be a
+// ptrain::Module, as Zero3 needs, whatever the stage.
 // A checkpoint holds the whole optimizer state (gathered to rank 0) under the same keys as one
 // optimizer over every parameter, so that another world size, stage, DataParallel or one process
 // loads it; each rank keeps its own part of what it loads. MixedPrecision's masters are made whole
@@ -81,14 +84,21 @@ struct Zero3 {
   static constexpr int stage = 3;
 };
 
+// The stage chosen when the program runs: 1, 2 or 3, as Zero1, Zero2, Zero3.
+struct RuntimeStage {
+  int stage = 1;
+};
+
 template <class S>
-concept ZeroStage = std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::same_as<S, Zero3>;
+concept ZeroStage =
+    std::same_as<S, Zero1> || std::same_as<S, Zero2> || std::same_as<S, Zero3> || std::same_as<S, RuntimeStage>;
 
 // The parameters in the order every policy takes: what it is (the stage), what it talks over (the
 // backend), how its gradients travel (the compression); docs/policies.md.
 template <class Stage, class BackendTag = MpiAllreduce, class CompressionTag = Fp32>
 class Sharded {
-  static_assert(ZeroStage<Stage>, "Sharded<Stage, ...>: Stage must be Zero1, Zero2 or Zero3; see docs/policies.md");
+  static_assert(ZeroStage<Stage>,
+                "Sharded<Stage, ...>: Stage must be Zero1, Zero2, Zero3 or RuntimeStage; see docs/policies.md");
   static_assert(Backend<BackendTag>,
                 "Sharded<Stage, Backend, Compression>: Backend must name a Communicator, such as MpiAllreduce or "
                 "SelfAllreduce (the backend comes second, before the compression, as in DataParallel<Backend, "
@@ -106,13 +116,27 @@ class Sharded {
   // the model's too), so they may judge a step apart (MixedPrecision checks the gradients it
   // unscales, its own masters'): the Trainer makes them agree whether a step runs.
   static constexpr bool shards_gradients = true;
-  // Gradients are reduce-scattered, each rank receiving its own parameters' (Zero2, Zero3).
+  // Gradients are reduce-scattered, each rank receiving its own parameters' (Zero2, Zero3; with
+  // RuntimeStage they may be, and reduces_scatter() says whether they are).
   static constexpr bool reduce_scatters = !std::same_as<Stage, Zero1>;
-  // Each rank keeps its own parameters only, the others' gathered around their use.
-  static constexpr bool shards_parameters = std::same_as<Stage, Zero3>;
 
   // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
-  explicit Sharded(Comm& comm, DataParallelOptions options = {}) : data_parallel_(comm, options) {}
+  explicit Sharded(Comm& comm, DataParallelOptions options = {})
+    requires(!std::same_as<Stage, RuntimeStage>)
+      : data_parallel_(comm, options), stage_(Stage::stage) {}
+  Sharded(Comm& comm, RuntimeStage stage, DataParallelOptions options = {})
+    requires std::same_as<Stage, RuntimeStage>
+      : data_parallel_(comm, options), stage_(stage.stage) {
+    check(stage_ >= 1 && stage_ <= 3, "Sharded<RuntimeStage>: stage ", stage_, ": expected 1, 2 or 3");
+  }
+
+  // Whether each rank gets the averaged gradients of its own parameters only (stages 2 and 3).
+  bool reduces_scatter() const { return stage_ >= 2; }
+  // Whether each rank keeps its own parameters only, the others' gathered around their use (stage 3).
+  bool shards_parameters() const { return stage_ == 3; }
+  // Whether it may (Zero3, RuntimeStage): then the model must be a Module, and a Sequential where it
+  // does (a program that builds another model otherwise asks this).
+  static constexpr bool may_shard_parameters = std::same_as<Stage, Zero3> || std::same_as<Stage, RuntimeStage>;
 
   int rank() const { return data_parallel_.rank(); }
   int world_size() const { return data_parallel_.world_size(); }
@@ -148,10 +172,11 @@ class Sharded {
     count(model.named_parameters());
     if constexpr (requires { model.named_float_parameters(); }) count(model.named_float_parameters());
     owners_ = detail::balanced_partition(sizes_, trainable, data_parallel_.world_size());
-    if constexpr (reduce_scatters) data_parallel_.setup(model, owners_);
+    if (reduces_scatter()) data_parallel_.setup(model, owners_);
     else data_parallel_.setup(model);
     gather_after_steps(model);
-    if constexpr (shards_parameters) shard_parameters_of(model);
+    if constexpr (may_shard_parameters)
+      if (shards_parameters()) shard_parameters_of(model);
   }
   template <DataParallelModel Model>
   void before_backward(Model& model, bool ends_in_step) {
@@ -160,7 +185,7 @@ class Sharded {
   template <DataParallelModel Model>
   bool before_optimizer_step(Model& model) {
     const bool ok = data_parallel_.before_optimizer_step(model);
-    if constexpr (shards_parameters) parameters().release_leftovers();
+    if (shards_parameters()) parameters().release_leftovers();
     return ok;
   }
   std::int64_t agree_steps(std::int64_t local_steps) { return data_parallel_.agree_steps(local_steps); }
@@ -203,17 +228,17 @@ class Sharded {
                                                                       data_parallel_.options().bucket_bytes, in_model);
     // Every policy's setup has read the whole model (MixedPrecision's masters start from it).
     shards_->release_others();
-    if constexpr (shards_parameters) parameters().release_all();
+    if (shards_parameters()) parameters().release_all();
   }
 
   // Trainer points (checkpoints), every rank: the whole model (Zero3) and MixedPrecision's whole
   // masters on every rank, and then each rank's own only again.
   void gather_parameters() {
-    if constexpr (shards_parameters) parameters().gather_all();
+    if (shards_parameters()) parameters().gather_all();
     shards().gather();
   }
   void shard_parameters() {
-    if constexpr (shards_parameters) parameters().release_all();
+    if (shards_parameters()) parameters().release_all();
     shards().release_others();
   }
 
@@ -269,7 +294,7 @@ class Sharded {
   void gather_after_steps(Model& model) {
     model_gathers_.clear();
     std::size_t first = 0;
-    gather_after_steps(model.named_parameters(), first, shards_parameters);
+    gather_after_steps(model.named_parameters(), first, shards_parameters());
     if constexpr (requires { model.named_float_parameters(); })
       gather_after_steps(model.named_float_parameters(), first, false);
   }
@@ -324,6 +349,7 @@ class Sharded {
   std::vector<const void*> nodes_;       // and their nodes
   std::vector<int> owners_;              // their ranks (detail::balanced_partition)
   std::vector<int> optimizer_owners_;    // the ranks of the optimizer's parameters (-1: none here)
+  int stage_;
   bool in_pipeline_ = false;
   std::shared_ptr<detail::OwnedParameters> shards_;                     // the optimizer's parameters
   std::vector<std::shared_ptr<detail::OwnedParameters>> model_gathers_;  // the model's, by scalar type

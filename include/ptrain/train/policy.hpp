@@ -61,6 +61,15 @@ concept ShardsGradients = requires { requires P::shards_gradients; };
 // (Sharded<Zero2>, <Zero3>: reduce-scattered) says so.
 template <class P>
 concept ReduceScattersGradients = requires { requires P::reduce_scatters; };
+namespace detail {
+// Whether p reduce-scatters in this run: a policy that may (Sharded<RuntimeStage>, its stage chosen
+// when the program runs) says so in reduces_scatter(); the others by their role alone.
+template <class P>
+bool reduces_scatter(const P& p) {
+  if constexpr (requires { { p.reduces_scatter() } -> std::convertible_to<bool>; }) return p.reduces_scatter();
+  else return ReduceScattersGradients<P>;
+}
+}  // namespace detail
 
 // A policy whose ranks each run a different part of the model (Pipeline: its stages) says so: the
 // gradients of parameters that several parts share are summed over the parts after the replicas

@@ -122,7 +122,11 @@ class PolicySet {
     for_each([&]<class P>(P& p) {
       if constexpr (SetupPoint<P, Model>) p.setup(*local);
     });
-    if constexpr ((... || ReduceScattersGradients<Policies>))
+    bool reduce_scattered = false;
+    for_each([&]<class P>(P& p) {
+      if constexpr (ReduceScattersGradients<P>) reduce_scattered = reduce_scattered || detail::reduces_scatter(p);
+    });
+    if (reduce_scattered)
       for_each([&]<class P>(P& p) {
         if constexpr (SharedParametersPoint<P>)
           check(p.shared_parameters().empty(), "Trainer: the pipeline's stages share ", p.shared_parameters().size(),
