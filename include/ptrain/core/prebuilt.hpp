@@ -12,11 +12,14 @@
 //   PTRAIN_PREBUILT_OP_DECLARATION(void ptrain::TopKAccuracy::update<float, ptrain::Cpu>(...)): a
 //     member function template's, by its declaration (decltype cannot name one);
 //   PTRAIN_PREBUILT_CLASS(ptrain::Linear<float, ptrain::Cpu>), _MODEL: a class template's, all its
-//     members.
+//     members;
+//   PTRAIN_PREBUILT_TRAINER(class ptrain::Trainer<...>), PTRAIN_PREBUILT_TRAINER(<a member template's
+//     declaration>): the Trainer's, whose members GCC would still expand where they are defined
+//     in the class, so the Trainer defines its large ones after it.
 // What a list line becomes:
 //   - in the library's source of its area (KERNEL: src/prebuilt/kernels*.cpp, which define
 //     PTRAIN_PREBUILT_DEFINE_KERNELS; OP: ops.cpp; STATE: state.cpp; CLASS: classes.cpp; MODEL:
-//     models.cpp): an explicit instantiation, compiled there;
+//     models.cpp; TRAINER: trainer.cpp): an explicit instantiation, compiled there;
 //   - in a program built against the library (PTRAIN_PREBUILT, which ptrain::prebuilt's users get
 //     from CMake): an explicit instantiation declaration, `extern template`, so the compiler calls
 //     the library's copy instead of compiling its own (GCC and Clang still expand a member defined
@@ -78,6 +81,14 @@
 #define PTRAIN_PREBUILT_MODEL(...) template class __VA_ARGS__;
 #else
 #define PTRAIN_PREBUILT_MODEL(...) PTRAIN_PREBUILT_EXTERN_CLASS(__VA_ARGS__)
+#endif
+
+// The Trainer's loop (train/trainer.hpp: a class's and its member templates' specialisations, by
+// their declarations; TRAINER: src/prebuilt/trainer.cpp).
+#if defined(PTRAIN_PREBUILT_DEFINE_TRAINER)
+#define PTRAIN_PREBUILT_TRAINER(...) template __VA_ARGS__;
+#else
+#define PTRAIN_PREBUILT_TRAINER(...) PTRAIN_PREBUILT_EXTERN_DECLARATION(__VA_ARGS__)
 #endif
 
 #if defined(PTRAIN_PREBUILT_DEFINE_FUNCTIONS)

@@ -23,9 +23,14 @@
 
 #include "ptrain/autograd/backward.hpp"
 #include "ptrain/core/log.hpp"
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/core/timeline.hpp"
+#include "ptrain/data/dataset.hpp"
+#include "ptrain/data/loader.hpp"
 #include "ptrain/launch/process_info.hpp"
 #include "ptrain/nn/module.hpp"
+#include "ptrain/optim/adam.hpp"
+#include "ptrain/optim/sgd.hpp"
 #include "ptrain/parallel/loss_scaler.hpp"
 #include "ptrain/tasks/epoch_totals.hpp"
 #include "ptrain/tasks/task.hpp"
@@ -61,25 +66,7 @@ class Trainer {
   Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer)
       : Trainer(std::move(model), std::move(optimizer), TrainerOptions{}) {}
   template <class Opt>
-  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options, Policies... policies)
-      : model_((check(model != nullptr && optimizer != nullptr, "Trainer: null model or optimizer"), std::move(model))),
-        options_(std::move(options)),
-        policies_(std::move(policies)...),
-        task_(policies_.task()),
-        local_(&policies_.lay_out(*model_)),
-        checkpoints_(*model_, *local_, policies_),
-        optimizer_(detail::OptimizerHandle::of(optimizer, policies_)) {
-    check_trainer_options(options_);
-    check(options_.clip_grad_norm == 0 || bool(optimizer_.clip),
-          "Trainer: clip_grad_norm needs an optimizer whose params() gives the parameters it steps (as Sgd and Adam do)");
-    checkpoints_.track_optimizer(optimizer);
-    checkpoints_.track_callbacks(callbacks_, [this](const std::filesystem::path& saved) {
-      callbacks_.save_checkpoint(view_, saved);
-    });
-    policies_.offer_optimizer_parameters(*optimizer);
-    if (is_main()) logs_.emplace(options_, task_.metric_names());
-    if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
-  }
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options, Policies... policies);
 
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -141,181 +128,20 @@ class Trainer {
 
   // One batch: forward and backward, and an optimizer step once accumulation_steps batches have
   // added their gradients. Returns this batch's sums (loss, samples, the task's metric state).
-  EpochTotals train_step(const Tensor<T>& inputs, const target_type& targets) {
-    if (micro_step_ == 0) {
-      model_->zero_grad();
-      step_start_ = std::chrono::steady_clock::now();
-      step_samples_ = 0;
-    }
-    const int k = options_.accumulation_steps;
-    const bool ends_in_step = ++micro_step_ == k;
-    const auto before_backward = [&](bool last_backward_of_batch) {
-      policies_.before_backward(*local_, ends_in_step && last_backward_of_batch);
-    };
-    EpochTotals batch = forward_backward(inputs, targets, policies_.loss_scale() / k, before_backward);
-    ++batch_in_epoch_;
-    step_loss_sum_ += batch.loss_sum;
-    step_loss_weight_ += batch.loss_weight;
-    step_samples_ += batch.samples;
-    if (!ends_in_step) return batch;
-    micro_step_ = 0;
-    const double step_loss_scale = writes_tensorboard() ? policies_.loss_scale() : 1.0;  // the scale this step used
-    const std::optional<double> loss =
-        step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
-    bool proceed = policies_.before_optimizer_step(*local_, active_timeline());
-    // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
-    // not, and no loss scale mends it.
-    if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
-    proceed = policies_.steps_together(proceed);
-    try {
-      policies_.step_decided(proceed);
-    } catch (const LossScaleUnderflow& e) {
-      fail("Trainer: ", non_finite_step_text(step_loss(), first_non_finite_gradient(*local_), step_place()), ". ",
-           e.what());
-    }
-    step_loss_sum_ = step_loss_weight_ = 0;
-    if (proceed) {
-      callbacks_.before_optimizer_step(view_);
-      NoGradGuard no_grad;
-      const TimelineSpan span(active_timeline(), SpanKind::optimizer);
-      if (options_.clip_grad_norm > 0) last_gradient_norm_ = optimizer_.clip(options_.clip_grad_norm);
-      optimizer_.step();
-    }
-    policies_.after_optimizer_step(*local_);
-    ++step_;
-    if (writes_tensorboard()) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
-      logs_->step(step_, loss, optimizer_.lr(), step_loss_scale, step_samples_, seconds);
-    }
-    for (auto& callback : step_callbacks_) callback(step_);
-    callbacks_.step_end(view_, step_);
-    return batch;
-  }
+  EpochTotals train_step(const Tensor<T>& inputs, const target_type& targets);
 
   template <class L>
-  EpochTotals train_epoch(L& loader, int epoch) {
-    static_assert(LoaderContract<L, TaskType>::satisfied, "Trainer::train_epoch: see the sentence above");
-    model_->train();
-    loader.set_epoch(epoch);
-    epoch_ = fit_epoch_ = epoch + 1;
-    callbacks_.train_epoch_start(view_, epoch_);
-    // 0, or (the first epoch after load_checkpoint) the batches of it already trained: left out.
-    const std::int64_t first = checkpoints_.take_resume_batch();
-    std::int64_t skip = first;
-    if constexpr (ResumesMidEpoch<L>) {
-      loader.set_first_batch(first);
-      skip = 0;
-    }
-    batch_in_epoch_ = first;
-    EpochTotals totals = first > 0 ? checkpoints_.take_resume_totals() : EpochTotals{};
-    const std::int64_t steps = policies_.agree_steps(static_cast<std::int64_t>(loader.size()));
-    ProgressBar bar("epoch " + std::to_string(epoch + 1), steps, options_.progress_bar && is_main() && is_terminal());
-    std::int64_t done = first;
-    Timeline* const timeline = active_timeline();  // fit's, while it runs
-    double data_from = timeline ? timeline->now() : 0;
-    for (const auto& batch : loader) {
-      if (skip > 0 && skip--) continue;  // a loader that cannot begin mid-epoch: read and left out
-      if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
-      if (timeline) timeline->add(SpanKind::data, -1, data_from, timeline->now());
-      callbacks_.train_batch_start(view_, done);
-      const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
-      if (timeline) data_from = timeline->now();
-      totals += b;
-      callbacks_.train_batch_end(view_, done, b);
-      bar.update(++done, b.loss());
-      if (micro_step_ != 0) continue;
-      position_ = {epoch, done, &totals};
-      if (checkpoints_.after_step(step_, epoch, done, totals)) break;
-      if (mid_epoch_validation_ && options_.val_every_steps > 0 && step_ % options_.val_every_steps == 0) {
-        mid_epoch_validation_();
-        if (stop_agreed()) break;
-      }
-    }
-    bar.finish();
-    position_ = {epoch, done, nullptr};
-    epoch_ = 0;
-    reduce(totals);
-    return totals;
-  }
+  EpochTotals train_epoch(L& loader, int epoch);
 
   // max_batches > 0: the loader's first max_batches batches only.
   template <class L>
-  EpochTotals evaluate(L& loader, std::int64_t max_batches = 0) {
-    static_assert(LoaderContract<L, TaskType, false>::satisfied, "Trainer::evaluate: see the sentence above");
-    model_->eval();
-    NoGradGuard no_grad;
-    EpochTotals totals;
-    std::int64_t batches = 0;
-    for (const auto& batch : loader) {
-      if (max_batches > 0 && batches++ == max_batches) break;
-      totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch_targets(batch));
-    }
-    reduce(totals);
-    model_->train();
-    return totals;
-  }
+  EpochTotals evaluate(L& loader, std::int64_t max_batches = 0);
 
   // Trains for epochs, evaluating on val (when given) after each and every
   // TrainerOptions::val_every_steps steps; prints one line per epoch. Returns early, with
   // stopped_early(), when a callback asks to stop.
   template <class TrainLoader, class ValLoader>
-  std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs) {
-    std::vector<EpochResult> results;
-    const ActiveTimeline active(timeline_.get());  // the spans of the steps and the policies go here
-    stop_requested_ = stopped_early_ = false;
-    stop_reason_.clear();
-    last_validation_.reset();
-    struct MidEpochValidation {
-      std::function<void()>& slot;
-      ~MidEpochValidation() { slot = nullptr; }
-    } mid_epoch{mid_epoch_validation_};
-    if (val) mid_epoch_validation_ = [this, val] { validate(*val, false); };
-    try {
-      callbacks_.fit_start(view_);
-      std::optional<PreemptionWatch> watch;
-      if (checkpoints_.begin_fit()) watch.emplace();
-      for (int epoch = checkpoints_.take_resume_epoch(); epoch < epochs; ++epoch) {
-        const auto start = std::chrono::steady_clock::now();
-        const EpochTotals t = train_epoch(train, epoch);
-        if (checkpoints_.preempted()) break;
-        position_ = {epoch + 1, 0, nullptr};
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        EpochResult r;
-        r.epoch = epoch + 1;
-        r.train_loss = t.loss();
-        r.train = metrics(t);
-        r.seconds = seconds;
-        r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
-        r.lr = optimizer_.lr();
-        if (val) {
-          // A validation at this very step in this epoch (val_every_steps) is the epoch's.
-          const bool validated = last_validation_ && last_validation_->step == step_ && last_validation_->epoch == r.epoch;
-          const ValidationResult v = validated ? *last_validation_ : validate(*val, true);
-          r.val_loss = v.loss;
-          r.val = v.metrics;
-        }
-        if (logs_) logs_->epoch(r, epochs, writes_tensorboard() ? policies_.loss_scale() : 1.0);
-        if (timeline_)
-          detail::write_rank_timelines(*timeline_, timeline_events_, options_.timeline, is_main(),
-                                       [&](std::span<double> sums) { policies_.sum_over_ranks(sums); });
-        results.push_back(r);
-        for (auto& callback : epoch_callbacks_) callback(r);
-        callbacks_.train_epoch_end(view_, r);
-        if (micro_step_ == 0) checkpoints_.after_epoch(step_, r, epochs);
-        if (stop_agreed()) break;
-      }
-    } catch (const std::exception& e) {
-      callbacks_.exception(view_, e);
-      fit_epoch_ = 0;
-      throw;
-    }
-    if (stopped_early_ && is_main())
-      log_line("Trainer: stopping at step " + std::to_string(step_) + " (epoch " + std::to_string(fit_epoch_) +
-               "): " + stop_reason_);
-    fit_epoch_ = 0;
-    callbacks_.fit_end(view_);
-    return results;
-  }
+  std::vector<EpochResult> fit(TrainLoader& train, ValLoader* val, int epochs);
   template <class TrainLoader>
   std::vector<EpochResult> fit(TrainLoader& train, int epochs) {
     return fit(train, static_cast<TrainLoader*>(nullptr), epochs);
@@ -332,11 +158,7 @@ class Trainer {
   // Whether the last fit stopped early for a preemption signal (after saving a checkpoint).
   bool preempted() const { return checkpoints_.preempted(); }
   // Loads <dir>/step-N: weights, optimizer, policies, scheduler, RNG, where fit continues.
-  void load_checkpoint(const std::filesystem::path& directory) {
-    const checkpoint::Manifest m = checkpoints_.load(directory);
-    step_ = m.step;
-    if (logs_) logs_->continue_after(m.epoch);
-  }
+  void load_checkpoint(const std::filesystem::path& directory);
   // The newest checkpoint under directory, loaded; false when there is none (a first run).
   bool resume_latest(const std::filesystem::path& directory) {
     const auto latest = checkpoint::latest(directory);
@@ -353,18 +175,7 @@ class Trainer {
 
   // Whether the step's loss and gradients are finite; when not, an Error (terminate_on_nan) or a
   // skipped step, said and counted unless a policy already skipped it.
-  bool finite_step(bool skipped_by_policy) {
-    const std::optional<NonFiniteGradient> gradient = first_non_finite_gradient(*local_);
-    if (!gradient && std::isfinite(step_loss_sum_)) return true;
-    const std::string what = non_finite_step_text(step_loss(), gradient, step_place());
-    check(!options_.terminate_on_nan, "Trainer: ", what,
-          ". Training stops here (TrainerOptions::terminate_on_nan); a learning rate too high, inf or NaN in the "
-          "inputs or the loaded weights are the usual causes. Set terminate_on_nan = false to skip such steps instead");
-    if (skipped_by_policy) return false;
-    ++skipped_steps_;
-    if (is_main()) log_line("Trainer: skipping the optimizer step: " + what);
-    return false;
-  }
+  bool finite_step(bool skipped_by_policy);
   // None where this rank computes no loss (a pipeline stage before the last).
   std::optional<double> step_loss() const {
     return step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_) : std::nullopt;
@@ -376,23 +187,10 @@ class Trainer {
   // A validation pass inside fit, with the callbacks around it; one inside an epoch is logged
   // here, one at an epoch's end with the epoch.
   template <class L>
-  ValidationResult validate(L& loader, bool epoch_end) {
-    callbacks_.validation_start(view_);
-    const EpochTotals v = evaluate(loader, options_.limit_val_batches);
-    const ValidationResult r{step_, fit_epoch_, epoch_end, v.loss(), metrics(v)};
-    if (!epoch_end && logs_) logs_->validation(step_, r.loss, r.metrics);
-    callbacks_.validation_end(view_, r);
-    last_validation_ = r;
-    return r;
-  }
+  ValidationResult validate(L& loader, bool epoch_end);
 
   // Whether any rank's callback asked to stop; every rank calls it at the same points of fit.
-  bool stop_agreed() {
-    if (callbacks_.empty()) return false;
-    stopped_early_ = policies_.any_rank(stop_requested_);
-    if (stopped_early_ && !stop_requested_) stop_reason_ = "a callback on another rank asked to stop";
-    return stopped_early_;
-  }
+  bool stop_agreed();
 
   // What the callbacks see: this Trainer, behind TrainerView's untemplated face.
   class View final : public TrainerView {
@@ -422,35 +220,11 @@ class Trainer {
   // the policies' loss scales (applied in float to the loss's gradient: fp16 cannot hold 65536).
   template <class BeforeBackward>
   EpochTotals forward_backward(const Tensor<T>& inputs, const target_type& targets, double loss_scale,
-                               const BeforeBackward& before_backward) {
-    if (auto replaced = policies_.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_))
-      return *replaced;
-    Var<T, D> output, loss;
-    {
-      const TimelineSpan span(active_timeline(), SpanKind::forward);
-      output = model_->forward(Var<T, D>(upload_(inputs)));
-      loss = task_.loss(output, targets, loss_scale);
-    }
-    before_backward(true);
-    {
-      const TimelineSpan span(active_timeline(), SpanKind::backward);
-      backward(loss);
-    }
-    return batch_totals(task_, output, targets, loss);
-  }
+                               const BeforeBackward& before_backward);
 
-  EpochTotals evaluate_batch(const Tensor<T>& inputs, const target_type& targets) {
-    if (auto replaced = policies_.evaluate_batch(*local_, inputs, targets, task_, upload_)) return *replaced;
-    const Var<T, D> output = model_->forward(Var<T, D>(upload_(inputs)));
-    return batch_totals(task_, output, targets, task_.loss(output, targets, 1.0));
-  }
+  EpochTotals evaluate_batch(const Tensor<T>& inputs, const target_type& targets);
 
-  void reduce(EpochTotals& totals) {
-    totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
-    std::vector<double> sums = totals.flat();
-    policies_.sum_over_ranks(sums);
-    totals = EpochTotals::from_flat(sums);
-  }
+  void reduce(EpochTotals& totals);
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;
@@ -490,4 +264,325 @@ class Trainer {
   std::int64_t batch_in_epoch_ = 0;
 };
 
+// The members above not defined in the class: out of it, so that a program built against the
+// prebuilt library, which compiles Trainer<Module<T, Cpu>> (below), does not compile them again.
+template <class Model, class... Policies>
+template <class Opt>
+Trainer<Model, Policies...>::Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options,
+                                     Policies... policies)
+    : model_((check(model != nullptr && optimizer != nullptr, "Trainer: null model or optimizer"), std::move(model))),
+      options_(std::move(options)),
+      policies_(std::move(policies)...),
+      task_(policies_.task()),
+      local_(&policies_.lay_out(*model_)),
+      checkpoints_(*model_, *local_, policies_),
+      optimizer_(detail::OptimizerHandle::of(optimizer, policies_)) {
+  check_trainer_options(options_);
+  check(options_.clip_grad_norm == 0 || bool(optimizer_.clip),
+        "Trainer: clip_grad_norm needs an optimizer whose params() gives the parameters it steps (as Sgd and Adam do)");
+  checkpoints_.track_optimizer(optimizer);
+  checkpoints_.track_callbacks(callbacks_, [this](const std::filesystem::path& saved) {
+    callbacks_.save_checkpoint(view_, saved);
+  });
+  policies_.offer_optimizer_parameters(*optimizer);
+  if (is_main()) logs_.emplace(options_, task_.metric_names());
+  if (!options_.timeline.empty()) timeline_ = std::make_unique<Timeline>();
+}
+
+template <class Model, class... Policies>
+EpochTotals Trainer<Model, Policies...>::train_step(const Tensor<T>& inputs, const target_type& targets) {
+  if (micro_step_ == 0) {
+    model_->zero_grad();
+    step_start_ = std::chrono::steady_clock::now();
+    step_samples_ = 0;
+  }
+  const int k = options_.accumulation_steps;
+  const bool ends_in_step = ++micro_step_ == k;
+  const auto before_backward = [&](bool last_backward_of_batch) {
+    policies_.before_backward(*local_, ends_in_step && last_backward_of_batch);
+  };
+  EpochTotals batch = forward_backward(inputs, targets, policies_.loss_scale() / k, before_backward);
+  ++batch_in_epoch_;
+  step_loss_sum_ += batch.loss_sum;
+  step_loss_weight_ += batch.loss_weight;
+  step_samples_ += batch.samples;
+  if (!ends_in_step) return batch;
+  micro_step_ = 0;
+  const double step_loss_scale = writes_tensorboard() ? policies_.loss_scale() : 1.0;  // the scale this step used
+  const std::optional<double> loss =
+      step_loss_weight_ > 0 ? std::optional<double>(step_loss_sum_ / step_loss_weight_) : std::nullopt;
+  bool proceed = policies_.before_optimizer_step(*local_, active_timeline());
+  // A policy's skip (an fp16 overflow) is normal while the loss is finite; a non-finite loss is
+  // not, and no loss scale mends it.
+  if (proceed || !std::isfinite(step_loss_sum_)) proceed = finite_step(!proceed) && proceed;
+  proceed = policies_.steps_together(proceed);
+  try {
+    policies_.step_decided(proceed);
+  } catch (const LossScaleUnderflow& e) {
+    fail("Trainer: ", non_finite_step_text(step_loss(), first_non_finite_gradient(*local_), step_place()), ". ",
+         e.what());
+  }
+  step_loss_sum_ = step_loss_weight_ = 0;
+  if (proceed) {
+    callbacks_.before_optimizer_step(view_);
+    NoGradGuard no_grad;
+    const TimelineSpan span(active_timeline(), SpanKind::optimizer);
+    if (options_.clip_grad_norm > 0) last_gradient_norm_ = optimizer_.clip(options_.clip_grad_norm);
+    optimizer_.step();
+  }
+  policies_.after_optimizer_step(*local_);
+  ++step_;
+  if (writes_tensorboard()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
+    logs_->step(step_, loss, optimizer_.lr(), step_loss_scale, step_samples_, seconds);
+  }
+  for (auto& callback : step_callbacks_) callback(step_);
+  callbacks_.step_end(view_, step_);
+  return batch;
+}
+
+template <class Model, class... Policies>
+template <class L>
+EpochTotals Trainer<Model, Policies...>::train_epoch(L& loader, int epoch) {
+  static_assert(LoaderContract<L, TaskType>::satisfied, "Trainer::train_epoch: see the sentence above");
+  model_->train();
+  loader.set_epoch(epoch);
+  epoch_ = fit_epoch_ = epoch + 1;
+  callbacks_.train_epoch_start(view_, epoch_);
+  // 0, or (the first epoch after load_checkpoint) the batches of it already trained: left out.
+  const std::int64_t first = checkpoints_.take_resume_batch();
+  std::int64_t skip = first;
+  if constexpr (ResumesMidEpoch<L>) {
+    loader.set_first_batch(first);
+    skip = 0;
+  }
+  batch_in_epoch_ = first;
+  EpochTotals totals = first > 0 ? checkpoints_.take_resume_totals() : EpochTotals{};
+  const std::int64_t steps = policies_.agree_steps(static_cast<std::int64_t>(loader.size()));
+  ProgressBar bar("epoch " + std::to_string(epoch + 1), steps, options_.progress_bar && is_main() && is_terminal());
+  std::int64_t done = first;
+  Timeline* const timeline = active_timeline();  // fit's, while it runs
+  double data_from = timeline ? timeline->now() : 0;
+  for (const auto& batch : loader) {
+    if (skip > 0 && skip--) continue;  // a loader that cannot begin mid-epoch: read and left out
+    if (done == steps) break;  // the ranks agreed on fewer batches than this rank's loader has
+    if (timeline) timeline->add(SpanKind::data, -1, data_from, timeline->now());
+    callbacks_.train_batch_start(view_, done);
+    const EpochTotals b = train_step(tensor_cast<T>(batch.inputs), batch_targets(batch));
+    if (timeline) data_from = timeline->now();
+    totals += b;
+    callbacks_.train_batch_end(view_, done, b);
+    bar.update(++done, b.loss());
+    if (micro_step_ != 0) continue;
+    position_ = {epoch, done, &totals};
+    if (checkpoints_.after_step(step_, epoch, done, totals)) break;
+    if (mid_epoch_validation_ && options_.val_every_steps > 0 && step_ % options_.val_every_steps == 0) {
+      mid_epoch_validation_();
+      if (stop_agreed()) break;
+    }
+  }
+  bar.finish();
+  position_ = {epoch, done, nullptr};
+  epoch_ = 0;
+  reduce(totals);
+  return totals;
+}
+
+template <class Model, class... Policies>
+template <class L>
+EpochTotals Trainer<Model, Policies...>::evaluate(L& loader, std::int64_t max_batches) {
+  static_assert(LoaderContract<L, TaskType, false>::satisfied, "Trainer::evaluate: see the sentence above");
+  model_->eval();
+  NoGradGuard no_grad;
+  EpochTotals totals;
+  std::int64_t batches = 0;
+  for (const auto& batch : loader) {
+    if (max_batches > 0 && batches++ == max_batches) break;
+    totals += evaluate_batch(tensor_cast<T>(batch.inputs), batch_targets(batch));
+  }
+  reduce(totals);
+  model_->train();
+  return totals;
+}
+
+template <class Model, class... Policies>
+template <class TrainLoader, class ValLoader>
+std::vector<EpochResult> Trainer<Model, Policies...>::fit(TrainLoader& train, ValLoader* val, int epochs) {
+  std::vector<EpochResult> results;
+  const ActiveTimeline active(timeline_.get());  // the spans of the steps and the policies go here
+  stop_requested_ = stopped_early_ = false;
+  stop_reason_.clear();
+  last_validation_.reset();
+  struct MidEpochValidation {
+    std::function<void()>& slot;
+    ~MidEpochValidation() { slot = nullptr; }
+  } mid_epoch{mid_epoch_validation_};
+  if (val) mid_epoch_validation_ = [this, val] { validate(*val, false); };
+  try {
+    callbacks_.fit_start(view_);
+    std::optional<PreemptionWatch> watch;
+    if (checkpoints_.begin_fit()) watch.emplace();
+    for (int epoch = checkpoints_.take_resume_epoch(); epoch < epochs; ++epoch) {
+      const auto start = std::chrono::steady_clock::now();
+      const EpochTotals t = train_epoch(train, epoch);
+      if (checkpoints_.preempted()) break;
+      position_ = {epoch + 1, 0, nullptr};
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EpochResult r;
+      r.epoch = epoch + 1;
+      r.train_loss = t.loss();
+      r.train = metrics(t);
+      r.seconds = seconds;
+      r.images_per_second = seconds > 0 ? t.samples / seconds : 0;
+      r.lr = optimizer_.lr();
+      if (val) {
+        // A validation at this very step in this epoch (val_every_steps) is the epoch's.
+        const bool validated = last_validation_ && last_validation_->step == step_ && last_validation_->epoch == r.epoch;
+        const ValidationResult v = validated ? *last_validation_ : validate(*val, true);
+        r.val_loss = v.loss;
+        r.val = v.metrics;
+      }
+      if (logs_) logs_->epoch(r, epochs, writes_tensorboard() ? policies_.loss_scale() : 1.0);
+      if (timeline_)
+        detail::write_rank_timelines(*timeline_, timeline_events_, options_.timeline, is_main(),
+                                     [&](std::span<double> sums) { policies_.sum_over_ranks(sums); });
+      results.push_back(r);
+      for (auto& callback : epoch_callbacks_) callback(r);
+      callbacks_.train_epoch_end(view_, r);
+      if (micro_step_ == 0) checkpoints_.after_epoch(step_, r, epochs);
+      if (stop_agreed()) break;
+    }
+  } catch (const std::exception& e) {
+    callbacks_.exception(view_, e);
+    fit_epoch_ = 0;
+    throw;
+  }
+  if (stopped_early_ && is_main())
+    log_line("Trainer: stopping at step " + std::to_string(step_) + " (epoch " + std::to_string(fit_epoch_) +
+             "): " + stop_reason_);
+  fit_epoch_ = 0;
+  callbacks_.fit_end(view_);
+  return results;
+}
+
+template <class Model, class... Policies>
+void Trainer<Model, Policies...>::load_checkpoint(const std::filesystem::path& directory) {
+  const checkpoint::Manifest m = checkpoints_.load(directory);
+  step_ = m.step;
+  if (logs_) logs_->continue_after(m.epoch);
+}
+
+template <class Model, class... Policies>
+bool Trainer<Model, Policies...>::finite_step(bool skipped_by_policy) {
+  const std::optional<NonFiniteGradient> gradient = first_non_finite_gradient(*local_);
+  if (!gradient && std::isfinite(step_loss_sum_)) return true;
+  const std::string what = non_finite_step_text(step_loss(), gradient, step_place());
+  check(!options_.terminate_on_nan, "Trainer: ", what,
+        ". Training stops here (TrainerOptions::terminate_on_nan); a learning rate too high, inf or NaN in the "
+        "inputs or the loaded weights are the usual causes. Set terminate_on_nan = false to skip such steps instead");
+  if (skipped_by_policy) return false;
+  ++skipped_steps_;
+  if (is_main()) log_line("Trainer: skipping the optimizer step: " + what);
+  return false;
+}
+
+template <class Model, class... Policies>
+template <class L>
+ValidationResult Trainer<Model, Policies...>::validate(L& loader, bool epoch_end) {
+  callbacks_.validation_start(view_);
+  const EpochTotals v = evaluate(loader, options_.limit_val_batches);
+  const ValidationResult r{step_, fit_epoch_, epoch_end, v.loss(), metrics(v)};
+  if (!epoch_end && logs_) logs_->validation(step_, r.loss, r.metrics);
+  callbacks_.validation_end(view_, r);
+  last_validation_ = r;
+  return r;
+}
+
+template <class Model, class... Policies>
+bool Trainer<Model, Policies...>::stop_agreed() {
+  if (callbacks_.empty()) return false;
+  stopped_early_ = policies_.any_rank(stop_requested_);
+  if (stopped_early_ && !stop_requested_) stop_reason_ = "a callback on another rank asked to stop";
+  return stopped_early_;
+}
+
+template <class Model, class... Policies>
+template <class BeforeBackward>
+EpochTotals Trainer<Model, Policies...>::forward_backward(const Tensor<T>& inputs, const target_type& targets,
+                                                           double loss_scale, const BeforeBackward& before_backward) {
+  if (auto replaced = policies_.forward_backward(*local_, inputs, targets, task_, loss_scale, before_backward, upload_))
+    return *replaced;
+  Var<T, D> output, loss;
+  {
+    const TimelineSpan span(active_timeline(), SpanKind::forward);
+    output = model_->forward(Var<T, D>(upload_(inputs)));
+    loss = task_.loss(output, targets, loss_scale);
+  }
+  before_backward(true);
+  {
+    const TimelineSpan span(active_timeline(), SpanKind::backward);
+    backward(loss);
+  }
+  return batch_totals(task_, output, targets, loss);
+}
+
+template <class Model, class... Policies>
+EpochTotals Trainer<Model, Policies...>::evaluate_batch(const Tensor<T>& inputs, const target_type& targets) {
+  if (auto replaced = policies_.evaluate_batch(*local_, inputs, targets, task_, upload_)) return *replaced;
+  const Var<T, D> output = model_->forward(Var<T, D>(upload_(inputs)));
+  return batch_totals(task_, output, targets, task_.loss(output, targets, 1.0));
+}
+
+template <class Model, class... Policies>
+void Trainer<Model, Policies...>::reduce(EpochTotals& totals) {
+  totals.metric_state.resize(task_.state_size(), 0.0);  // a rank without batches
+  std::vector<double> sums = totals.flat();
+  policies_.sum_over_ranks(sums);
+  totals = EpochTotals::from_flat(sums);
+}
+
+// Trainer<Model> without policies runs Trainer<Module<T, D>>'s loop, one for every model of a
+// scalar type and device (the prebuilt library holds it for float and double on the CPU), and
+// hands back the model as its own type.
+template <class Model>
+  requires(!std::same_as<Model, Module<typename Model::scalar_type, typename Model::device_type>>)
+class Trainer<Model> : public Trainer<Module<typename Model::scalar_type, typename Model::device_type>> {
+  using Base = Trainer<Module<typename Model::scalar_type, typename Model::device_type>>;
+
+ public:
+  static_assert(std::derived_from<Model, Module<typename Base::T, typename Base::D>>,
+                "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
+  template <class Opt>
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options = {})
+      : Base(std::move(model), std::move(optimizer), std::move(options)) {}
+  Model& model() { return static_cast<Model&>(Base::model()); }
+  template <class F>
+  void with_whole_model(F&& f) {
+    Base::with_whole_model([&](Module<typename Base::T, typename Base::D>&) { f(model()); });
+  }
+};
+
 }  // namespace ptrain
+
+// The loop of every Trainer without policies in float and double on the CPU, with fit, train_epoch
+// and evaluate on a DataLoader of a TensorDataset and the constructor for Sgd, Adam and AdamW.
+#define PTRAIN_PREBUILT_TRAINER_OF(T)                                                                              \
+  PTRAIN_PREBUILT_TRAINER(class ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>)                                  \
+  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
+      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::Sgd<T, ptrain::Cpu>>,               \
+      ptrain::TrainerOptions))                                                                                     \
+  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
+      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::Adam<T, ptrain::Cpu>>,              \
+      ptrain::TrainerOptions))                                                                                     \
+  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
+      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::AdamW<T, ptrain::Cpu>>,             \
+      ptrain::TrainerOptions))                                                                                     \
+  PTRAIN_PREBUILT_TRAINER(std::vector<ptrain::EpochResult> ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::fit(   \
+      ptrain::DataLoader<ptrain::TensorDataset>&, ptrain::DataLoader<ptrain::TensorDataset>*, int))                \
+  PTRAIN_PREBUILT_TRAINER(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::train_epoch(        \
+      ptrain::DataLoader<ptrain::TensorDataset>&, int))                                                            \
+  PTRAIN_PREBUILT_TRAINER(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::evaluate(           \
+      ptrain::DataLoader<ptrain::TensorDataset>&, std::int64_t))
+PTRAIN_PREBUILT_TRAINER_OF(float)
+PTRAIN_PREBUILT_TRAINER_OF(double)
+#undef PTRAIN_PREBUILT_TRAINER_OF
