@@ -14,8 +14,13 @@ jobs=$(nproc)
 
 say() { printf 'package test: %s\n' "$*"; }
 
-cmake --install "$build" --prefix "$work/ptrain-install" >"$work/install.log"
-config_dir="$work/ptrain-install/lib/cmake/ptrain"
+# The install and its consumer's build folder side by side, and after the move the same two names
+# side by side in another folder: the consumer's compile lines, made relative by the compiler
+# cache's base_dir, are then the same in both places, so the moved install's consumers are built
+# from the cache (their link and run are the moved install's own).
+install_prefix=$work/installed/ptrain
+cmake --install "$build" --prefix "$install_prefix" >"$work/install.log"
+config_dir="$install_prefix/lib/cmake/ptrain"
 [ -f "$config_dir/ptrainConfig.cmake" ] || { say "no ptrainConfig.cmake under $config_dir"; exit 1; }
 
 # Every library the targets link must be found on the consumer's machine (find_dependency in
@@ -80,11 +85,11 @@ build_and_run() {  # $1: consumer build dir, then its configure options
   run_consumers "$dir"
 }
 
-say "consumer against $work/ptrain-install"
-build_and_run "$work/pkg" -DCMAKE_PREFIX_PATH="$work/ptrain-install" -DCMAKE_BUILD_TYPE=Release
+say "consumer against $install_prefix"
+build_and_run "$work/installed/consumer" -DCMAKE_PREFIX_PATH="$install_prefix" -DCMAKE_BUILD_TYPE=Release
 
 # A component the install does not have must fail find_package with the config's sentence.
-if cmake -S "$repo/test/package" -B "$work/pkg-bogus" -DCMAKE_PREFIX_PATH="$work/ptrain-install" \
+if cmake -S "$repo/test/package" -B "$work/pkg-bogus" -DCMAKE_PREFIX_PATH="$install_prefix" \
     -DPTRAIN_PACKAGE_COMPONENTS=Bogus >"$work/bogus.log" 2>&1; then
   say "find_package(ptrain COMPONENTS Bogus) succeeded; it must fail"
   exit 1
@@ -93,15 +98,16 @@ grep -q "ptrain was installed without its Bogus component" "$work/bogus.log" ||
   { cat "$work/bogus.log"; say "missing component failed without naming it"; exit 1; }
 say "a missing component fails find_package with its name, as it should"
 
-mkdir -p "$work/elsewhere"
-mv "$work/ptrain-install" "$work/elsewhere/moved-prefix"
-if grep -rqF "$work/ptrain-install" "$work/elsewhere/moved-prefix"; then
-  grep -rlF "$work/ptrain-install" "$work/elsewhere/moved-prefix" >&2
+moved_prefix=$work/moved/ptrain
+mkdir -p "$work/moved"
+mv "$install_prefix" "$moved_prefix"
+if grep -rqF "$install_prefix" "$moved_prefix"; then
+  grep -rlF "$install_prefix" "$moved_prefix" >&2
   say "the install records its own prefix: not relocatable"
   exit 1
 fi
-say "consumer against the moved install $work/elsewhere/moved-prefix"
-build_and_run "$work/pkg-moved" -DCMAKE_PREFIX_PATH="$work/elsewhere/moved-prefix" -DCMAKE_BUILD_TYPE=Release
+say "consumer against the moved install $moved_prefix"
+build_and_run "$work/moved/consumer" -DCMAKE_PREFIX_PATH="$moved_prefix" -DCMAKE_BUILD_TYPE=Release
 
 # ptrain added by add_subdirectory, the consumer choosing no build type: the consumer's
 # CMakeLists.txt fails if ptrain changed it or defined its own programs.
