@@ -10,6 +10,9 @@
 
 namespace bench {
 
+// bench/, where the peer scripts are (bench/source_dir.cpp, the one object that holds its path).
+const char* source_dir();
+
 struct TorchPeer {
   std::string python;
   std::string name;  // "debian" for the system Python, "pip" for any other (a venv)
@@ -37,7 +40,7 @@ inline std::vector<TorchPeer> torch_peers() {
 // The lines `peer.python script args` prints (its stderr dropped); none when it cannot run.
 inline std::vector<std::string> peer_lines(const TorchPeer& peer, const std::string& script, const std::string& args) {
   std::vector<std::string> lines;
-  const std::string cmd = peer.python + " " PTRAIN_BENCH_DIR "/" + script + " " + args + " 2>/dev/null";
+  const std::string cmd = peer.python + " " + source_dir() + "/" + script + " " + args + " 2>/dev/null";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return lines;
   char line[1024];

@@ -5,7 +5,7 @@
 // and no PNG.
 #include <boost/test/unit_test.hpp>
 
-#ifdef PTRAIN_GRAD_CAM_EXAMPLE
+#ifdef PTRAIN_HAS_GRAD_CAM_EXAMPLE
 
 #include <sys/wait.h>
 
@@ -27,6 +27,10 @@
 
 #include "../../examples/common/triplet_net.hpp"
 #include "../common/files.hpp"
+
+namespace ptrain::test {
+const char* grad_cam_example();  // its path: grad_cam_example_path.cpp
+}
 
 using namespace ptrain;
 using test::contains;
@@ -77,7 +81,7 @@ struct Run {
 Run run_example(const std::string& args, const fs::path& weights = dir() / "resnet18.safetensors") {
   network();
   const fs::path log = dir() / "log.txt";
-  const std::string command = std::string(PTRAIN_GRAD_CAM_EXAMPLE) + " --weights " + weights.string() + " --image " + (dir() / "image.png").string() +
+  const std::string command = std::string(ptrain::test::grad_cam_example()) + " --weights " + weights.string() + " --image " + (dir() / "image.png").string() +
                               " --size " + std::to_string(size) + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(log);
