@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # under 45 minutes on 2 cores, PTRAIN_PORTABLE_AREAS="... train" (or "all") adds them.
 areas=(${PTRAIN_PORTABLE_AREAS:-kernels autograd nn optim parallel})
 [ "${areas[*]}" = all ] && areas=(kernels autograd nn optim train parallel)
-cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_NATIVE_ARCH=OFF \
+cmake -S . -B build-portable $(generator_for build-portable) -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_NATIVE_ARCH=OFF \
   -DPTRAIN_HEADER_ONLY=ON -DPTRAIN_BUILD_EXAMPLES=OFF -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v2
 cmake --build build-portable -j "$jobs" --target "${areas[@]/#/test_}"
 regex="^($(IFS='|'; echo "${areas[*]}"))/"

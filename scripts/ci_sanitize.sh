@@ -25,7 +25,7 @@ if [ "${areas[*]}" = all ]; then
   done
 fi
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_BUILD_EXAMPLES=OFF \
+cmake -S . -B build-sanitize $(generator_for build-sanitize) -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=OFF -DPTRAIN_BUILD_EXAMPLES=OFF \
   -DPTRAIN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O0 -g1 -DNDEBUG" -DPTRAIN_TEST_OPT_FLAGS= -DCMAKE_CXX_FLAGS="$sanitize" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 cmake --build build-sanitize -j "$jobs" --target "${areas[@]/#/test_}"

@@ -6,6 +6,17 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 jobs=${PTRAIN_JOBS:-$(nproc)}
 
+# The generator of a new build folder: Ninja where it is installed (setup.sh installs it), else
+# CMake's default, Unix Makefiles. Make does not start a target's compiles until every target it
+# links is built, so a core waits at the libraries' and programs' links; Ninja holds only the link.
+# From an empty cache, the same tree and host: the main build 1,413 -> 1,310 s, the sanitizer job
+# 298 -> 223 s, the portable job 349 -> 271 s, .ci/run 2,655 -> 2,398 s after its setup.
+# A folder configured before keeps the generator it has (CMake refuses another).
+# Usage: cmake -S . -B DIR $(generator_for DIR) ...
+generator_for() {
+  if [ ! -f "$1/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then echo -GNinja; fi
+}
+
 # OpenBLAS's kernels for this CPU. Debian 12's OpenBLAS (0.3.21) picks its kernel set from the CPU
 # model when it loads and takes Prescott's (SSE3) for a model it does not know, as it does on a
 # virtual "Intel Xeon Processor" with AVX-512 and AMX: its 2048^3 float GEMM ran at 26 GFLOP/s on

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make               # the build
+  cmake g++ make ninja-build   # the build (Ninja where a script makes a new build folder: env.sh)
   ccache                       # the compiler cache (scripts/env.sh); the scripts build without it too
   libeigen3-dev                # CPU tensor math
   libopenblas-dev              # fast GEMM (about 1.6x Eigen's own on 2 cores)

@@ -45,7 +45,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
                      "-DCMAKE_CUDA_FLAGS_RELEASE=-O0 -DNDEBUG")
   cuda_examples=${PTRAIN_CUDA_EXAMPLES:-fashion_mnist;resnet_cifar10;imagenet_resnet;transformer_lm}
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
+cmake -S . -B build $(generator_for build) -DCMAKE_BUILD_TYPE=Release -DPTRAIN_CUDA=AUTO -DPTRAIN_BUILD_TESTS=ON \
   -DPTRAIN_PYTHON="$tensorboard_venv/bin/python" ${torch_python:+"-DPTRAIN_TORCH_PYTHON=$torch_python"} \
   "-DPTRAIN_CUDA_EXAMPLES=$cuda_examples" "${cuda_compile_only[@]}"
 phase_done "setup and configure:"
@@ -116,8 +116,15 @@ if ctest --test-dir build -N -R '^cuda/' | grep 'cuda/' >/dev/null; then  # grep
   echo "CUDA compile checks: built with $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
   for program in test/cuda/cuda_device_check test/cuda/cuda_header_checks $(cd build && ls -d examples/*_cuda 2>/dev/null); do
     [ -x "build/$program" ] || continue
-    # The architectures nvcc was given for it (Makefile generator).
-    archs=$(grep -ho 'sm_[0-9]*' "build/$(dirname "$program")/CMakeFiles/$(basename "$program").dir/flags.make" 2>/dev/null | sort -u | paste -sd, - || true)
+    # The architectures nvcc was given for it: its flags in flags.make (Makefiles) or on its
+    # objects' FLAGS lines in build.ninja.
+    target_dir="$(dirname "$program")/CMakeFiles/$(basename "$program").dir/"
+    if [ -f build/build.ninja ]; then
+      flags=$(awk -v dir="$target_dir" '/^build / { mine = index($2, dir) == 1 } mine && /^  FLAGS = /' build/build.ninja)
+    else
+      flags=$(cat "build/$target_dir/flags.make" 2>/dev/null || true)
+    fi
+    archs=$(printf '%s\n' "$flags" | grep -o 'sm_[0-9]*' | sort -u | paste -sd, - || true)
     echo "  compiled: $program${archs:+ (GPU code for $archs)}"
   done
   grep -q "consumer_cuda compiled" "$package_log" && echo "  compiled: test/package/cuda_main.cu against the installed ptrain::cuda"
