@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build $(generator_for build) -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs" --target fashion_mnist
 exec mpiexec -n "${PTRAIN_RANKS:-2}" build/examples/fashion_mnist "$@"

@@ -6,9 +6,10 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 jobs=${PTRAIN_JOBS:-$(nproc)}
 
-# The generator of a new build folder: Ninja where it is installed (setup.sh installs it), else
-# CMake's default, Unix Makefiles. Make does not start a target's compiles until every target it
-# links is built, so a core waits at the libraries' and programs' links; Ninja holds only the link.
+# The generator of a new build folder (test.sh's, demo.sh's, the jobs'): Ninja where it is
+# installed (setup.sh installs it), else CMake's default, Unix Makefiles. Make does not start a
+# target's compiles until every target it links is built, so a core waits at the libraries' and
+# programs' links; Ninja holds only the link.
 # From an empty cache, the same tree and host: the main build 1,413 -> 1,310 s, the sanitizer job
 # 298 -> 223 s, the portable job 349 -> 271 s, .ci/run 2,655 -> 2,398 s after its setup.
 # A folder configured before keeps the generator it has (CMake refuses another).
