@@ -121,3 +121,6 @@ class PtrainConan(ConanFile):
                 info.set_property("pkg_config_name", f"ptrain-{component}")
         if self.options.with_image:
             self.cpp_info.components["image"].defines = ["PTRAIN_HAS_IMAGE"]
+        if self.options.with_mpi and not self.options.header_only:
+            # The library holds the MPI Trainers' loops too (the end of ptrain/mpi.hpp).
+            self.cpp_info.components["mpi"].defines = ["PTRAIN_PREBUILT_MPI"]

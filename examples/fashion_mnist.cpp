@@ -49,8 +49,9 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   const ptrain::Normalize normalize({0.2860f}, {0.3530f});
   ptrain::DataLoader train_loader(train_data, ptrain::DistributedSampler(train_data.size(), ranks, rank, true, seed),
                                   {.batch_size = batch / ranks}, normalize);
-  ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false),
-                                 {.batch_size = 1000}, normalize);
+  // Of a TensorDataset, as the training loader: fit on two of them is the prebuilt library's.
+  ptrain::DataLoader<ptrain::TensorDataset> test_loader(
+      test_set, ptrain::DistributedSampler(test_set.size(), ranks, rank, false), {.batch_size = 1000}, normalize);
 
   auto model = std::make_shared<Net>();
   const ptrain::AdamOptions adam_options{.lr = cli.real("--lr")};

@@ -53,8 +53,10 @@ double train(const examples::Cli& cli, ptrain::MpiComm& world, examples::DataSha
   ptrain::DataLoader train_loader(
       train_data, ptrain::DistributedSampler(train_data.size(), shard.count, shard.index, true, seed),
       {.batch_size = batch / shard.count, .seed = seed}, augment);
-  ptrain::DataLoader test_loader(test_set, ptrain::DistributedSampler(test_set.size(), shard.count, shard.index, false),
-                                 {.batch_size = 500}, normalize);
+  // Of a TensorDataset, as the training loader: fit on two of them is the prebuilt library's.
+  ptrain::DataLoader<ptrain::TensorDataset> test_loader(
+      test_set, ptrain::DistributedSampler(test_set.size(), shard.count, shard.index, false), {.batch_size = 500},
+      normalize);
 
   auto sgd = std::make_shared<ptrain::Sgd<float, typename Net::device_type>>(
       model->parameters(), ptrain::SgdOptions{.lr = cli.real("--lr"), .momentum = 0.9, .weight_decay = 5e-4});

@@ -15,11 +15,13 @@
 //     members;
 //   PTRAIN_PREBUILT_TRAINER(class ptrain::Trainer<...>), PTRAIN_PREBUILT_TRAINER(<a member template's
 //     declaration>): the Trainer's, whose members GCC would still expand where they are defined
-//     in the class, so the Trainer defines its large ones after it.
+//     in the class, so the Trainer defines its large ones after it; PTRAIN_PREBUILT_TRAINER_MPI:
+//     the same for a Trainer with an MPI policy.
 // What a list line becomes:
 //   - in the library's source of its area (KERNEL: src/prebuilt/kernels*.cpp, which define
 //     PTRAIN_PREBUILT_DEFINE_KERNELS; OP: ops.cpp; STATE: state.cpp; CLASS: classes.cpp; MODEL:
-//     models.cpp; TRAINER: trainer.cpp): an explicit instantiation, compiled there;
+//     models.cpp; TRAINER: trainer.cpp; TRAINER_MPI: trainer_mpi.cpp): an explicit instantiation,
+//     compiled there;
 //   - in a program built against the library (PTRAIN_PREBUILT, which ptrain::prebuilt's users get
 //     from CMake): an explicit instantiation declaration, `extern template`, so the compiler calls
 //     the library's copy instead of compiling its own (GCC and Clang still expand a member defined
@@ -89,6 +91,17 @@
 #define PTRAIN_PREBUILT_TRAINER(...) template __VA_ARGS__;
 #else
 #define PTRAIN_PREBUILT_TRAINER(...) PTRAIN_PREBUILT_EXTERN_DECLARATION(__VA_ARGS__)
+#endif
+
+// The MPI Trainers' loops (the end of ptrain/mpi.hpp; TRAINER_MPI: src/prebuilt/trainer_mpi.cpp,
+// in the library where it was built with MPI, which then gives its ptrain::mpi users
+// PTRAIN_PREBUILT_MPI).
+#if defined(PTRAIN_PREBUILT_DEFINE_TRAINER_MPI)
+#define PTRAIN_PREBUILT_TRAINER_MPI(...) template __VA_ARGS__;
+#elif defined(PTRAIN_PREBUILT_MPI)
+#define PTRAIN_PREBUILT_TRAINER_MPI(...) PTRAIN_PREBUILT_EXTERN_DECLARATION(__VA_ARGS__)
+#else
+#define PTRAIN_PREBUILT_TRAINER_MPI(...)
 #endif
 
 #if defined(PTRAIN_PREBUILT_DEFINE_FUNCTIONS)

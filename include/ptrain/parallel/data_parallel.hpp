@@ -93,6 +93,8 @@ class DataParallel {
   using compression = CompressionTag;
   // The Trainer takes one policy that averages gradients over the ranks (not Sharded beside this).
   static constexpr bool averages_gradients = true;
+  // Its points take any Module<T, D> (train/policy.hpp: RunsOnAnyModule).
+  static constexpr bool runs_on_any_module = true;
 
   explicit DataParallel(Comm& comm, DataParallelOptions options = {}) : comm_(&comm), options_(options) {
     check(options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive");

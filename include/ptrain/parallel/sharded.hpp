@@ -119,6 +119,8 @@ class Sharded {
   // Gradients are reduce-scattered, each rank receiving its own parameters' (Zero2, Zero3; with
   // RuntimeStage they may be, and reduces_scatter() says whether they are).
   static constexpr bool reduce_scatters = !std::same_as<Stage, Zero1>;
+  // Its points take any Module<T, D> (Zero3 finds the Sequential it needs by dynamic_cast).
+  static constexpr bool runs_on_any_module = true;
 
   // options.bucket_bytes sizes both the gradient buckets and the parameter all-gather's.
   explicit Sharded(Comm& comm, DataParallelOptions options = {})

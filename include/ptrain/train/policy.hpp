@@ -78,6 +78,13 @@ bool reduces_scatter(const P& p) {
 template <class P>
 concept SplitsModel = requires { requires P::splits_model; };
 
+// A policy that works on any Module<T, D> and nothing of the model's own type (DataParallel,
+// Sharded) says so: a Trainer whose policies all do runs Trainer<Module<T, D>, Policies...>'s loop,
+// one for every model of a scalar type and device (train/trainer.hpp), as a Trainer without
+// policies does; the prebuilt library holds some of them.
+template <class P>
+concept RunsOnAnyModule = requires { requires P::runs_on_any_module; };
+
 // Whether P names each point at all.
 template <class P>
 concept NamesPipelineGrid =

@@ -541,20 +541,27 @@ void Trainer<Model, Policies...>::reduce(EpochTotals& totals) {
   totals = EpochTotals::from_flat(sums);
 }
 
-// Trainer<Model> without policies runs Trainer<Module<T, D>>'s loop, one for every model of a
-// scalar type and device (the prebuilt library holds it for float and double on the CPU), and
-// hands back the model as its own type.
-template <class Model>
-  requires(!std::same_as<Model, Module<typename Model::scalar_type, typename Model::device_type>>)
-class Trainer<Model> : public Trainer<Module<typename Model::scalar_type, typename Model::device_type>> {
-  using Base = Trainer<Module<typename Model::scalar_type, typename Model::device_type>>;
+// Trainer<Model, Policies...> whose policies all work on any module (none, or DataParallel and
+// Sharded: RunsOnAnyModule, train/policy.hpp) runs Trainer<Module<T, D>, Policies...>'s loop, one
+// for every model of a scalar type and device (the prebuilt library holds some: below, and the MPI
+// ones at the end of ptrain/mpi.hpp), and hands back the model as its own type. A Pipeline, which
+// splits a Sequential, or a task among the policies keeps the Trainer above with its model.
+template <class Model, class... Policies>
+  requires(!std::same_as<Model, Module<typename Model::scalar_type, typename Model::device_type>> &&
+           (RunsOnAnyModule<Policies> && ...))
+class Trainer<Model, Policies...>
+    : public Trainer<Module<typename Model::scalar_type, typename Model::device_type>, Policies...> {
+  using Base = Trainer<Module<typename Model::scalar_type, typename Model::device_type>, Policies...>;
 
  public:
   static_assert(std::derived_from<Model, Module<typename Base::T, typename Base::D>>,
                 "Trainer<Model>: Model must derive from ptrain::Module<T, D> (see docs/architecture.md)");
   template <class Opt>
-  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options = {})
-      : Base(std::move(model), std::move(optimizer), std::move(options)) {}
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer)
+      : Base(std::move(model), std::move(optimizer)) {}
+  template <class Opt>
+  Trainer(std::shared_ptr<Model> model, std::shared_ptr<Opt> optimizer, TrainerOptions options, Policies... policies)
+      : Base(std::move(model), std::move(optimizer), std::move(options), std::move(policies)...) {}
   Model& model() { return static_cast<Model&>(Base::model()); }
   template <class F>
   void with_whole_model(F&& f) {
