@@ -340,12 +340,15 @@ two_ranks() {
     return
   fi
   run_step "$name" 90 "$multi_end" "${ours[@]}" "$bin/mpiexec" -launcher fork -n 2 "$bin/$program" "$@"
-  # Seen once on a loaded host: hydra died of SIGPIPE before any rank wrote a line. Once more, then
-  # the step's own verdict.
-  if [ "$step_rc" = 141 ] && [ ! -s "$work/$name.out" ]; then
-    say "$name: mpiexec died of SIGPIPE before starting the ranks; once more"
+  # Seen on a loaded host: hydra died of SIGPIPE before any rank wrote a line, once twice in a row.
+  # Up to two more tries a second apart, then the step's own verdict.
+  local try=1
+  while [ "$step_rc" = 141 ] && [ ! -s "$work/$name.out" ] && [ "$try" -lt 3 ]; do
+    try=$((try + 1))
+    say "$name: mpiexec died of SIGPIPE before starting the ranks; try $try of 3"
+    sleep 1
     run_step "$name" 90 "$multi_end" "${ours[@]}" "$bin/mpiexec" -launcher fork -n 2 "$bin/$program" "$@"
-  fi
+  done
   if [ "$step_rc" != 0 ] && [ "$gpus" -lt 2 ] && grep -q "NCCL needs one GPU per rank" "$work/$name.out"; then
     refused="ptrain's NcclComm takes one GPU per rank, as NCCL does (refused as expected in $name)"
     record "$name" skipped "$step_seconds" "note=one GPU: $refused"
