@@ -80,8 +80,8 @@ class SentencePieceTokenizer {
     bool in_word = false;
     for (std::size_t i = 0; i < text.size();) {
       const detail::Utf8Char u = detail::decode_utf8(text, i);
-      check(u.code_point <= 0x10FFFF, "SentencePieceTokenizer (", source_, "): byte ", i, " (0x", std::hex,
-            static_cast<int>(static_cast<unsigned char>(text[i])), std::dec,
+      check(u.code_point <= 0x10FFFF, "SentencePieceTokenizer (", source_, "): byte ", i, " (0x",
+            detail::Hex{static_cast<unsigned char>(text[i])},
             ") of the text is not valid UTF-8: expected UTF-8 text");
       i += u.length;
       if (detail::is_python_space(u.code_point)) {

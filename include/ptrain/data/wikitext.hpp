@@ -39,8 +39,8 @@ inline std::vector<std::string_view> text_lines(std::string_view text, const std
       continue;
     }
     const detail::Utf8Char c = detail::decode_utf8(text, i);
-    check(c.code_point <= 0x10FFFF, name, ": line ", line, ", byte offset ", i, ": byte 0x", std::hex,
-          static_cast<int>(static_cast<unsigned char>(text[i])), std::dec, " is not valid UTF-8: expected UTF-8 text");
+    check(c.code_point <= 0x10FFFF, name, ": line ", line, ", byte offset ", i, ": byte 0x",
+          detail::Hex{static_cast<unsigned char>(text[i])}, " is not valid UTF-8: expected UTF-8 text");
     i += c.length;
   }
   return lines;

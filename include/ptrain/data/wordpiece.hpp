@@ -107,8 +107,8 @@ inline std::vector<std::uint32_t> code_points(std::string_view text) {
   std::vector<std::uint32_t> out;
   for (std::size_t i = 0; i < text.size();) {
     const Utf8Char u = decode_utf8(text, i);
-    check(u.code_point <= 0x10FFFF, "WordPieceTokenizer: byte ", i, " (0x", std::hex,
-          static_cast<int>(static_cast<unsigned char>(text[i])), std::dec, ") is not valid UTF-8: expected UTF-8 text");
+    check(u.code_point <= 0x10FFFF, "WordPieceTokenizer: byte ", i, " (0x", Hex{static_cast<unsigned char>(text[i])},
+          ") is not valid UTF-8: expected UTF-8 text");
     out.push_back(u.code_point);
     i += u.length;
   }

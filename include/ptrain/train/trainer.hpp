@@ -571,25 +571,26 @@ class Trainer<Model, Policies...>
 
 }  // namespace ptrain
 
-// The loop of every Trainer without policies in float and double on the CPU, with fit, train_epoch
-// and evaluate on a DataLoader of a TensorDataset and the constructor for Sgd, Adam and AdamW.
-#define PTRAIN_PREBUILT_TRAINER_OF(T)                                                                              \
-  PTRAIN_PREBUILT_TRAINER(class ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>)                                  \
-  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
-      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::Sgd<T, ptrain::Cpu>>,               \
-      ptrain::TrainerOptions))                                                                                     \
-  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
-      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::Adam<T, ptrain::Cpu>>,              \
-      ptrain::TrainerOptions))                                                                                     \
-  PTRAIN_PREBUILT_TRAINER(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::Trainer(                                \
-      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::AdamW<T, ptrain::Cpu>>,             \
-      ptrain::TrainerOptions))                                                                                     \
-  PTRAIN_PREBUILT_TRAINER(std::vector<ptrain::EpochResult> ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::fit(   \
-      ptrain::DataLoader<ptrain::TensorDataset>&, ptrain::DataLoader<ptrain::TensorDataset>*, int))                \
-  PTRAIN_PREBUILT_TRAINER(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::train_epoch(        \
+// The specialisations of a prebuilt Trainer<Module<T, Cpu>, Policies...> (Policies may be none),
+// each through LIST (PTRAIN_PREBUILT_TRAINER here, PTRAIN_PREBUILT_TRAINER_MPI at the end of
+// ptrain/mpi.hpp): the class, its constructor for Sgd, Adam and AdamW, and fit, train_epoch and
+// evaluate on a DataLoader of a TensorDataset.
+#define PTRAIN_PREBUILT_TRAINER_CONSTRUCTOR(LIST, T, Opt, ...)                                                   \
+  LIST(ptrain::Trainer<ptrain::Module<T, ptrain::Cpu> __VA_OPT__(, ) __VA_ARGS__>::Trainer(                       \
+      std::shared_ptr<ptrain::Module<T, ptrain::Cpu>>, std::shared_ptr<ptrain::Opt<T, ptrain::Cpu>>,               \
+      ptrain::TrainerOptions __VA_OPT__(, ) __VA_ARGS__))
+#define PTRAIN_PREBUILT_TRAINER_MEMBERS(LIST, T, ...)                                                             \
+  LIST(class ptrain::Trainer<ptrain::Module<T, ptrain::Cpu> __VA_OPT__(, ) __VA_ARGS__>)                          \
+  PTRAIN_PREBUILT_TRAINER_CONSTRUCTOR(LIST, T, Sgd __VA_OPT__(, ) __VA_ARGS__)                                     \
+  PTRAIN_PREBUILT_TRAINER_CONSTRUCTOR(LIST, T, Adam __VA_OPT__(, ) __VA_ARGS__)                                    \
+  PTRAIN_PREBUILT_TRAINER_CONSTRUCTOR(LIST, T, AdamW __VA_OPT__(, ) __VA_ARGS__)                                   \
+  LIST(std::vector<ptrain::EpochResult> ptrain::Trainer<ptrain::Module<T, ptrain::Cpu> __VA_OPT__(, ) __VA_ARGS__>:: \
+           fit(ptrain::DataLoader<ptrain::TensorDataset>&, ptrain::DataLoader<ptrain::TensorDataset>*, int))     \
+  LIST(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu> __VA_OPT__(, ) __VA_ARGS__>::train_epoch( \
       ptrain::DataLoader<ptrain::TensorDataset>&, int))                                                            \
-  PTRAIN_PREBUILT_TRAINER(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu>>::evaluate(           \
+  LIST(ptrain::EpochTotals ptrain::Trainer<ptrain::Module<T, ptrain::Cpu> __VA_OPT__(, ) __VA_ARGS__>::evaluate(    \
       ptrain::DataLoader<ptrain::TensorDataset>&, std::int64_t))
-PTRAIN_PREBUILT_TRAINER_OF(float)
-PTRAIN_PREBUILT_TRAINER_OF(double)
-#undef PTRAIN_PREBUILT_TRAINER_OF
+
+// The loop of every Trainer without policies in float and double on the CPU.
+PTRAIN_PREBUILT_TRAINER_MEMBERS(PTRAIN_PREBUILT_TRAINER, float)
+PTRAIN_PREBUILT_TRAINER_MEMBERS(PTRAIN_PREBUILT_TRAINER, double)
