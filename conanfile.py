@@ -122,5 +122,6 @@ class PtrainConan(ConanFile):
         if self.options.with_image:
             self.cpp_info.components["image"].defines = ["PTRAIN_HAS_IMAGE"]
         if self.options.with_mpi and not self.options.header_only:
-            # The library holds the MPI Trainers' loops too (the end of ptrain/mpi.hpp).
+            # The library holds the MPI Trainers' loops (the end of ptrain/mpi.hpp) and the MPI
+            # headers' functions too (core/prebuilt.hpp).
             self.cpp_info.components["mpi"].defines = ["PTRAIN_PREBUILT_MPI"]

@@ -112,6 +112,21 @@
 #define PTRAIN_PREBUILT_INLINE inline
 #endif
 
+// The same for the functions of the MPI headers (MpiSession, the collective watchdog), under
+// PTRAIN_PREBUILT_MPI_FUNCTION_BODIES, each marked PTRAIN_PREBUILT_MPI_INLINE: defined in the
+// library built with MPI (src/prebuilt/functions_mpi.cpp, PTRAIN_PREBUILT_DEFINE_MPI_FUNCTIONS),
+// not seen by a program that takes them from there (ptrain::mpi's users: PTRAIN_PREBUILT_MPI).
+#if defined(PTRAIN_PREBUILT_DEFINE_MPI_FUNCTIONS)
+#define PTRAIN_PREBUILT_MPI_FUNCTION_BODIES 1
+#define PTRAIN_PREBUILT_MPI_INLINE
+#elif PTRAIN_PREBUILT_IN_USE && defined(PTRAIN_PREBUILT_MPI)
+#define PTRAIN_PREBUILT_MPI_FUNCTION_BODIES 0
+#define PTRAIN_PREBUILT_MPI_INLINE inline
+#else
+#define PTRAIN_PREBUILT_MPI_FUNCTION_BODIES 1
+#define PTRAIN_PREBUILT_MPI_INLINE inline
+#endif
+
 // The lists stand after their header's namespace, so they name templates in full: ptrain::...
 // A kernel's float and double specialisations; an op's, on the CPU; a state file's; a class's and
 // a model's, on the CPU.
