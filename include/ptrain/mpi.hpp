@@ -28,3 +28,12 @@ PTRAIN_PREBUILT_TRAINER_MEMBERS(PTRAIN_PREBUILT_TRAINER_MPI, float,
                                 ptrain::DataParallel<ptrain::MpiAllreduce, ptrain::RuntimeCompression>)
 PTRAIN_PREBUILT_TRAINER_MEMBERS(PTRAIN_PREBUILT_TRAINER_MPI, float,
                                 ptrain::Sharded<ptrain::RuntimeStage, ptrain::MpiAllreduce, ptrain::RuntimeCompression>)
+// The gradient synchronisers and shards those Trainers make, on MpiComm (their members are reached
+// through their interfaces' virtual functions, so a program that makes one compiles only the call to
+// its constructor).
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::GradientBuckets<float, ptrain::MpiComm, float, ptrain::Cpu>)
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::GradientBuckets<float, ptrain::MpiComm, ptrain::half, ptrain::Cpu>)
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::GradientBuckets<float, ptrain::MpiComm, ptrain::bfloat16, ptrain::Cpu>)
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::GradientBuckets<double, ptrain::MpiComm, double, ptrain::Cpu>)
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::ShardedParameters<float, ptrain::MpiComm, ptrain::Cpu>)
+PTRAIN_PREBUILT_TRAINER_MPI(class ptrain::detail::ParameterShards<float, ptrain::MpiComm, ptrain::Cpu>)

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ptrain/core/prebuilt.hpp"
 #include "ptrain/device/caching_allocator.hpp"
 #include "ptrain/device/threads.hpp"
 
@@ -140,3 +141,8 @@ struct Cpu {
 };
 
 }  // namespace ptrain
+
+// The host cache's allocator, for both of its memories: a program built with AddressSanitizer
+// (AlignedHostMemory) against a library built without it finds its own too.
+PTRAIN_PREBUILT_CLASS(ptrain::CachingAllocator<ptrain::detail::MappedHostMemory>)
+PTRAIN_PREBUILT_CLASS(ptrain::CachingAllocator<ptrain::detail::AlignedHostMemory>)

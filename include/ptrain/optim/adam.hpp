@@ -246,5 +246,10 @@ PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, float, ptrain::Ada
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<false, double, ptrain::AdamOptions>)
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, float, ptrain::AdamWOptions>)
 PTRAIN_PREBUILT_KERNEL(ptrain::kernels::cpu::adam_step<true, double, ptrain::AdamWOptions>)
+// Their shared body, a base class: its members are not instantiated with Adam's.
+PTRAIN_PREBUILT_CLASS(ptrain::detail::AdamImpl<float, ptrain::Cpu, false>)
+PTRAIN_PREBUILT_CLASS(ptrain::detail::AdamImpl<double, ptrain::Cpu, false>)
+PTRAIN_PREBUILT_CLASS(ptrain::detail::AdamImpl<float, ptrain::Cpu, true>)
+PTRAIN_PREBUILT_CLASS(ptrain::detail::AdamImpl<double, ptrain::Cpu, true>)
 PTRAIN_PREBUILT_CLASSES_FD(ptrain::Adam)
 PTRAIN_PREBUILT_CLASSES_FD(ptrain::AdamW)

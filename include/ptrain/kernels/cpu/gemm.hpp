@@ -251,3 +251,5 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 }  // namespace ptrain::kernels
 
 PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::gemm)
+// The 16-bit GEMMs' float product where vdpbf16ps does not run (Eigen's, or OpenBLAS's).
+PTRAIN_PREBUILT_KERNELS_FD(ptrain::kernels::detail::gemm_serial)
