@@ -109,6 +109,15 @@ done <build/checks.status
 echo
 echo "==== summary ===="
 echo "time: $(printf '%s, ' "${phase_times[@]}")$SECONDS s in all"
+# The CPU time of the run's processes (user + system: bash's `times` of this shell and every child
+# it waited for) against what the cores gave in the same wall time: a run whose cores were busy
+# throughout ends sooner only with less work. Then where the builds' compile time went.
+times >build/run_times.txt
+awk -v wall="$SECONDS" -v cores="$(nproc)" '
+  { for (i = 1; i <= NF; i++) { split($i, t, "m"); cpu += t[1] * 60 + t[2] } }
+  END { printf "CPU: %.0f s of user and system time, %d cores x %d s: %.0f%% busy\n", cpu, cores, wall,
+               wall ? 100 * cpu / (cores * wall) : 0 }' build/run_times.txt
+python3 scripts/compile_seconds.py build build-sanitize build-portable | sed "s/^/compiles, /" || echo "compiles: scripts/compile_seconds.py failed (above)"
 printf '%s\n' "${check_results[@]}"
 ccache_summary
 [ -z "${OPENBLAS_CORETYPE:-}" ] || echo "OpenBLAS's kernels: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (scripts/env.sh; the portable job's: Nehalem)"
